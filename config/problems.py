@@ -1,0 +1,197 @@
+"""RFC 9457 problem details for every non-2xx answer under /v1/.
+
+One place maps errors to HTTP: DRF's exception handler for everything raised inside a view,
+Django's handler404/handler500 for routing misses and crashes, and a middleware for bodies
+that are too large before any view runs.
+"""
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+logger = logging.getLogger(__name__)
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+PROBLEM_BASE = "https://tickwork.dev/problems/"
+
+_TITLES = {
+    400: "Bad request",
+    401: "Authentication required",
+    403: "Forbidden",
+    404: "Not found",
+    405: "Method not allowed",
+    406: "Not acceptable",
+    409: "Conflict",
+    413: "Request body too large",
+    415: "Unsupported media type",
+    422: "Unprocessable content",
+    429: "Too many requests",
+    500: "Internal server error",
+    503: "Service unavailable",
+}
+
+_TYPES = {
+    400: "bad-request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not-found",
+    405: "method-not-allowed",
+    406: "not-acceptable",
+    409: "conflict",
+    413: "request-too-large",
+    415: "unsupported-media-type",
+    422: "unprocessable",
+    429: "throttled",
+    500: "internal-error",
+    503: "unavailable",
+}
+
+
+class ProblemError(exceptions.APIException):
+    """A domain error that already knows its HTTP status and problem kind."""
+
+    def __init__(
+        self,
+        status_code: int,
+        detail: str,
+        *,
+        kind: str | None = None,
+        errors: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(detail=detail)
+        self.status_code = status_code
+        self.kind = kind
+        self.errors = errors
+        self.headers = headers or {}
+
+
+def problem_body(
+    status_code: int,
+    detail: str,
+    *,
+    kind: str | None = None,
+    errors: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "type": PROBLEM_BASE + (kind or _TYPES.get(status_code, "error")),
+        "title": _TITLES.get(status_code, "Error"),
+        "status": status_code,
+        "detail": detail,
+    }
+    if errors:
+        body["errors"] = errors
+    return body
+
+
+def problem_response(
+    status_code: int,
+    detail: str,
+    *,
+    kind: str | None = None,
+    errors: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JsonResponse:
+    """A plain Django response carrying a problem document (used outside DRF views)."""
+    response = JsonResponse(
+        problem_body(status_code, detail, kind=kind, errors=errors),
+        status=status_code,
+        content_type=PROBLEM_CONTENT_TYPE,
+    )
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
+
+
+def _flatten_detail(detail: Any) -> str:
+    if isinstance(detail, list) and detail:
+        return _flatten_detail(detail[0])
+    if isinstance(detail, dict):
+        return "The request has invalid fields."
+    return str(detail)
+
+
+def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF exception handler: every API error becomes an RFC 9457 document."""
+    # Imported here: rest_framework.views imports the permission classes, which import us.
+    from rest_framework.views import exception_handler
+
+    if isinstance(exc, RequestDataTooBig):
+        exc = ProblemError(413, f"The request body exceeds {settings.MAX_REQUEST_BYTES} bytes.")
+    elif isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    errors = None
+    kind = getattr(exc, "kind", None)
+    if isinstance(exc, ProblemError):
+        detail, errors = str(exc.detail), exc.errors
+        for name, value in exc.headers.items():
+            response[name] = value
+    elif isinstance(exc, exceptions.ValidationError):
+        detail = "The request has invalid fields."
+        errors = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+        kind = "validation-error"
+    else:
+        detail = _flatten_detail(exc.detail)
+    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        response.status_code = status.HTTP_401_UNAUTHORIZED
+        response["WWW-Authenticate"] = 'Bearer realm="api"'
+    if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
+        response["Retry-After"] = str(max(1, int(exc.wait + 0.999)))
+    response.data = problem_body(response.status_code, detail, kind=kind, errors=errors)
+    response.content_type = PROBLEM_CONTENT_TYPE
+    return response
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path.startswith("/v1/")
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if _is_api(request):
+        return problem_response(404, "No resource matches this URL.")
+    return problem_response(404, "Not found.")
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    return problem_response(500, "The server could not complete the request. It has been logged.")
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    return problem_response(400, "The request could not be understood.")
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    return problem_response(403, "You may not perform this action.")
+
+
+class RequestSizeLimitMiddleware:
+    """Reject bodies over MAX_REQUEST_BYTES by their declared length, before a view reads them.
+
+    Bodies without a Content-Length are caught when read (DATA_UPLOAD_MAX_MEMORY_SIZE).
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        declared = request.META.get("CONTENT_LENGTH") or "0"
+        try:
+            length = int(declared)
+        except ValueError:
+            return problem_response(400, "Content-Length is not a number.")
+        if length > settings.MAX_REQUEST_BYTES:
+            return problem_response(
+                413, f"The request body exceeds {settings.MAX_REQUEST_BYTES} bytes."
+            )
+        return self.get_response(request)

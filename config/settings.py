@@ -1,0 +1,245 @@
+"""Tickwork settings: one module, configured from the environment (and an optional `.env`).
+
+Every variable is read through `_read`, so a malformed value stops start-up with
+`ImproperlyConfigured` naming the variable instead of failing later in a worker.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+
+def _read(name: str, cast: Any, default: Any) -> Any:
+    try:
+        return cast(name, default=default)
+    except (ValueError, TypeError, KeyError, ImproperlyConfigured) as exc:
+        raise ImproperlyConfigured(f"{name} is invalid: {exc}") from None
+
+
+def _positive(name: str, value: float) -> float:
+    if value <= 0:
+        raise ImproperlyConfigured(f"{name} must be greater than zero, got {value}")
+    return value
+
+
+def _seconds_list(name: str, default: str) -> tuple[int, ...]:
+    raw = _read(name, env.str, default)
+    try:
+        steps = tuple(int(part) for part in raw.split(",") if part.strip())
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name} must be comma-separated whole seconds, e.g. {default!r}"
+        ) from None
+    if not steps or any(step <= 0 for step in steps):
+        raise ImproperlyConfigured(f"{name} must list at least one positive number of seconds")
+    return steps
+
+
+DEBUG = _read("DEBUG", env.bool, False)
+SECRET_KEY = _read("SECRET_KEY", env.str, "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY must be set (it may be omitted only with DEBUG=true)"
+        )
+    SECRET_KEY = "insecure-development-key-never-used-in-production"  # noqa: S105
+
+ALLOWED_HOSTS = _read("ALLOWED_HOSTS", env.list, ["localhost", "127.0.0.1", "[::1]", "testserver"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "tenancy",
+    "projects",
+    "jobs",
+    "notifications",
+]
+
+MIDDLEWARE = [
+    "config.problems.RequestSizeLimitMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def _database() -> dict[str, Any]:
+    database = _read("DATABASE_URL", env.db_url, f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
+    engine = database.get("ENGINE", "")
+    if engine == "django.db.backends.sqlite3":
+        # WAL lets readers run beside the single writer; IMMEDIATE transactions plus a busy
+        # timeout make concurrent processes queue for the write lock instead of failing.
+        database.setdefault("OPTIONS", {}).update(
+            {
+                "timeout": 30,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            }
+        )
+    elif engine != "django.db.backends.postgresql":
+        raise ImproperlyConfigured(
+            "DATABASE_URL must be a sqlite:/// or postgres:// URL, got scheme for "
+            f"engine {engine or 'unknown'!r}"
+        )
+    database["CONN_MAX_AGE"] = _read("CONN_MAX_AGE", env.int, 0)
+    database.setdefault("TEST", {})
+    return database
+
+
+DATABASES = {"default": _database()}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+MAX_REQUEST_BYTES = int(
+    _positive("MAX_REQUEST_BYTES", _read("MAX_REQUEST_BYTES", env.int, 1_048_576))
+)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
+
+THROTTLE_RATE_USER = _read("THROTTLE_RATE_USER", env.str, "600/min")
+THROTTLE_RATE_ANON = _read("THROTTLE_RATE_ANON", env.str, "60/min")
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["tenancy.permissions.IsTenantMember"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {"user": THROTTLE_RATE_USER, "anon": THROTTLE_RATE_ANON},
+    "EXCEPTION_HANDLER": "config.problems.problem_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Tickwork API",
+    "DESCRIPTION": (
+        "Multi-tenant API. Authenticate with `Authorization: Bearer <token>` and choose the "
+        "tenant with `X-Tenant-ID` (optional when you belong to exactly one tenant). "
+        "Errors are RFC 9457 problem details (`application/problem+json`)."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Idempotency -------------------------------------------------------------------------
+IDEMPOTENCY_KEY_TTL_SECONDS = int(
+    _positive("IDEMPOTENCY_KEY_TTL_SECONDS", _read("IDEMPOTENCY_KEY_TTL_SECONDS", env.int, 86_400))
+)
+
+# --- Notifications scheduler (run_tick) ----------------------------------------------------
+TICK_LIMIT = int(_positive("TICK_LIMIT", _read("TICK_LIMIT", env.int, 100)))
+CLAIM_LEASE_SECONDS = _positive(
+    "CLAIM_LEASE_SECONDS", _read("CLAIM_LEASE_SECONDS", env.float, 45.0)
+)
+CHANNEL_TIMEOUT_SECONDS = _positive(
+    "CHANNEL_TIMEOUT_SECONDS", _read("CHANNEL_TIMEOUT_SECONDS", env.float, 10.0)
+)
+MAX_ATTEMPTS = int(_positive("MAX_ATTEMPTS", _read("MAX_ATTEMPTS", env.int, 3)))
+BACKOFF_SECONDS = _seconds_list("BACKOFF_SECONDS", "60,300,1800")
+TICK_CONCURRENCY = int(_positive("TICK_CONCURRENCY", _read("TICK_CONCURRENCY", env.int, 16)))
+TICK_TIME_BUDGET_SECONDS = _positive(
+    "TICK_TIME_BUDGET_SECONDS", _read("TICK_TIME_BUDGET_SECONDS", env.float, 40.0)
+)
+if CLAIM_LEASE_SECONDS < CHANNEL_TIMEOUT_SECONDS + 5:
+    raise ImproperlyConfigured(
+        "CLAIM_LEASE_SECONDS must exceed CHANNEL_TIMEOUT_SECONDS by at least 5 seconds so a "
+        "lease always covers a row's worst case"
+    )
+
+RESEND_API_KEY = _read("RESEND_API_KEY", env.str, "")
+RESEND_API_URL = _read("RESEND_API_URL", env.str, "https://api.resend.com").rstrip("/")
+NOTIFICATIONS_EMAIL_FROM = _read(
+    "NOTIFICATIONS_EMAIL_FROM", env.str, "Tickwork <notifications@tickwork.invalid>"
+)
+EMAIL_BACKEND = _read("EMAIL_BACKEND", env.str, "django.core.mail.backends.console.EmailBackend")
+WEBHOOK_ALLOW_PRIVATE_TARGETS = _read("WEBHOOK_ALLOW_PRIVATE_TARGETS", env.bool, False)
+WEBHOOK_SECRET_GRACE_SECONDS = int(
+    _positive(
+        "WEBHOOK_SECRET_GRACE_SECONDS", _read("WEBHOOK_SECRET_GRACE_SECONDS", env.int, 86_400)
+    )
+)
+
+# --- Jobs outbox (consume_jobs) ------------------------------------------------------------
+JOB_MAX_ATTEMPTS = int(_positive("JOB_MAX_ATTEMPTS", _read("JOB_MAX_ATTEMPTS", env.int, 5)))
+JOB_BACKOFF_SECONDS = _seconds_list("JOB_BACKOFF_SECONDS", "10,60,300,1800")
+JOB_LEASE_SECONDS = _positive("JOB_LEASE_SECONDS", _read("JOB_LEASE_SECONDS", env.float, 60.0))
+PROVISIONING_URL = _read("PROVISIONING_URL", env.str, "")
+PROVISIONING_TIMEOUT_SECONDS = _positive(
+    "PROVISIONING_TIMEOUT_SECONDS", _read("PROVISIONING_TIMEOUT_SECONDS", env.float, 10.0)
+)
+
+# --- Retention (prune) ---------------------------------------------------------------------
+RETENTION_DAYS = int(_positive("RETENTION_DAYS", _read("RETENTION_DAYS", env.int, 30)))
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": _read("LOG_LEVEL", env.str, "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
+
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = True
+if not DEBUG:
+    SESSION_COOKIE_SECURE = _read("SESSION_COOKIE_SECURE", env.bool, True)
+    CSRF_COOKIE_SECURE = _read("CSRF_COOKIE_SECURE", env.bool, True)

@@ -1,0 +1,96 @@
+"""The jobs outbox: written with the project in one transaction, claimed by consume_jobs."""
+
+import uuid
+from datetime import datetime
+
+from django.db import models
+from django.utils import timezone
+
+from projects.models import Project
+from tenancy.models import Tenant
+
+
+class JobStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    ENQUEUED = "enqueued", "Enqueued (claimed, lease running)"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed (dead letter)"
+
+
+class ErrorCategory(models.TextChoices):
+    TIMEOUT = "timeout", "Timeout"
+    CONNECTION = "connection", "Connection"
+    HTTP_4XX = "http_4xx", "HTTP 4xx"
+    HTTP_5XX = "http_5xx", "HTTP 5xx"
+    UNKNOWN_KIND = "unknown_kind", "Unknown kind"
+    CRASHED = "crashed", "Crashed (lease expired without an outcome)"
+    INTERNAL = "internal", "Internal"
+
+
+ACTIVE_STATUSES = (JobStatus.PENDING, JobStatus.ENQUEUED)
+
+
+class JobQuerySet(models.QuerySet["Job"]):
+    def pending(self) -> "JobQuerySet":
+        return self.filter(status=JobStatus.PENDING)
+
+    def in_flight(self, *, now: datetime) -> "JobQuerySet":
+        return self.filter(status=JobStatus.ENQUEUED, claimed_until__gte=now)
+
+    def failed(self) -> "JobQuerySet":
+        return self.filter(status=JobStatus.FAILED)
+
+    def ready(self, *, now: datetime) -> "JobQuerySet":
+        """Claimable now: pending and due, or enqueued with an expired lease (orphaned)."""
+        return self.filter(status__in=ACTIVE_STATUSES, next_attempt_at__lte=now).filter(
+            models.Q(claimed_until__isnull=True) | models.Q(claimed_until__lt=now)
+        )
+
+
+class Job(models.Model):
+    """One unit of background work.
+
+    While `enqueued`, `next_attempt_at` equals the lease expiry, so one partial index on
+    `next_attempt_at` serves both due pending jobs and orphaned enqueued ones.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="jobs")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="jobs")
+    kind = models.CharField(max_length=50)
+    payload = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    max_attempts = models.PositiveIntegerField()
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    claim_token = models.BigIntegerField(default=0)
+    last_error_category = models.CharField(
+        max_length=32, choices=ErrorCategory.choices, blank=True, default=""
+    )
+    last_error = models.CharField(max_length=500, blank=True, default="")
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = JobQuerySet.as_manager()
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=models.Q(status__in=["pending", "enqueued"]),
+                name="job_ready_idx",
+            ),
+            models.Index(fields=["tenant", "status", "-created_at"], name="job_tenant_status_idx"),
+            models.Index(fields=["status", "updated_at"], name="job_status_updated_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=JobStatus.values), name="job_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.id} ({self.status})"

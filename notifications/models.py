@@ -1,0 +1,205 @@
+"""Scheduled notifications, webhook endpoints and the delivery log."""
+
+import uuid
+from datetime import datetime
+
+from django.conf import settings
+from django.db import models
+from django.utils.timezone import now as utc_now
+
+from projects.models import Project
+from tenancy.models import Tenant
+
+
+class Channel(models.TextChoices):
+    EMAIL = "email", "Email"
+    WEBHOOK = "webhook", "Webhook"
+
+
+class DeadLetterReason(models.TextChoices):
+    EXHAUSTED = "exhausted", "Retries exhausted"
+    PERMANENT = "permanent", "Permanent error"
+    CRASHED = "crashed", "Crashed the worker repeatedly"
+
+
+class NotificationState(models.TextChoices):
+    SCHEDULED = "scheduled", "Scheduled"
+    BACKING_OFF = "backing_off", "Backing off"
+    DEAD_LETTERED = "dead_lettered", "Dead-lettered"
+    PARKED = "parked", "Parked"
+
+
+class WebhookEndpoint(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="webhook_endpoints")
+    url = models.URLField(max_length=2000)
+    secret = models.CharField(max_length=128, editable=False)
+    previous_secret = models.CharField(max_length=128, blank=True, default="", editable=False)
+    previous_secret_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    enabled = models.BooleanField(default=True)
+    disabled_reason = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(default=utc_now, editable=False)
+    updated_at = models.DateTimeField(default=utc_now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"], name="endpoint_tenant_created_idx")
+        ]
+
+    def __str__(self) -> str:
+        return self.url
+
+    def signing_secrets(self, *, now: datetime) -> list[str]:
+        """The secrets that sign a delivery now: the current one, plus the previous one
+        during its rotation grace period."""
+        signing = [self.secret]
+        if (
+            self.previous_secret
+            and self.previous_secret_expires_at
+            and (self.previous_secret_expires_at > now)
+        ):
+            signing.append(self.previous_secret)
+        return signing
+
+
+class NotificationQuerySet(models.QuerySet["Notification"]):
+    def due(self, *, now: datetime) -> "NotificationQuerySet":
+        return self.filter(next_fire_at__lte=now, error_count__lt=settings.MAX_ATTEMPTS).filter(
+            models.Q(claimed_until__isnull=True) | models.Q(claimed_until__lt=now)
+        )
+
+    def in_flight(self, *, now: datetime) -> "NotificationQuerySet":
+        return self.filter(claimed_until__gte=now)
+
+    def backing_off(self) -> "NotificationQuerySet":
+        return self.filter(
+            next_fire_at__isnull=False, error_count__gt=0, error_count__lt=settings.MAX_ATTEMPTS
+        )
+
+    def dead_lettered(self) -> "NotificationQuerySet":
+        return self.filter(next_fire_at__isnull=True).exclude(dead_letter_reason="")
+
+    def parked(self) -> "NotificationQuerySet":
+        return self.filter(
+            models.Q(next_fire_at__isnull=True, dead_letter_reason="")
+            | models.Q(next_fire_at__isnull=False, error_count__gte=settings.MAX_ATTEMPTS)
+        )
+
+
+class Notification(models.Model):
+    """A one-shot (empty `rrule`) or recurring notification; the row is its own queue entry.
+
+    `next_fire_at` NULL means parked (dead-lettered one-shots keep their error state here).
+    `claimed_until` / `claim_token` are the lease and the fence of run_tick; every write-back
+    is conditional on the token the claim returned. `unfinished_claims` counts claims that
+    produced no outcome, so a row that kills its worker every time is dead-lettered.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="notifications")
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="notifications"
+    )
+    channels = models.JSONField(default=list)
+    email_to = models.JSONField(default=list, blank=True)
+    subject = models.CharField(max_length=200, blank=True, default="")
+    body = models.TextField(blank=True, default="")
+    webhook_endpoint = models.ForeignKey(
+        WebhookEndpoint,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="notifications",
+    )
+    # A custom webhook event ({"type", "data"}); empty means the standard notification.fired.
+    webhook_event = models.JSONField(null=True, blank=True)
+    rrule = models.CharField(max_length=500, blank=True, default="")
+    timezone = models.CharField(max_length=64, default="UTC")
+    recurrence_anchor = models.DateTimeField(null=True, blank=True)
+    next_fire_at = models.DateTimeField(null=True, blank=True)
+    occurrence = models.PositiveIntegerField(default=1)
+    last_fired_at = models.DateTimeField(null=True, blank=True)
+    error_count = models.PositiveIntegerField(default=0)
+    # NULL after a clean success, as the API reports it.
+    last_error = models.CharField(max_length=500, null=True, blank=True)  # noqa: DJ001
+    dead_letter_reason = models.CharField(
+        max_length=16, choices=DeadLetterReason.choices, blank=True, default=""
+    )
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    claim_token = models.BigIntegerField(default=0)
+    unfinished_claims = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=utc_now, editable=False)
+    updated_at = models.DateTimeField(default=utc_now)
+
+    objects = NotificationQuerySet.as_manager()
+
+    class Meta:
+        indexes = [
+            # Serves the due query: parked rows (NULL) are not in it, future rows are past
+            # the range scan's end, so its cost does not grow with either.
+            models.Index(
+                fields=["next_fire_at"],
+                condition=models.Q(next_fire_at__isnull=False),
+                name="notification_due_idx",
+            ),
+            models.Index(fields=["tenant", "-created_at"], name="notification_tenant_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject or 'notification'} ({self.id})"
+
+    @property
+    def is_recurring(self) -> bool:
+        return bool(self.rrule)
+
+    @property
+    def state(self) -> str:
+        if self.next_fire_at is None:
+            if self.dead_letter_reason:
+                return NotificationState.DEAD_LETTERED
+            return NotificationState.PARKED
+        if self.error_count >= settings.MAX_ATTEMPTS:
+            return NotificationState.PARKED
+        if self.error_count > 0:
+            return NotificationState.BACKING_OFF
+        return NotificationState.SCHEDULED
+
+    def is_claimed(self, *, now: datetime) -> bool:
+        return self.claimed_until is not None and self.claimed_until >= now
+
+
+class DeliveryOutcome(models.TextChoices):
+    DELIVERED = "delivered", "Delivered"
+    FAILED = "failed", "Failed"
+    TIMEOUT = "timeout", "Timeout"
+    DEAD_LETTERED = "dead_lettered", "Dead-lettered"
+
+
+class Delivery(models.Model):
+    """One channel attempt of one occurrence. Not a foreign key to the notification on
+    purpose: the log outlives finished one-shot rows, which are deleted."""
+
+    notification_id = models.UUIDField()
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="deliveries")
+    occurrence = models.PositiveIntegerField()
+    channel = models.CharField(max_length=16)
+    outcome = models.CharField(max_length=16, choices=DeliveryOutcome.choices)
+    http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    error_category = models.CharField(max_length=32, blank=True, default="")
+    error = models.CharField(max_length=500, blank=True, default="")
+    duration_ms = models.PositiveIntegerField(default=0)
+    attempted_at = models.DateTimeField(default=utc_now)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["tenant", "notification_id", "-attempted_at"],
+                name="delivery_notification_idx",
+            ),
+            models.Index(fields=["tenant", "-attempted_at"], name="delivery_tenant_idx"),
+            models.Index(fields=["attempted_at"], name="delivery_attempted_idx"),
+        ]
+        verbose_name_plural = "deliveries"
+
+    def __str__(self) -> str:
+        return f"{self.notification_id}#{self.occurrence} {self.channel}: {self.outcome}"

@@ -1,0 +1,39 @@
+"""Bearer-token authentication, shaped like DRF's TokenAuthentication.
+
+Returns None for another scheme (so the request stays anonymous and is denied by the
+permission layer with a 401), raises AuthenticationFailed for a bad credential, and
+returns (user, token) for a good one.
+"""
+
+from typing import Any
+
+from django.utils import timezone
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.request import Request
+
+from tenancy.services import TokenRejected, token_authenticate
+
+
+class BearerTokenAuthentication(BaseAuthentication):
+    keyword = b"bearer"
+
+    def authenticate(self, request: Request) -> tuple[Any, Any] | None:
+        parts = get_authorization_header(request).split()
+        if not parts or parts[0].lower() != self.keyword:
+            return None
+        if len(parts) != 2:
+            raise exceptions.AuthenticationFailed(
+                "The Authorization header must be 'Bearer <token>'."
+            )
+        try:
+            plaintext = parts[1].decode("ascii")
+        except UnicodeDecodeError:
+            raise exceptions.AuthenticationFailed("The token is not valid.") from None
+        try:
+            return token_authenticate(plaintext=plaintext, now=timezone.now())
+        except TokenRejected as exc:
+            raise exceptions.AuthenticationFailed(str(exc)) from None
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="api"'

@@ -1,0 +1,117 @@
+"""Tenants, memberships and API tokens (hashed at rest)."""
+
+import hashlib
+import hmac
+import secrets
+import uuid
+from datetime import datetime
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+TOKEN_SCHEME_PREFIX = "tkw_"  # noqa: S105 - a public marker, not a secret
+_LOOKUP_LENGTH = 12
+
+
+class Tenant(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Role(models.TextChoices):
+    OWNER = "owner", "Owner"
+    MEMBER = "member", "Member"
+
+
+class Membership(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "user"], name="membership_unique_tenant_user"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(role__in=Role.values), name="membership_role_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.tenant} ({self.role})"
+
+
+def _digest(secret: str) -> str:
+    # Tokens carry 256 bits of randomness, so a fast hash is safe; it is never a password.
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
+    def usable(self, *, now: datetime) -> "ApiTokenQuerySet":
+        return self.filter(revoked_at__isnull=True).filter(
+            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now)
+        )
+
+
+class ApiToken(models.Model):
+    """A bearer token: `tkw_<lookup>_<secret>`; only the lookup prefix and a digest are kept."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100, default="default")
+    prefix = models.CharField(max_length=32, unique=True, editable=False)
+    digest = models.CharField(max_length=64, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.name})"
+
+    @classmethod
+    def issue(
+        cls, *, user: models.Model, name: str = "default", expires_at: datetime | None = None
+    ) -> tuple["ApiToken", str]:
+        """Create a token and return it with its plaintext, which is never stored."""
+        lookup = secrets.token_hex(_LOOKUP_LENGTH // 2)
+        secret = secrets.token_urlsafe(32)
+        prefix = f"{TOKEN_SCHEME_PREFIX}{lookup}"
+        plaintext = f"{prefix}_{secret}"
+        token = cls.objects.create(
+            user=user, name=name, prefix=prefix, digest=_digest(plaintext), expires_at=expires_at
+        )
+        return token, plaintext
+
+    @staticmethod
+    def prefix_of(plaintext: str) -> str | None:
+        """The lookup prefix of a presented token, or None when it is not one of ours."""
+        if not plaintext.startswith(TOKEN_SCHEME_PREFIX):
+            return None
+        prefix, sep, secret = plaintext.rpartition("_")
+        if not sep or not secret or len(prefix) != len(TOKEN_SCHEME_PREFIX) + _LOOKUP_LENGTH:
+            return None
+        return prefix
+
+    def matches(self, plaintext: str) -> bool:
+        return hmac.compare_digest(self.digest, _digest(plaintext))
+
+    def is_usable(self, *, now: datetime) -> bool:
+        if self.revoked_at is not None:
+            return False
+        return self.expires_at is None or self.expires_at > now

@@ -1,0 +1,111 @@
+"""Token checks, tenant resolution and the operator commands' writes."""
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from tenancy.models import ApiToken, Membership, Role, Tenant
+
+# Writing last_used_at on every request would turn every read into a write; a few minutes
+# of precision is what an operator needs to spot an unused token.
+LAST_USED_PRECISION = timedelta(minutes=5)
+
+
+class TokenRejected(Exception):
+    """The presented bearer token is unknown, malformed, expired or revoked."""
+
+
+class TenantSelectionError(Exception):
+    """The request does not name a tenant it may act in. `status` is 400 or 403."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def token_authenticate(*, plaintext: str, now: datetime) -> tuple[AbstractBaseUser, ApiToken]:
+    """The user behind a bearer token; raises TokenRejected without saying which check failed."""
+    prefix = ApiToken.prefix_of(plaintext)
+    token = None
+    if prefix is not None:
+        token = ApiToken.objects.select_related("user").filter(prefix=prefix).first()
+    if token is None or not token.matches(plaintext):
+        raise TokenRejected("The token is not valid.")
+    if not token.is_usable(now=now) or not token.user.is_active:
+        raise TokenRejected("The token has expired or was revoked.")
+    if token.last_used_at is None or now - token.last_used_at > LAST_USED_PRECISION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
+    return token.user, token
+
+
+def membership_resolve(*, user: AbstractBaseUser, tenant_header: str | None) -> Membership:
+    """The caller's membership in the tenant the request selects.
+
+    With `X-Tenant-ID` the tenant is that one (malformed → 400, not a member → 403);
+    without it the user's sole membership is used (none → 403, several → 400).
+    """
+    memberships = Membership.objects.select_related("tenant").filter(user=user)
+    if tenant_header is not None:
+        try:
+            tenant_id = uuid.UUID(tenant_header.strip())
+        except ValueError:
+            raise TenantSelectionError(400, "X-Tenant-ID must be a tenant UUID.") from None
+        membership = memberships.filter(tenant_id=tenant_id).first()
+        if membership is None:
+            raise TenantSelectionError(403, "You are not a member of this tenant.")
+        return membership
+    candidates = list(memberships[:2])
+    if not candidates:
+        raise TenantSelectionError(403, "You are not a member of any tenant.")
+    if len(candidates) > 1:
+        raise TenantSelectionError(
+            400, "You belong to several tenants: choose one with the X-Tenant-ID header."
+        )
+    return candidates[0]
+
+
+def _user_get_or_create(email: str) -> AbstractBaseUser:
+    user_model = get_user_model()
+    user = user_model.objects.filter(email__iexact=email).first()
+    if user is None:
+        user = user_model.objects.create_user(username=email.lower(), email=email.lower())
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    return user
+
+
+@dataclass(frozen=True)
+class Grant:
+    tenant: Tenant
+    user: AbstractBaseUser
+    role: str
+    token: str
+
+
+@transaction.atomic
+def tenant_create(*, name: str, owner_email: str) -> Grant:
+    """A tenant, its owner (created if needed) and a fresh API token for the owner."""
+    tenant = Tenant.objects.create(name=name)
+    user = _user_get_or_create(owner_email)
+    Membership.objects.create(tenant=tenant, user=user, role=Role.OWNER)
+    _, plaintext = ApiToken.issue(user=user)
+    return Grant(tenant=tenant, user=user, role=Role.OWNER, token=plaintext)
+
+
+@transaction.atomic
+def member_add(*, tenant: Tenant, email: str, role: str) -> Grant:
+    """Add (or re-role) a user in a tenant and issue them a token."""
+    user = _user_get_or_create(email)
+    Membership.objects.update_or_create(tenant=tenant, user=user, defaults={"role": role})
+    _, plaintext = ApiToken.issue(user=user)
+    return Grant(tenant=tenant, user=user, role=role, token=plaintext)
+
+
+def token_create(*, user: AbstractBaseUser, name: str = "default") -> str:
+    _, plaintext = ApiToken.issue(user=user, name=name)
+    return plaintext

@@ -1,0 +1,97 @@
+"""A real HTTP server on 127.0.0.1 for integration tests: records every request and answers
+with whatever the test's responder returns (status, headers, body), optionally after a delay."""
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b"ok"
+    delay: float = 0.0
+
+
+Responder = Callable[[RecordedRequest], Reply]
+
+
+class RecordingServer:
+    def __init__(self, responder: Responder | None = None) -> None:
+        self.responder: Responder = responder or (lambda request: Reply())
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                recorded = RecordedRequest(
+                    method=self.command,
+                    path=self.path,
+                    headers={k.lower(): v for k, v in self.headers.items()},
+                    body=self.rfile.read(length) if length else b"",
+                )
+                with server._lock:
+                    server.requests.append(recorded)
+                reply = server.responder(recorded)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                try:
+                    self.send_response(reply.status)
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(reply.body)))
+                    self.end_headers()
+                    self.wfile.write(reply.body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            do_POST = do_GET = do_PUT = do_DELETE = _handle
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> "RecordingServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def received(self, path: str | None = None) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if path is None or r.path == path]
+
+
+@contextmanager
+def recording_server(responder: Responder | None = None) -> Iterator[RecordingServer]:
+    server = RecordingServer(responder).start()
+    try:
+        yield server
+    finally:
+        server.stop()
