@@ -128,6 +128,8 @@ class Notification(models.Model):
     claimed_until = models.DateTimeField(null=True, blank=True)
     claim_token = models.BigIntegerField(default=0)
     unfinished_claims = models.PositiveIntegerField(default=0)
+    # Set by internal producers (e.g. a job's invitations) so re-running them creates nothing.
+    source_key = models.CharField(max_length=200, null=True, blank=True, editable=False)  # noqa: DJ001
     created_at = models.DateTimeField(default=utc_now, editable=False)
     updated_at = models.DateTimeField(default=utc_now)
 
@@ -143,6 +145,11 @@ class Notification(models.Model):
                 name="notification_due_idx",
             ),
             models.Index(fields=["tenant", "-created_at"], name="notification_tenant_idx"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "source_key"], name="notification_unique_tenant_source_key"
+            ),
         ]
 
     def __str__(self) -> str:
