@@ -101,10 +101,13 @@ class ApiToken(models.Model):
     @staticmethod
     def prefix_of(plaintext: str) -> str | None:
         """The lookup prefix of a presented token, or None when it is not one of ours."""
-        if not plaintext.startswith(TOKEN_SCHEME_PREFIX):
-            return None
-        prefix, sep, secret = plaintext.rpartition("_")
-        if not sep or not secret or len(prefix) != len(TOKEN_SCHEME_PREFIX) + _LOOKUP_LENGTH:
+        prefix_length = len(TOKEN_SCHEME_PREFIX) + _LOOKUP_LENGTH
+        prefix, separator, secret = (
+            plaintext[:prefix_length],
+            plaintext[prefix_length : prefix_length + 1],
+            plaintext[prefix_length + 1 :],
+        )
+        if not prefix.startswith(TOKEN_SCHEME_PREFIX) or separator != "_" or not secret:
             return None
         return prefix
 
