@@ -1,0 +1,290 @@
+"""THE one module that makes outbound HTTP calls; every channel goes through `post`.
+
+Guarantees: an explicit timeout that bounds the whole exchange (not just each socket read),
+no redirects, a capped response body, no proxies or credentials picked up from the
+environment, and, when asked, SSRF vetting of the address actually connected to.
+"""
+
+import contextlib
+import contextvars
+import socket
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from http.client import HTTPException
+from urllib.parse import SplitResult, urlsplit
+
+import requests
+import urllib3
+from requests.adapters import HTTPAdapter
+from requests.certs import where as default_ca_bundle
+from requests.structures import CaseInsensitiveDict
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+from .ssrf import is_public_address, resolve_addresses
+
+USER_AGENT = "Tickwork/1.0"
+_CHUNK_BYTES = 1024
+
+
+@dataclass(frozen=True)
+class HttpResponse:
+    """A received response; `headers` is case-insensitive and `body` holds at most the
+    `max_body` first bytes (the rest was never read)."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+class HttpError(Exception):
+    """No HTTP response was obtained. `category` is one of timeout, connection, ssrf_blocked,
+    invalid_url; str(exc) is safe to store (scheme and host only, no query, no headers)."""
+
+    def __init__(self, message: str, *, category: str) -> None:
+        super().__init__(message)
+        self.category = category
+
+
+@dataclass(frozen=True)
+class _Target:
+    parts: SplitResult
+    host: str  # as in the URL, brackets stripped from an IPv6 literal
+    port: int
+
+    @property
+    def origin(self) -> str:
+        """scheme://host[:port]: the only part of a URL that may appear in messages."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        explicit_port = f":{self.parts.port}" if self.parts.port else ""
+        return f"{self.parts.scheme}://{host}{explicit_port}"
+
+    def pinned_to(self, address: str) -> str:
+        """The same URL with the host replaced by a vetted IP address."""
+        host = f"[{address}]" if ":" in address else address
+        return self.parts._replace(netloc=f"{host}:{self.port}").geturl()
+
+
+def post(
+    url: str,
+    *,
+    body: bytes,
+    headers: Mapping[str, str],
+    timeout: float,
+    vet_addresses: bool,
+    max_body: int = 4096,
+    ca_bundle: str | None = None,
+) -> HttpResponse:
+    """POST `body` to `url` and return the response (any status, 3xx included: redirects are
+    never followed). `timeout` bounds connecting and the whole exchange. With
+    `vet_addresses`, the host is resolved once, every address must pass
+    ssrf.is_public_address, and the connection goes to the vetted address while the Host
+    header, TLS SNI and certificate check stay bound to the hostname. `ca_bundle` replaces
+    the default trusted CAs (private CAs, tests). Raises HttpError."""
+    target = _parse(url)
+    address = _vetted_address(target) if vet_addresses else None
+    request_url, request_headers = _prepare(url, target, headers, address)
+    tls_hostname = target.host if address and target.parts.scheme == "https" else None
+    deadline = _Deadline(timeout)
+    token = _active_deadline.set(deadline)
+    try:
+        with _session(tls_hostname) as session:
+            response = session.post(
+                request_url,
+                data=body,
+                headers=request_headers,
+                timeout=(timeout, timeout),
+                allow_redirects=False,
+                stream=True,
+                verify=ca_bundle or default_ca_bundle(),
+            )
+            with response:
+                received = _read_capped(response, max_body)
+        if deadline.expired:
+            raise TimeoutError  # the watchdog cut the connection: the body may be truncated
+    except (requests.RequestException, urllib3.exceptions.HTTPError, HTTPException, OSError) as exc:
+        raise _classify(exc, target=target, timeout=timeout, deadline=deadline) from None
+    finally:
+        deadline.cancel()
+        _active_deadline.reset(token)
+    return HttpResponse(
+        status=response.status_code, headers=CaseInsensitiveDict(response.headers), body=received
+    )
+
+
+def _prepare(
+    url: str, target: _Target, headers: Mapping[str, str], address: str | None
+) -> tuple[str, CaseInsensitiveDict]:
+    """The URL to request and its headers: defaults first, the caller's on top and, when
+    pinned to a vetted address, the Host header the URL no longer carries."""
+    request_headers = CaseInsensitiveDict({"User-Agent": USER_AGENT, "Accept-Encoding": "identity"})
+    request_headers.update(headers)
+    if address is None:
+        return url, request_headers
+    request_headers["Host"] = target.origin.split("://", 1)[1]
+    return target.pinned_to(address), request_headers
+
+
+def _read_capped(response: requests.Response, max_body: int) -> bytes:
+    """Read at most `max_body` raw bytes; the connection is closed on the rest."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < max_body:
+        chunk = response.raw.read(min(_CHUNK_BYTES, max_body - size), decode_content=False)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _parse(url: str) -> _Target:
+    try:
+        parts = urlsplit(url)
+        explicit_port = parts.port
+    except (ValueError, AttributeError):
+        raise HttpError("invalid URL", category="invalid_url") from None
+    if parts.scheme not in ("http", "https"):
+        raise HttpError("invalid URL: only http and https are supported", category="invalid_url")
+    if not parts.hostname:
+        raise HttpError("invalid URL: a host is required", category="invalid_url")
+    if parts.username is not None or parts.password is not None:
+        raise HttpError("invalid URL: credentials in URLs are not accepted", category="invalid_url")
+    port = explicit_port or (443 if parts.scheme == "https" else 80)
+    return _Target(parts=parts, host=parts.hostname, port=port)
+
+
+def _vetted_address(target: _Target) -> str:
+    """Resolve once and vet every address; the first one is the one connected to."""
+    try:
+        addresses = resolve_addresses(target.host, target.port)
+    except (OSError, UnicodeError):
+        addresses = []
+    if not addresses:
+        raise HttpError(f"could not resolve {target.origin}", category="connection")
+    if not all(is_public_address(address) for address in addresses):
+        raise HttpError(
+            f"{target.origin} resolves to a private, loopback or reserved address",
+            category="ssrf_blocked",
+        )
+    return addresses[0]
+
+
+def _classify(
+    exc: BaseException, *, target: _Target, timeout: float, deadline: "_Deadline"
+) -> HttpError:
+    # Library messages embed the full URL (query string included), so none is passed on.
+    if deadline.expired or isinstance(
+        exc, requests.Timeout | urllib3.exceptions.TimeoutError | TimeoutError
+    ):
+        message = f"timed out after {timeout:g}s contacting {target.origin}"
+        return HttpError(message, category="timeout")
+    if isinstance(exc, requests.exceptions.InvalidURL | requests.exceptions.InvalidSchema):
+        return HttpError("invalid URL", category="invalid_url")
+    if isinstance(exc, requests.exceptions.SSLError | urllib3.exceptions.SSLError):
+        return HttpError(
+            f"TLS handshake or certificate verification failed for {target.origin}",
+            category="connection",
+        )
+    return HttpError(f"connection to {target.origin} failed", category="connection")
+
+
+class _Deadline:
+    """Shuts down the sockets of one exchange once `seconds` have passed. requests' read
+    timeout restarts with every byte received, so a server dripping bytes would otherwise
+    hold a worker (and its lease) far beyond the channel timeout."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            expired = self.expired
+        if expired:
+            _shut_down(sock)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shut_down(sock)
+
+
+def _shut_down(sock: socket.socket) -> None:
+    # The plain-socket shutdown also works on an SSLSocket without racing its TLS state:
+    # the blocked reader sees end-of-stream and fails.
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+_active_deadline: contextvars.ContextVar[_Deadline | None] = contextvars.ContextVar(
+    "tickwork_http_deadline", default=None
+)
+
+
+def _watch_connection(connection: HTTPConnection) -> None:
+    deadline = _active_deadline.get()
+    if deadline is not None and connection.sock is not None:
+        deadline.watch(connection.sock)
+
+
+class _WatchedHTTPConnection(HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        _watch_connection(self)
+
+
+class _WatchedHTTPSConnection(HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()
+        _watch_connection(self)
+
+
+class _WatchedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+class _Adapter(HTTPAdapter):
+    """Registers every connection with the exchange's deadline and, for a URL pinned to a
+    vetted IP, sends the original hostname as TLS SNI and checks the certificate against it."""
+
+    def __init__(self, *, tls_hostname: str | None) -> None:
+        self._tls_hostname = tls_hostname
+        super().__init__(max_retries=0)
+
+    def init_poolmanager(self, *args: object, **pool_kwargs: object) -> None:
+        if self._tls_hostname:
+            pool_kwargs["server_hostname"] = self._tls_hostname
+            pool_kwargs["assert_hostname"] = self._tls_hostname
+        super().init_poolmanager(*args, **pool_kwargs)
+        self.poolmanager.pool_classes_by_scheme = {
+            "http": _WatchedHTTPPool,
+            "https": _WatchedHTTPSPool,
+        }
+
+
+def _session(tls_hostname: str | None) -> requests.Session:
+    session = requests.Session()
+    # No proxies, CA overrides or .netrc credentials from the environment: a proxy would
+    # undo the address pinning and .netrc could hand credentials to a tenant's endpoint.
+    session.trust_env = False
+    session.headers.clear()
+    adapter = _Adapter(tls_hostname=tls_hostname)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session

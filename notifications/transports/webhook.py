@@ -1,0 +1,106 @@
+"""The webhook channel: a Standard-Webhooks-signed JSON POST (DESIGN §6)."""
+
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from django.conf import settings
+
+from . import http
+from .base import (
+    TRANSIENT_4XX,
+    DeliveryResult,
+    WebhookMessage,
+    http_error_result,
+    internal_error_result,
+    parse_retry_after,
+    status_category,
+)
+from .signing import sign
+
+logger = logging.getLogger(__name__)
+
+
+def send_webhook(message: WebhookMessage, *, timeout: float) -> DeliveryResult:
+    """Deliver `message.payload` to `message.url` and classify the outcome. Never raises.
+
+    webhook-id is `message.msg_id` (identical on every retry, so receivers deduplicate);
+    webhook-timestamp is this attempt's time; the signature covers exactly the bytes sent.
+    """
+    started = time.monotonic()
+    try:
+        result = _deliver(message, timeout=timeout)
+    except Exception:
+        result = internal_error_result(
+            f"webhook to {_origin(message.url)}", logger=logger, secrets=message.secrets
+        )
+    duration_ms = int((time.monotonic() - started) * 1000)
+    return dataclasses.replace(result, duration_ms=duration_ms)
+
+
+def _deliver(message: WebhookMessage, *, timeout: float) -> DeliveryResult:
+    allow_private = settings.WEBHOOK_ALLOW_PRIVATE_TARGETS
+    if not allow_private and urlsplit(message.url).scheme != "https":
+        return DeliveryResult(
+            ok=False, error="webhook URL must use https", permanent=True, category="ssrf_blocked"
+        )
+    body = json.dumps(message.payload, separators=(",", ":")).encode()
+    timestamp = int(time.time())
+    try:
+        signature = sign(
+            secrets=message.secrets, msg_id=message.msg_id, timestamp=timestamp, body=body
+        )
+    except ValueError as exc:
+        return DeliveryResult(ok=False, error=str(exc), permanent=True, category="invalid_request")
+    headers = {
+        "content-type": "application/json",
+        "webhook-id": message.msg_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": signature,
+    }
+    try:
+        response = http.post(
+            message.url,
+            body=body,
+            headers=headers,
+            timeout=timeout,
+            vet_addresses=not allow_private,
+        )
+    except http.HttpError as exc:
+        return http_error_result(exc)
+    return classify_response(response.status, response.headers)
+
+
+def classify_response(status: int, headers: Mapping[str, str]) -> DeliveryResult:
+    """2xx delivered; 3xx (not followed) and 4xx permanent, except 408/425/429 and 5xx which
+    are transient (429/503 may say when to retry); 410 also means: disable the endpoint."""
+    if 200 <= status < 300:
+        return DeliveryResult(ok=True, http_status=status)
+    retry_after = parse_retry_after(headers.get("Retry-After")) if status in (429, 503) else None
+    transient = status in TRANSIENT_4XX or status >= 500 or status < 300
+    if 300 <= status < 400:
+        error = f"webhook answered a redirect (HTTP {status}); redirects are not followed"
+    elif status == 410:
+        error = "webhook endpoint is gone (HTTP 410)"
+    else:
+        error = f"webhook answered HTTP {status}"
+    return DeliveryResult(
+        ok=False,
+        error=error,
+        permanent=not transient,
+        category=status_category(status),
+        http_status=status,
+        retry_after=retry_after,
+        gone=status == 410,
+    )
+
+
+def _origin(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.hostname}"
+    except ValueError:
+        return "an invalid URL"
