@@ -5,12 +5,14 @@ Django's handler404/handler500 for routing misses and crashes, and a middleware 
 that are too large before any view runs.
 """
 
+import io
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.core.handlers.wsgi import LimitedStream
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -178,7 +180,7 @@ def permission_denied(request: HttpRequest, exception: Exception | None = None) 
 class RequestSizeLimitMiddleware:
     """Reject bodies over MAX_REQUEST_BYTES by their declared length, before a view reads them.
 
-    Bodies without a Content-Length are caught when read (DATA_UPLOAD_MAX_MEMORY_SIZE).
+    Chunked bodies (no Content-Length) are read here up to the limit and buffered.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -190,8 +192,37 @@ class RequestSizeLimitMiddleware:
             length = int(declared)
         except ValueError:
             return problem_response(400, "Content-Length is not a number.")
-        if length > settings.MAX_REQUEST_BYTES:
+        too_large = length > settings.MAX_REQUEST_BYTES
+        if not length and "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
+            too_large = _buffer_chunked_body(request)
+        if too_large:
             return problem_response(
                 413, f"The request body exceeds {settings.MAX_REQUEST_BYTES} bytes."
             )
         return self.get_response(request)
+
+
+def _buffer_chunked_body(request: HttpRequest) -> bool:
+    """Read a chunked body (no Content-Length) up to the limit; True when it is larger.
+
+    Django reads only Content-Length bytes, so without this a chunked body would be seen as
+    empty; buffering it (it is at most MAX_REQUEST_BYTES) lets the views parse it as usual.
+    """
+    stream = request.META.get("wsgi.input")
+    if stream is None:
+        return False
+    limit = settings.MAX_REQUEST_BYTES
+    chunks: list[bytes] = []
+    received = 0
+    while received <= limit:
+        chunk = stream.read(limit + 1 - received)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        received += len(chunk)
+    if received > limit:
+        return True
+    body = b"".join(chunks)
+    request._stream = LimitedStream(io.BytesIO(body), len(body))  # type: ignore[attr-defined]
+    request.META["CONTENT_LENGTH"] = str(len(body))
+    return False

@@ -158,7 +158,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_THROTTLE_RATES": {"user": THROTTLE_RATE_USER, "anon": THROTTLE_RATE_ANON},
     "EXCEPTION_HANDLER": "config.problems.problem_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "tenancy.schema.TickworkAutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
 

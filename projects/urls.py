@@ -1,3 +1,8 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from projects.views import ProjectDetailView, ProjectListCreateView
+
+urlpatterns = [
+    path("projects", ProjectListCreateView.as_view(), name="project-list"),
+    path("projects/<uuid:id>", ProjectDetailView.as_view(), name="project-detail"),
+]

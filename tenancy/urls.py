@@ -1,3 +1,7 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from tenancy.views import MeView
+
+urlpatterns = [
+    path("me", MeView.as_view(), name="me"),
+]

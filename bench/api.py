@@ -1,0 +1,250 @@
+"""Throughput and latency of the projects API under gunicorn, against a bare insert view.
+
+    /work/venv/bin/python bench/api.py [--db sqlite|postgres|both] [--clients N] [--seconds S]
+
+For each database it migrates a fresh database, creates a tenant, starts gunicorn on
+127.0.0.1 and drives N client threads for S seconds per endpoint. SQL per request is
+counted in-process with CaptureQueriesContext around the same requests. It prints figures;
+it never judges them.
+"""
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+PG_BENCH_DB = "tw_bench_api"
+WORKERS = 3
+TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
+
+
+def bench_env(database_url: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "bench.api_settings",
+        "DATABASE_URL": database_url,
+        "SECRET_KEY": "bench-only-secret-key",
+        "THROTTLE_RATE_USER": "100000000/s",
+        "THROTTLE_RATE_ANON": "100000000/s",
+        "LOG_LEVEL": "WARNING",
+        "PYTHONPATH": str(ROOT),
+    }
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    result = subprocess.run(
+        [PYTHON, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    return result.stdout
+
+
+def recreate_postgres_database() -> None:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {PG_BENCH_DB} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {PG_BENCH_DB}")
+
+
+def drop_postgres_database() -> None:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {PG_BENCH_DB} WITH (FORCE)")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_gunicorn(env: dict[str, str], port: int) -> subprocess.Popen:
+    server = subprocess.Popen(
+        [
+            str(Path(PYTHON).parent / "gunicorn"),
+            "config.wsgi:application",
+            f"--bind=127.0.0.1:{port}",
+            f"--workers={WORKERS}",
+            "--log-level=warning",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200:
+                return server
+        except requests.RequestException:
+            time.sleep(0.2)
+    server.terminate()
+    raise SystemExit("gunicorn did not become healthy within 30 s")
+
+
+def drive(request_once, *, clients: int, seconds: float) -> dict[str, float]:
+    """Run `request_once(session)` from `clients` threads for `seconds`; returns figures."""
+    latencies: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    start = threading.Barrier(clients + 1)
+    stop_at: list[float] = []
+
+    def client() -> None:
+        nonlocal errors
+        session = requests.Session()
+        start.wait()
+        mine, bad = [], 0
+        while time.perf_counter() < stop_at[0]:
+            began = time.perf_counter()
+            ok = request_once(session)
+            mine.append(time.perf_counter() - began)
+            bad += not ok
+        with lock:
+            latencies.extend(mine)
+            errors += bad
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    stop_at.append(time.perf_counter() + seconds)
+    began = time.perf_counter()
+    start.wait()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - began
+    quantiles = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
+    return {
+        "requests": len(latencies),
+        "errors": errors,
+        "rps": len(latencies) / elapsed,
+        "p50_ms": quantiles[49] * 1000,
+        "p99_ms": quantiles[98] * 1000,
+    }
+
+
+def queries_per_request(token: str) -> dict[str, tuple[int, int]]:
+    """(data statements, all statements) per endpoint, through the Django test client."""
+    import django
+
+    django.setup()
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client(headers={"Authorization": f"Bearer {token}"})
+    calls = {
+        "create": lambda: client.post(
+            "/v1/projects",
+            {"name": "counted"},
+            content_type="application/json",
+            headers={"Idempotency-Key": str(uuid.uuid4())},
+        ),
+        "list": lambda: client.get("/v1/projects"),
+        "bare insert": lambda: client.post("/bench/bare-insert"),
+    }
+    counts = {}
+    for name, call in calls.items():
+        call()  # warm: token last_used_at, connection set-up
+        with CaptureQueriesContext(connection) as context:
+            call()
+        verbs = [query["sql"].split()[0].upper() for query in context.captured_queries]
+        data = [verb for verb in verbs if verb not in TRANSACTION_CONTROL]
+        counts[name] = (len(data), len(verbs))
+    return counts
+
+
+def run_one(db: str, *, clients: int, seconds: float) -> None:
+    workdir = tempfile.mkdtemp(prefix="tw_bench_api_")
+    if db == "postgres":
+        recreate_postgres_database()
+        database_url = f"postgres://postgres@127.0.0.1:5432/{PG_BENCH_DB}"
+    else:
+        database_url = f"sqlite:///{workdir}/bench.sqlite3"
+    env = bench_env(database_url)
+    os.environ.update(env)
+    manage(env, "migrate", "--verbosity=0")
+    token = json.loads(manage(env, "create_tenant", "Bench", "--owner", "b@example.com", "--json"))[
+        "token"
+    ]
+    port = free_port()
+    server = start_gunicorn(env, port)
+    base = f"http://127.0.0.1:{port}"
+    auth = {"Authorization": f"Bearer {token}"}
+
+    def create(session: requests.Session) -> bool:
+        headers = {**auth, "Idempotency-Key": str(uuid.uuid4())}
+        return session.post(f"{base}/v1/projects", json={"name": "b"}, headers=headers).ok
+
+    def list_projects(session: requests.Session) -> bool:
+        return session.get(f"{base}/v1/projects", headers=auth).ok
+
+    def bare(session: requests.Session) -> bool:
+        return session.post(f"{base}/bench/bare-insert").ok
+
+    try:
+        figures = {
+            "create": drive(create, clients=clients, seconds=seconds),
+            "list": drive(list_projects, clients=clients, seconds=seconds),
+            "bare insert": drive(bare, clients=clients, seconds=seconds),
+        }
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    counts = queries_per_request(token)
+    print_table(db, figures, counts, clients=clients, seconds=seconds)
+    if db == "postgres":
+        from django.db import connections
+
+        connections.close_all()
+        drop_postgres_database()
+
+
+def print_table(db: str, figures: dict, counts: dict, *, clients: int, seconds: float) -> None:
+    print(f"\n{db}: gunicorn {WORKERS} sync workers, {clients} clients, {seconds:g} s each")
+    print(f"{'endpoint':<12} {'reqs':>6} {'errs':>5} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} SQL")
+    for name, row in figures.items():
+        data, total = counts[name]
+        print(
+            f"{name:<12} {row['requests']:>6} {row['errors']:>5} {row['rps']:>8.1f} "
+            f"{row['p50_ms']:>8.1f} {row['p99_ms']:>8.1f} {data} (+{total - data} txn)"
+        )
+    ratio = figures["create"]["rps"] / figures["bare insert"]["rps"]
+    print(f"create / bare insert throughput: {ratio:.2f}x (target >= 0.5)")
+    print(f"SQL statements per create: {counts['create'][0]} (target <= 6)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    args = parser.parse_args()
+    if args.db == "both":
+        # One process per database: Django is set up once per process.
+        for db in ("sqlite", "postgres"):
+            subprocess.run(
+                [PYTHON, __file__, "--db", db, f"--clients={args.clients}",
+                 f"--seconds={args.seconds}"],
+                check=True,
+            )  # fmt: skip
+        return
+    sys.path.insert(0, str(ROOT))
+    run_one(args.db, clients=args.clients, seconds=args.seconds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""Admin for projects (with their jobs, read-only) and idempotency keys (read-only)."""
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from jobs.models import Job
+from projects.models import OperationKey, Project
+
+_JOB_FIELDS = [
+    "id",
+    "kind",
+    "status",
+    "attempts",
+    "max_attempts",
+    "next_attempt_at",
+    "last_error_category",
+    "last_error",
+    "created_at",
+    "completed_at",
+]
+
+
+class JobInline(admin.TabularInline):
+    """The project's jobs as they are; retrying is done from the jobs admin."""
+
+    model = Job
+    extra = 0
+    fields = _JOB_FIELDS
+    readonly_fields = _JOB_FIELDS
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: Project | None = None) -> bool:
+        return False
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["name", "tenant", "status", "created_by", "created_at"]
+    list_filter = ["status"]
+    search_fields = ["name", "id", "tenant__name"]
+    list_select_related = ["tenant", "created_by"]
+    readonly_fields = ["id", "tenant", "created_by", "created_at", "updated_at"]
+    inlines = [JobInline]
+
+
+@admin.register(OperationKey)
+class OperationKeyAdmin(admin.ModelAdmin):
+    list_display = ["key", "tenant", "project", "response_status", "created_at", "expires_at"]
+    search_fields = ["key"]
+    list_select_related = ["tenant", "project"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: OperationKey | None = None) -> bool:
+        return False

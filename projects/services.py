@@ -1,0 +1,221 @@
+"""The idempotent create-project operation and the reads of the projects API.
+
+Idempotency follows the IETF draft "The Idempotency-Key HTTP Header Field": the key is
+scoped to the tenant, the first request's outcome is stored with a fingerprint of the
+request and replayed for identical retries until the key expires.
+"""
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, models, transaction
+
+from config.problems import ProblemError
+from jobs.models import Job
+from projects.models import OperationKey, Project
+from projects.serializers import ProjectSerializer
+from tenancy.models import Tenant
+
+MAX_KEY_LENGTH = 255
+PROVISION_KIND = "provision"
+_PURGE_BATCH = 5000
+
+
+class InvalidIdempotencyKey(ValueError):
+    """The Idempotency-Key header is missing or not an acceptable key; the message says why."""
+
+
+def idempotency_key_parse(raw: str | None) -> str:
+    """The key carried by an Idempotency-Key header value.
+
+    Accepts the draft's structured-field string (`"abc"`, with `\\"` and `\\\\` escapes) and
+    the bare form (`abc`) as the same key. Keys are 1-255 printable ASCII characters.
+    Raises InvalidIdempotencyKey otherwise.
+    """
+    if raw is None:
+        raise InvalidIdempotencyKey("The Idempotency-Key header is required.")
+    value = raw.strip(" \t")
+    if value.startswith('"'):
+        value = _sf_string_unquote(value)
+    if not value:
+        raise InvalidIdempotencyKey("The Idempotency-Key header must not be empty.")
+    if len(value) > MAX_KEY_LENGTH:
+        raise InvalidIdempotencyKey(
+            f"The Idempotency-Key must be at most {MAX_KEY_LENGTH} characters."
+        )
+    if any(not " " <= char <= "~" for char in value):
+        raise InvalidIdempotencyKey("The Idempotency-Key must be printable ASCII.")
+    return value
+
+
+def _sf_string_unquote(value: str) -> str:
+    # RFC 8941 §3.3.3: only \" and \\ are escapes, and the string ends at the closing quote.
+    chars: list[str] = []
+    index = 1
+    while index < len(value):
+        char = value[index]
+        if char == "\\":
+            if index + 1 >= len(value) or value[index + 1] not in '"\\':
+                raise InvalidIdempotencyKey("The Idempotency-Key has an invalid escape.")
+            chars.append(value[index + 1])
+            index += 2
+        elif char == '"':
+            if index != len(value) - 1:
+                raise InvalidIdempotencyKey("The Idempotency-Key has text after its quote.")
+            return "".join(chars)
+        else:
+            chars.append(char)
+            index += 1
+    raise InvalidIdempotencyKey("The Idempotency-Key is missing its closing quote.")
+
+
+def request_fingerprint(*, method: str, path: str, body: Any) -> str:
+    """sha256 over the method, the path and the canonical JSON of the parsed body."""
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(f"{method.upper()}\n{path}\n{canonical}".encode()).hexdigest()
+
+
+def project_queryset(*, tenant: Tenant) -> models.QuerySet[Project]:
+    """The tenant's projects, each annotated with its provision job (one SQL statement)."""
+    provision_jobs = Job.objects.filter(
+        project=models.OuterRef("pk"), kind=PROVISION_KIND
+    ).order_by("created_at")
+    return Project.objects.filter(tenant=tenant).annotate(
+        provision_job_id=models.Subquery(provision_jobs.values("id")[:1]),
+        provision_job_status=models.Subquery(provision_jobs.values("status")[:1]),
+    )
+
+
+@dataclass(frozen=True)
+class CreateOutcome:
+    """What to answer: `status` and `body` as first answered; `replayed` for a retry."""
+
+    status: int
+    body: dict[str, Any]
+    project_id: str
+    replayed: bool
+
+
+def project_create(
+    *,
+    tenant: Tenant,
+    user: AbstractBaseUser,
+    name: str,
+    invite: list[str],
+    key: str,
+    fingerprint: str,
+    now: datetime,
+) -> CreateOutcome:
+    """Create a project with its pending provision job, once per (tenant, key).
+
+    A retry with the same fingerprint replays the stored outcome; a different fingerprint
+    raises ProblemError(422). An expired key is replaced. A database error other than the
+    key's uniqueness propagates (a 5xx), it is never taken for a duplicate.
+    """
+    for _ in range(2):
+        try:
+            return _insert(
+                tenant=tenant,
+                user=user,
+                name=name,
+                invite=invite,
+                key=key,
+                fingerprint=fingerprint,
+                now=now,
+            )
+        except IntegrityError:
+            existing = OperationKey.objects.filter(tenant=tenant, key=key).first()
+            if existing is None:
+                raise
+        if existing.expires_at > now:
+            return _replay(existing, fingerprint=fingerprint)
+        OperationKey.objects.filter(pk=existing.pk, expires_at__lte=now).delete()
+    # A concurrent request re-created the expired key between our delete and insert.
+    return _replay(existing, fingerprint=fingerprint)
+
+
+def _insert(
+    *,
+    tenant: Tenant,
+    user: AbstractBaseUser,
+    name: str,
+    invite: list[str],
+    key: str,
+    fingerprint: str,
+    now: datetime,
+) -> CreateOutcome:
+    project = Project(
+        id=uuid.uuid4(),
+        tenant=tenant,
+        name=name,
+        created_by=user,
+        created_at=now,
+        updated_at=now,
+    )
+    job = Job(
+        id=uuid.uuid4(),
+        tenant=tenant,
+        project_id=project.id,
+        kind=PROVISION_KIND,
+        payload={"invite": invite},
+        max_attempts=settings.JOB_MAX_ATTEMPTS,
+        next_attempt_at=now,
+        created_at=now,
+        updated_at=now,
+    )
+    project.provision_job_id = job.id
+    project.provision_job_status = job.status
+    body = json.loads(json.dumps(ProjectSerializer(project).data))
+    ttl = timedelta(seconds=settings.IDEMPOTENCY_KEY_TTL_SECONDS)
+    with transaction.atomic():
+        # The key goes first: on PostgreSQL a concurrent identical insert waits on the
+        # unique index until this transaction ends, so only one request creates anything.
+        # Foreign keys are deferred to commit, so the key may point at the coming project.
+        OperationKey.objects.create(
+            tenant=tenant,
+            key=key,
+            fingerprint=fingerprint,
+            project_id=project.id,
+            response_status=202,
+            response_body=body,
+            created_at=now,
+            expires_at=now + ttl,
+        )
+        project.save(force_insert=True)
+        job.save(force_insert=True)
+    return CreateOutcome(status=202, body=body, project_id=str(project.id), replayed=False)
+
+
+def _replay(existing: OperationKey, *, fingerprint: str) -> CreateOutcome:
+    if existing.fingerprint != fingerprint:
+        raise ProblemError(
+            422,
+            "This Idempotency-Key was already used with a different request.",
+            kind="idempotency-key-reused",
+        )
+    return CreateOutcome(
+        status=existing.response_status,
+        body=existing.response_body,
+        project_id=str(existing.response_body["id"]),
+        replayed=True,
+    )
+
+
+def operation_keys_purge(*, now: datetime) -> int:
+    """Delete every key that expired at or before `now`, in short batches; returns the count."""
+    purged = 0
+    while True:
+        batch = list(
+            OperationKey.objects.filter(expires_at__lte=now).values_list("pk", flat=True)[
+                :_PURGE_BATCH
+            ]
+        )
+        if not batch:
+            return purged
+        purged += OperationKey.objects.filter(pk__in=batch).delete()[0]

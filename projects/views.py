@@ -1,0 +1,76 @@
+"""POST/GET /v1/projects and GET /v1/projects/{id}: thin views over projects.services."""
+
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from config.problems import ProblemError
+from projects.models import Project
+from projects.serializers import ProjectCreateSerializer, ProjectSerializer
+from projects.services import (
+    InvalidIdempotencyKey,
+    idempotency_key_parse,
+    project_create,
+    project_queryset,
+    request_fingerprint,
+)
+from tenancy.schema import LOCATION_HEADER, REPLAYED_HEADER
+from tenancy.views import NewestFirstCursorPagination
+
+
+class ProjectListCreateView(generics.ListAPIView):
+    serializer_class = ProjectSerializer
+    pagination_class = NewestFirstCursorPagination
+    idempotency_key_methods = ("POST",)
+    extra_problem_statuses = {"POST": (422,)}
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return project_queryset(tenant=self.request.tenant)
+
+    @extend_schema(
+        operation_id="projects_create",
+        request=ProjectCreateSerializer,
+        parameters=[LOCATION_HEADER, REPLAYED_HEADER],
+        responses={
+            202: OpenApiResponse(
+                ProjectSerializer,
+                description="Accepted: the project is provisioning (also a replay).",
+            ),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        try:
+            key = idempotency_key_parse(request.headers.get("Idempotency-Key"))
+        except InvalidIdempotencyKey as exc:
+            raise ProblemError(
+                400, str(exc), kind="idempotency-key", errors={"Idempotency-Key": [str(exc)]}
+            ) from None
+        serializer = ProjectCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        outcome = project_create(
+            tenant=request.tenant,
+            user=request.user,
+            key=key,
+            fingerprint=request_fingerprint(
+                method=request.method, path=request.path, body=request.data
+            ),
+            now=timezone.now(),
+            **serializer.validated_data,
+        )
+        headers = {"Location": f"/v1/projects/{outcome.project_id}"}
+        if outcome.replayed:
+            headers["Idempotent-Replayed"] = "true"
+        return Response(outcome.body, status=outcome.status, headers=headers)
+
+
+@extend_schema(parameters=[OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
+class ProjectDetailView(generics.RetrieveAPIView):
+    serializer_class = ProjectSerializer
+
+    def get_object(self) -> Project:
+        queryset = project_queryset(tenant=self.request.tenant)
+        return get_object_or_404(queryset, pk=self.kwargs["id"])

@@ -1,0 +1,62 @@
+"""Admin for tenants, memberships and API tokens.
+
+Tokens are issued only by the commands (the secret is shown once there); the admin lists
+them without their digest and can revoke them.
+"""
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+
+from tenancy.models import ApiToken, Membership, Tenant
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):
+    list_display = ["name", "id", "created_at"]
+    search_fields = ["name", "id"]
+    readonly_fields = ["id", "created_at"]
+    inlines = [MembershipInline]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "tenant", "role", "created_at"]
+    list_filter = ["role"]
+    search_fields = ["user__email", "tenant__name"]
+    list_select_related = ["user", "tenant"]
+    autocomplete_fields = ["user", "tenant"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = [
+        "prefix",
+        "name",
+        "user",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    ]
+    list_filter = ["revoked_at"]
+    search_fields = ["prefix", "name", "user__email"]
+    list_select_related = ["user"]
+    fields = ["prefix", "name", "user", "created_at", "last_used_at", "expires_at", "revoked_at"]
+    readonly_fields = fields
+    actions = ["revoke"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        revoked = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        self.message_user(request, f"Revoked {revoked} token(s).")

@@ -1,0 +1,143 @@
+"""OpenAPI (drf-spectacular) additions shared by every API view.
+
+`TickworkAutoSchema` is the project's DEFAULT_SCHEMA_CLASS: it documents the bearer
+scheme, the `X-Tenant-ID` header on tenant views, the `Idempotency-Key` header on the
+methods a view lists in `idempotency_key_methods`, and every RFC 9457 problem an operation
+can answer (`application/problem+json`), plus any `extra_problem_statuses` a view declares.
+"""
+
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import serializers
+
+from config.problems import PROBLEM_CONTENT_TYPE
+from tenancy.permissions import IsTenantMember
+
+COMMON_PROBLEM_STATUSES = (400, 401, 403, 404, 405, 413, 415, 429, 500)
+
+_PROBLEM_DESCRIPTIONS = {
+    400: "Malformed request, invalid fields or X-Tenant-ID (see `errors`).",
+    401: "Missing, invalid, expired or revoked bearer token.",
+    403: "Not a member of the selected tenant, or the role may not do this.",
+    404: "No such resource in the selected tenant.",
+    405: "Method not allowed on this resource.",
+    409: "Conflict with the resource's current state.",
+    413: "Request body larger than MAX_REQUEST_BYTES.",
+    415: "Request body is not application/json.",
+    422: "The Idempotency-Key was already used with a different request.",
+    429: "Throttled; retry after the number of seconds in Retry-After.",
+    500: "Unexpected server error (no internals are disclosed).",
+}
+
+_PROBLEM_HEADERS = {
+    401: ("WWW-Authenticate", "Always `Bearer`."),
+    405: ("Allow", "The methods this resource allows."),
+    429: ("Retry-After", "Seconds to wait before retrying."),
+}
+
+TENANT_HEADER = OpenApiParameter(
+    "X-Tenant-ID",
+    OpenApiTypes.UUID,
+    OpenApiParameter.HEADER,
+    required=False,
+    description=(
+        "The tenant to act in. Optional when you belong to exactly one tenant; "
+        "malformed → 400, not a member → 403."
+    ),
+)
+LOCATION_HEADER = OpenApiParameter(
+    "Location",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    response=[202],
+    description="Path of the created project, `/v1/projects/{id}`.",
+)
+REPLAYED_HEADER = OpenApiParameter(
+    "Idempotent-Replayed",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    response=[202],
+    enum=["true"],
+    description="Present (`true`) when this answer replays a stored outcome.",
+)
+
+
+class ProblemSerializer(serializers.Serializer):
+    """RFC 9457 problem details."""
+
+    type = serializers.URLField(help_text="Stable URI naming the problem kind.")
+    title = serializers.CharField()
+    status = serializers.IntegerField(help_text="Equal to the HTTP status.")
+    detail = serializers.CharField()
+    errors = serializers.DictField(
+        child=serializers.JSONField(), required=False, help_text="Field name → messages."
+    )
+
+    class Meta:
+        ref_name = "Problem"
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    target_class = "tenancy.authentication.BearerTokenAuthentication"
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, Any]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API token (`tkw_…`) from `manage.py create_tenant` or "
+            "`create_token`; the secret is shown once.",
+        }
+
+
+def idempotency_key_parameter() -> OpenApiParameter:
+    """The required Idempotency-Key request header, with the expiry configured right now."""
+    hours = settings.IDEMPOTENCY_KEY_TTL_SECONDS / 3600
+    return OpenApiParameter(
+        "Idempotency-Key",
+        OpenApiTypes.STR,
+        OpenApiParameter.HEADER,
+        required=True,
+        description=(
+            "1-255 printable ASCII characters, bare (`abc`) or as a structured-field string "
+            '(`"abc"`). Scoped to the tenant. A retry with the same key and request replays '
+            "the first answer (`Idempotent-Replayed: true`); the same key with another "
+            f"request is a 422. Keys expire after {hours:g} hours "
+            f"({settings.IDEMPOTENCY_KEY_TTL_SECONDS} seconds), then the key may be reused."
+        ),
+    )
+
+
+class TickworkAutoSchema(AutoSchema):
+    def get_override_parameters(self) -> list[Any]:
+        parameters = list(super().get_override_parameters())
+        if any(isinstance(p, IsTenantMember) for p in self.view.get_permissions()):
+            parameters.append(TENANT_HEADER)
+        if self.method in getattr(self.view, "idempotency_key_methods", ()):
+            parameters.append(idempotency_key_parameter())
+        return parameters
+
+    def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
+        responses = super()._get_response_bodies(direction)
+        extra = getattr(self.view, "extra_problem_statuses", {}).get(self.method, ())
+        for status in (*COMMON_PROBLEM_STATUSES, *extra):
+            responses.setdefault(str(status), self._problem_response(status, direction))
+        return responses
+
+    def _problem_response(self, status: int, direction: str) -> dict[str, Any]:
+        response = self._get_response_for_code(
+            ProblemSerializer, str(status), [PROBLEM_CONTENT_TYPE], direction
+        )
+        response["description"] = _PROBLEM_DESCRIPTIONS.get(status, "Problem details.")
+        if status in _PROBLEM_HEADERS:
+            name, description = _PROBLEM_HEADERS[status]
+            response.setdefault("headers", {})[name] = {
+                "schema": {"type": "string"},
+                "description": description,
+            }
+        return response

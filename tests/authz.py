@@ -1,0 +1,133 @@
+"""A reusable authorization matrix: every route, for every kind of caller and target.
+
+A test module lists its routes as `RouteSpec`s and parametrizes one test over
+`matrix_cases(ROUTES)`:
+
+    @pytest.mark.parametrize(("route", "principal", "target"), matrix_cases(ROUTES))
+    def test_matrix(route, principal, target, alice, bob, charlie):
+        check_case(route, principal, target, build_world(alice, bob, charlie))
+
+Callers: anonymous, a bad, an expired and a revoked token (all 401), Alice (owner of A),
+Bob (member of A), Charlie (owner of B). Targets for `{id}` routes: an object of the
+caller's own tenant, one of the other tenant, and a missing id. Another tenant's object must
+answer exactly like a missing one, and nothing Charlie receives may contain A's ids.
+"""
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from tenancy.models import ApiToken
+
+UNAUTHENTICATED = ("anonymous", "bad_token", "expired_token", "revoked_token")
+MEMBERS = ("alice", "bob", "charlie")
+PRINCIPALS = UNAUTHENTICATED + MEMBERS
+TARGETS = ("own", "other", "missing")
+_ROLES = {"alice": "owner", "bob": "member", "charlie": "owner"}
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    """One operation. `path` may hold `{id}`; `create(actor)` makes an object in the actor's
+    tenant and returns its id (it also seeds list routes). `success` is the status for an
+    allowed caller on an object it may see."""
+
+    method: str
+    path: str
+    success: int = 200
+    roles: tuple[str, ...] = ("owner", "member")
+    create: Callable[[Any], Any] | None = None
+    body: Callable[[], Any] | None = None
+    headers: Callable[[], dict[str, str]] = field(default=dict)
+
+    @property
+    def has_id(self) -> bool:
+        return "{id}" in self.path
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+@dataclass
+class World:
+    alice: Any
+    bob: Any
+    charlie: Any
+    clients: dict[str, APIClient]
+
+
+def matrix_cases(routes: list[RouteSpec]) -> list[Any]:
+    """pytest params (route, principal, target) covering the whole matrix."""
+    cases = []
+    for route in routes:
+        for principal in PRINCIPALS:
+            for target in TARGETS if route.has_id else ("none",):
+                cases.append(
+                    pytest.param(route, principal, target, id=f"{route}-{principal}-{target}")
+                )
+    return cases
+
+
+def _token_client(token: str, tenant_id: Any) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_X_TENANT_ID=str(tenant_id))
+    return client
+
+
+def build_world(alice: Any, bob: Any, charlie: Any) -> World:
+    """Clients for every principal; the token-based ones select tenant A."""
+    _, expired = ApiToken.issue(user=alice.user, expires_at=timezone.now() - timedelta(days=1))
+    revoked_token, revoked = ApiToken.issue(user=alice.user)
+    ApiToken.objects.filter(pk=revoked_token.pk).update(revoked_at=timezone.now())
+    clients = {
+        "anonymous": APIClient(),
+        "bad_token": _token_client("tkw_000000000000_not-a-real-secret", alice.tenant.id),
+        "expired_token": _token_client(expired, alice.tenant.id),
+        "revoked_token": _token_client(revoked, alice.tenant.id),
+        "alice": alice.client(),
+        "bob": bob.client(),
+        "charlie": charlie.client(),
+    }
+    return World(alice=alice, bob=bob, charlie=charlie, clients=clients)
+
+
+def expected_status(route: RouteSpec, principal: str, target: str) -> int:
+    if principal in UNAUTHENTICATED:
+        return 401
+    if _ROLES[principal] not in route.roles:
+        return 403
+    if target in ("other", "missing"):
+        return 404
+    return route.success
+
+
+def check_case(route: RouteSpec, principal: str, target: str, world: World) -> None:
+    """Perform one cell of the matrix and assert its status, media type and isolation."""
+    a_id = route.create(world.alice) if route.create else None
+    b_id = route.create(world.charlie) if route.create else None
+    own, other = (b_id, a_id) if principal == "charlie" else (a_id, b_id)
+    object_id = {"own": own, "other": other, "missing": uuid.uuid4(), "none": None}[target]
+    path = route.path.format(id=object_id)
+    client = world.clients[principal]
+    kwargs: dict[str, Any] = {"format": "json"} if route.body else {}
+    response = getattr(client, route.method.lower())(
+        path, route.body() if route.body else None, **kwargs, headers=route.headers()
+    )
+    want = expected_status(route, principal, target)
+    assert response.status_code == want, (path, response.content)
+    if want >= 400:
+        assert response["Content-Type"] == "application/problem+json"
+        assert response.json()["status"] == want
+    if want == 401:
+        assert response["WWW-Authenticate"].startswith("Bearer")
+    if principal == "charlie":
+        content = response.content.decode()
+        assert str(world.alice.tenant.id) not in content
+        if a_id is not None:
+            assert str(a_id) not in content

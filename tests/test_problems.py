@@ -1,0 +1,151 @@
+"""RFC 9457 problem details for every non-2xx status the API produces."""
+
+import io
+
+import pytest
+from django.core.handlers.wsgi import WSGIHandler
+from django.test import RequestFactory
+from rest_framework.throttling import SimpleRateThrottle
+
+import projects.views
+from projects.models import Project
+
+PROBLEM = "application/problem+json"
+
+
+def assert_problem(response, status):
+    assert response.status_code == status
+    assert response["Content-Type"] == PROBLEM
+    body = response.json()
+    assert body["status"] == status
+    assert body["type"].startswith("https://")
+    assert body["title"] and body["detail"]
+    return body
+
+
+def test_routing_404_is_a_problem(alice, settings):
+    settings.DEBUG = False
+    assert_problem(alice.client().get("/v1/nothing-here"), 404)
+
+
+def test_405_carries_allow(alice):
+    response = alice.client().delete("/v1/projects")
+
+    assert_problem(response, 405)
+    assert set(response["Allow"].replace(" ", "").split(",")) >= {"GET", "POST"}
+
+
+def test_missing_authorization_is_401_with_bearer_challenge(anonymous):
+    response = anonymous.get("/v1/projects")
+
+    assert_problem(response, 401)
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize("header", ["Bearer", "Bearer a b", "Bearer tkw_nope", "Bearer clé"])
+def test_bad_credentials_are_401(db, anonymous, header):
+    response = anonymous.get("/v1/projects", headers={"Authorization": header})
+
+    assert_problem(response, 401)
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_foreign_tenant_is_403(alice, charlie):
+    assert_problem(charlie.client(tenant=alice.tenant).get("/v1/projects"), 403)
+
+
+@pytest.mark.parametrize("value", ["nope", "' OR 1=1 --", "x" * 5000, "\x00"])
+def test_weird_tenant_header_is_400(alice, value):
+    client = alice.client()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {alice.token}", HTTP_X_TENANT_ID=value)
+
+    assert_problem(client.get("/v1/projects"), 400)
+
+
+def test_content_length_over_the_limit_is_413(alice, settings):
+    settings.MAX_REQUEST_BYTES = 100
+    body = '{"name": "' + "x" * 200 + '"}'
+
+    response = alice.client().post(
+        "/v1/projects", body, content_type="application/json", headers={"Idempotency-Key": "k"}
+    )
+
+    assert_problem(response, 413)
+    assert not Project.objects.exists()
+
+
+def _chunked(alice, body: bytes):
+    environ = RequestFactory().post("/v1/projects").environ
+    del environ["CONTENT_LENGTH"]
+    environ.update(
+        {
+            "wsgi.input": io.BytesIO(body),
+            "CONTENT_TYPE": "application/json",
+            "HTTP_TRANSFER_ENCODING": "chunked",
+            "HTTP_AUTHORIZATION": f"Bearer {alice.token}",
+            "HTTP_IDEMPOTENCY_KEY": "chunked",
+        }
+    )
+    statuses = []
+    chunks = WSGIHandler()(environ, lambda status, headers: statuses.append(status))
+    return int(statuses[0].split()[0]), b"".join(chunks)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_chunked_body_over_the_limit_is_413(alice, settings):
+    settings.MAX_REQUEST_BYTES = 100
+
+    status, content = _chunked(alice, b'{"name": "' + b"x" * 200 + b'"}')
+
+    assert status == 413
+    assert b"request-too-large" in content
+    assert not Project.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_chunked_body_within_the_limit_is_read(alice, settings):
+    settings.MAX_REQUEST_BYTES = 100
+
+    status, _ = _chunked(alice, b'{"name": "Chunked"}')
+
+    assert status == 202
+    assert Project.objects.get().name == "Chunked"
+
+
+def test_unsupported_media_type_is_415(alice):
+    response = alice.client().post(
+        "/v1/projects", "<p/>", content_type="text/xml", headers={"Idempotency-Key": "k"}
+    )
+
+    assert_problem(response, 415)
+
+
+def test_throttled_requests_are_429_with_retry_after(alice, monkeypatch):
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"user": "2/min", "anon": "2/min"})
+    client = alice.client()
+    assert [client.get("/v1/projects").status_code for _ in range(2)] == [200, 200]
+
+    response = client.get("/v1/projects")
+
+    assert_problem(response, 429)
+    assert int(response["Retry-After"]) >= 1
+
+
+def test_crash_is_a_500_problem_without_internals(alice, monkeypatch, settings):
+    settings.DEBUG = False
+
+    def crash(**kwargs):
+        raise RuntimeError("SELECT secret FROM vault; password=hunter2")
+
+    monkeypatch.setattr(projects.views, "project_create", crash)
+    client = alice.client()
+    client.raise_request_exception = False
+
+    response = client.post(
+        "/v1/projects", {"name": "P"}, format="json", headers={"Idempotency-Key": "k"}
+    )
+
+    body = assert_problem(response, 500)
+    text = response.content.decode()
+    assert "hunter2" not in text and "SELECT" not in text and "Traceback" not in text
+    assert set(body) == {"type", "title", "status", "detail"}

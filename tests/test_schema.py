@@ -1,0 +1,71 @@
+"""The OpenAPI document and the offline docs page."""
+
+import pytest
+from django.core.management import call_command
+
+pytestmark = pytest.mark.django_db
+
+OPENAPI_JSON = "application/vnd.oai.openapi+json"
+
+
+@pytest.fixture
+def schema(client):
+    response = client.get("/v1/schema", HTTP_ACCEPT=OPENAPI_JSON)
+    assert response.status_code == 200
+    return response.json()
+
+
+def header_names(operation):
+    return {p["name"] for p in operation.get("parameters", []) if p["in"] == "header"}
+
+
+def test_schema_is_public_and_declares_bearer_auth(schema):
+    assert schema["components"]["securitySchemes"]["bearerAuth"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": schema["components"]["securitySchemes"]["bearerAuth"]["description"],
+    }
+    assert schema["paths"]["/v1/projects"]["get"]["security"] == [{"bearerAuth": []}]
+
+
+def test_create_documents_idempotency_headers_and_expiry(schema, settings):
+    create = schema["paths"]["/v1/projects"]["post"]
+    key = next(p for p in create["parameters"] if p["name"] == "Idempotency-Key")
+
+    assert key["in"] == "header" and key["required"] is True
+    assert "24 hours" in key["description"]
+    assert {"Location", "Idempotent-Replayed"} <= set(create["responses"]["202"]["headers"])
+    assert "422" in create["responses"]
+
+
+def test_tenant_views_document_x_tenant_id_and_me_does_not(schema):
+    for path in ("/v1/projects", "/v1/jobs"):
+        assert "X-Tenant-ID" in header_names(schema["paths"][path]["get"])
+    assert "X-Tenant-ID" not in header_names(schema["paths"]["/v1/me"]["get"])
+
+
+@pytest.mark.parametrize("status", ["400", "401", "403", "404", "405", "413", "415", "429", "500"])
+def test_every_operation_documents_problem_responses(schema, status):
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            response = operation["responses"].get(status)
+            assert response, (method, path, status)
+            assert list(response["content"]) == ["application/problem+json"]
+    assert {"type", "title", "status", "detail"} <= set(
+        schema["components"]["schemas"]["Problem"]["properties"]
+    )
+
+
+def test_schema_validates_without_warnings(tmp_path):
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", tmp_path / "s.yaml")
+
+    assert (tmp_path / "s.yaml").read_text().startswith("openapi:")
+
+
+def test_docs_render_offline(client):
+    response = client.get("/v1/docs")
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "drf_spectacular_sidecar/swagger-ui-dist" in html
+    assert "cdn." not in html and "unpkg" not in html and "jsdelivr" not in html
