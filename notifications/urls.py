@@ -1,3 +1,36 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from notifications import views
+
+urlpatterns = [
+    path("notifications", views.NotificationListView.as_view(), name="notification-list"),
+    path(
+        "notifications/<uuid:pk>",
+        views.NotificationDetailView.as_view(),
+        name="notification-detail",
+    ),
+    path(
+        "notifications/<uuid:pk>/retry",
+        views.NotificationRetryView.as_view(),
+        name="notification-retry",
+    ),
+    path(
+        "notifications/<uuid:pk>/deliveries",
+        views.NotificationDeliveriesView.as_view(),
+        name="notification-deliveries",
+    ),
+    path("deliveries", views.DeliveryListView.as_view(), name="delivery-list"),
+    path(
+        "webhook-endpoints", views.WebhookEndpointListView.as_view(), name="webhook-endpoint-list"
+    ),
+    path(
+        "webhook-endpoints/<uuid:pk>",
+        views.WebhookEndpointDetailView.as_view(),
+        name="webhook-endpoint-detail",
+    ),
+    path(
+        "webhook-endpoints/<uuid:pk>/rotate-secret",
+        views.WebhookEndpointRotateSecretView.as_view(),
+        name="webhook-endpoint-rotate-secret",
+    ),
+]

@@ -1,0 +1,133 @@
+"""Input and output shapes of the notifications API.
+
+Input serializers check types, sizes and formats only; the rules that tie fields together
+(recipients for the email channel, the tenant's own endpoint and project, RRULE and time
+zone) live in notifications.services, which every caller goes through.
+"""
+
+from datetime import UTC
+from typing import Any
+
+from rest_framework import serializers
+
+from notifications.models import Channel, Delivery, Notification, NotificationState
+from notifications.services import MAX_RECIPIENTS
+
+
+class _UniqueChannels(serializers.ListField):
+    def to_internal_value(self, data: Any) -> list[str]:
+        channels = super().to_internal_value(data)
+        if len(set(channels)) != len(channels):
+            raise serializers.ValidationError("Channels must not repeat.")
+        return channels
+
+
+class NotificationWriteSerializer(serializers.Serializer):
+    """The body of POST /v1/notifications; PATCH uses it with partial=True."""
+
+    channels = _UniqueChannels(
+        child=serializers.ChoiceField(choices=Channel.choices), allow_empty=False, max_length=2
+    )
+    email_to = serializers.ListField(
+        child=serializers.EmailField(max_length=254), max_length=MAX_RECIPIENTS, required=False
+    )
+    subject = serializers.CharField(max_length=200)
+    body = serializers.CharField(max_length=10_000, allow_blank=True, trim_whitespace=False)
+    webhook_endpoint = serializers.UUIDField(required=False, allow_null=True)
+    fire_at = serializers.DateTimeField(
+        required=False,
+        default_timezone=UTC,
+        help_text="When to fire first (default now; a past time is due at once; naive = UTC).",
+    )
+    rrule = serializers.CharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        help_text="RFC 5545 RRULE without DTSTART; empty for a one-shot.",
+    )
+    timezone = serializers.CharField(
+        max_length=64, required=False, help_text='IANA time zone of the RRULE (default "UTC").'
+    )
+    project_id = serializers.UUIDField(required=False, allow_null=True)
+
+    def service_arguments(self) -> dict[str, Any]:
+        """The validated body as keyword arguments of the notification services."""
+        arguments = dict(self.validated_data)
+        if "webhook_endpoint" in arguments:
+            arguments["webhook_endpoint_id"] = arguments.pop("webhook_endpoint")
+        return arguments
+
+
+class NotificationPatchSerializer(NotificationWriteSerializer):
+    """The body of PATCH /v1/notifications/{id}: any subset; the project is fixed."""
+
+    project_id = None
+
+
+class NotificationSerializer(serializers.ModelSerializer):
+    channels = serializers.ListField(child=serializers.ChoiceField(choices=Channel.choices))
+    email_to = serializers.ListField(child=serializers.EmailField())
+    webhook_endpoint = serializers.UUIDField(source="webhook_endpoint_id", allow_null=True)
+    project_id = serializers.UUIDField(allow_null=True)
+    fire_at = serializers.DateTimeField(source="recurrence_anchor", allow_null=True)
+    state = serializers.ChoiceField(choices=NotificationState.choices)
+
+    class Meta:
+        model = Notification
+        fields = [
+            "id",
+            "project_id",
+            "channels",
+            "email_to",
+            "subject",
+            "body",
+            "webhook_endpoint",
+            "fire_at",
+            "rrule",
+            "timezone",
+            "next_fire_at",
+            "occurrence",
+            "error_count",
+            "last_error",
+            "last_fired_at",
+            "state",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class DeliverySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Delivery
+        fields = [
+            "notification_id",
+            "occurrence",
+            "channel",
+            "outcome",
+            "http_status",
+            "error_category",
+            "duration_ms",
+            "attempted_at",
+        ]
+        read_only_fields = fields
+
+
+class WebhookEndpointWriteSerializer(serializers.Serializer):
+    """The body of POST /v1/webhook-endpoints; PATCH uses it with partial=True."""
+
+    url = serializers.URLField(max_length=2000, help_text="https only; must resolve publicly.")
+    enabled = serializers.BooleanField(required=False)
+
+
+class WebhookEndpointSerializer(serializers.Serializer):
+    id = serializers.UUIDField(read_only=True)
+    url = serializers.URLField(read_only=True)
+    enabled = serializers.BooleanField(read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+
+
+class WebhookEndpointSecretSerializer(WebhookEndpointSerializer):
+    """The endpoint with its signing secret: the answer of create and rotate-secret only."""
+
+    secret = serializers.CharField(read_only=True)

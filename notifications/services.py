@@ -1,0 +1,384 @@
+"""Writes and state transitions of notifications and webhook endpoints.
+
+Every function takes the tenant and looks rows up within it only, so another tenant's row
+raises `DoesNotExist` exactly like a missing one. Invalid input raises `InvalidInput` with
+client-safe messages per field. A notification that run_tick holds right now (its lease is
+running) raises `NotificationClaimed`: changing it under a worker would race the worker's
+write-back.
+"""
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils.timezone import now as utc_now
+
+from notifications.models import (
+    Channel,
+    Notification,
+    NotificationQuerySet,
+    NotificationState,
+    WebhookEndpoint,
+)
+from notifications.recurrence import InvalidRecurrence, next_occurrence, validate_rrule
+from notifications.recurrence import validate_timezone as validate_tz_name
+from notifications.transports.signing import generate_secret
+from notifications.transports.ssrf import UnsafeWebhookUrl, validate_webhook_url
+from projects.models import Project
+from tenancy.models import Tenant
+
+MAX_RECIPIENTS = 50
+_SCHEDULE_FIELDS = frozenset({"fire_at", "rrule", "timezone"})
+_CONTENT_FIELDS = frozenset({"subject", "body", "channels", "email_to", "webhook_endpoint_id"})
+UPDATABLE_FIELDS = _SCHEDULE_FIELDS | _CONTENT_FIELDS
+_ENDPOINT_MISSING = "No webhook endpoint with this id exists in this tenant."
+
+
+class InvalidInput(ValueError):
+    """The request cannot be applied; `errors` maps field names to client-safe messages."""
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        super().__init__("; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in errors.items()))
+        self.errors = errors
+
+
+class NotificationClaimed(Exception):
+    """run_tick holds the row right now (or claimed it while the change was being made);
+    retry once its lease has ended."""
+
+
+class NotificationNotParked(Exception):
+    """Only a parked or dead-lettered notification can be unparked."""
+
+
+class ScheduleFinished(Exception):
+    """The recurring schedule has no occurrence left to resume at."""
+
+
+def notifications_in_state(queryset: NotificationQuerySet, state: str) -> NotificationQuerySet:
+    """The rows whose derived `Notification.state` is `state` (a NotificationState value)."""
+    if state == NotificationState.SCHEDULED:
+        return queryset.filter(next_fire_at__isnull=False, error_count=0)
+    if state == NotificationState.BACKING_OFF:
+        return queryset.backing_off()
+    if state == NotificationState.DEAD_LETTERED:
+        return queryset.dead_lettered()
+    if state == NotificationState.PARKED:
+        return queryset.parked()
+    raise ValueError(f"unknown state {state!r}")
+
+
+def notification_create(
+    *,
+    tenant: Tenant,
+    channels: Sequence[str],
+    subject: str,
+    body: str = "",
+    email_to: Sequence[str] = (),
+    webhook_endpoint_id: UUID | None = None,
+    fire_at: datetime | None = None,
+    rrule: str = "",
+    timezone: str = "UTC",
+    project_id: UUID | None = None,
+    now: datetime | None = None,
+) -> Notification:
+    """Create a notification due at `fire_at` (default `now`; a past time is due at once)."""
+    now = now or utc_now()
+    fire_at = fire_at or now
+    content = _checked_content(
+        tenant=tenant,
+        channels=channels,
+        email_to=email_to,
+        webhook_endpoint_id=webhook_endpoint_id,
+        rrule=rrule,
+        timezone=timezone,
+    )
+    project = None
+    if project_id is not None:
+        project = Project.objects.filter(pk=project_id, tenant=tenant).first()
+        if project is None:
+            raise InvalidInput({"project_id": ["No project with this id exists in this tenant."]})
+    return Notification.objects.create(
+        tenant=tenant,
+        project=project,
+        subject=subject,
+        body=body,
+        recurrence_anchor=fire_at,
+        next_fire_at=fire_at,
+        occurrence=1,
+        created_at=now,
+        updated_at=now,
+        **content,
+    )
+
+
+def notification_update(
+    *,
+    tenant: Tenant,
+    notification_id: UUID,
+    changes: Mapping[str, Any],
+    now: datetime | None = None,
+) -> Notification:
+    """Apply `changes` (keys from UPDATABLE_FIELDS) and return the updated row.
+
+    A change of fire_at, rrule or timezone starts the schedule afresh from the new fire_at
+    (default: the current one): recurrence_anchor and next_fire_at move there, the error
+    state is cleared, `occurrence` is kept.
+    """
+    unknown = set(changes) - UPDATABLE_FIELDS
+    if unknown:
+        raise TypeError(f"not updatable: {sorted(unknown)}")
+    now = now or utc_now()
+    notification = Notification.objects.get(pk=notification_id, tenant=tenant)
+    if notification.is_claimed(now=now):
+        raise NotificationClaimed
+    merged = {
+        "channels": notification.channels,
+        "email_to": notification.email_to,
+        "webhook_endpoint_id": notification.webhook_endpoint_id,
+        "rrule": notification.rrule,
+        "timezone": notification.timezone,
+        **{key: value for key, value in changes.items() if key not in ("subject", "body")},
+    }
+    fire_at = merged.pop("fire_at", None) or notification.recurrence_anchor or now
+    values: dict[str, Any] = _checked_content(tenant=tenant, **merged)
+    values.update({key: changes[key] for key in ("subject", "body") if key in changes})
+    if _SCHEDULE_FIELDS & set(changes):
+        values.update(
+            recurrence_anchor=fire_at,
+            next_fire_at=fire_at,
+            error_count=0,
+            dead_letter_reason="",
+            unfinished_claims=0,
+        )
+    return _guarded_update(notification, values=values, now=now)
+
+
+def notification_delete(*, tenant: Tenant, notification_id: UUID) -> None:
+    """Delete the row. A delivery in flight finishes, but its write-back is fenced out; the
+    delivery log is kept."""
+    deleted, _ = Notification.objects.filter(pk=notification_id, tenant=tenant).delete()
+    if not deleted:
+        raise Notification.DoesNotExist
+
+
+def notification_retry(
+    *, tenant: Tenant, notification_id: UUID, now: datetime | None = None
+) -> Notification:
+    """Re-arm the row whatever its state: error state cleared and due now (`scheduled`)."""
+    now = now or utc_now()
+    notification = Notification.objects.get(pk=notification_id, tenant=tenant)
+    return _guarded_update(notification, values=_rearmed(next_fire_at=now), now=now)
+
+
+def notification_unpark(
+    *, tenant: Tenant, notification_id: UUID, now: datetime | None = None
+) -> Notification:
+    """Put a parked or dead-lettered row back on its schedule.
+
+    A one-shot becomes due now; a recurring row resumes at its next occurrence after `now`
+    (the parked occurrence stays in the delivery log). Raises NotificationNotParked for a
+    row in another state and ScheduleFinished when a recurring schedule has ended.
+    """
+    now = now or utc_now()
+    notification = Notification.objects.get(pk=notification_id, tenant=tenant)
+    if notification.state not in (NotificationState.PARKED, NotificationState.DEAD_LETTERED):
+        raise NotificationNotParked
+    if not notification.is_recurring:
+        return _guarded_update(notification, values=_rearmed(next_fire_at=now), now=now)
+    resume_at = next_occurrence(
+        rrule=notification.rrule,
+        tz_name=notification.timezone,
+        anchor=notification.recurrence_anchor or notification.created_at,
+        after=now,
+    )
+    if resume_at is None:
+        raise ScheduleFinished
+    values = _rearmed(next_fire_at=resume_at)
+    values["occurrence"] = notification.occurrence + 1
+    return _guarded_update(notification, values=values, now=now)
+
+
+def _rearmed(*, next_fire_at: datetime) -> dict[str, Any]:
+    return {
+        "error_count": 0,
+        "last_error": None,
+        "dead_letter_reason": "",
+        "unfinished_claims": 0,
+        "next_fire_at": next_fire_at,
+    }
+
+
+def _guarded_update(
+    notification: Notification, *, values: dict[str, Any], now: datetime
+) -> Notification:
+    """Write `values` unless a claim is running or was taken since the row was read.
+
+    The claim token is bumped, so a worker whose lease ran out before this write cannot
+    overwrite it afterwards: its fenced write-back now matches no row.
+    """
+    if notification.is_claimed(now=now):
+        raise NotificationClaimed
+    values = {**values, "updated_at": now}
+    unclaimed = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+    written = (
+        Notification.objects.filter(
+            pk=notification.pk,
+            tenant_id=notification.tenant_id,
+            claim_token=notification.claim_token,
+        )
+        .filter(unclaimed)
+        .update(claim_token=F("claim_token") + 1, **values)
+    )
+    if written != 1:
+        # Deleted in between answers 404; claimed (or re-claimed and released) answers 409.
+        Notification.objects.only("pk").get(pk=notification.pk, tenant_id=notification.tenant_id)
+        raise NotificationClaimed
+    for field, value in values.items():
+        setattr(notification, field, value)
+    notification.claim_token += 1
+    return notification
+
+
+def _checked_content(
+    *,
+    tenant: Tenant,
+    channels: Sequence[str],
+    email_to: Sequence[str],
+    webhook_endpoint_id: UUID | None,
+    rrule: str,
+    timezone: str,
+) -> dict[str, Any]:
+    """Validate delivery and recurrence together (they constrain each other) and return the
+    model field values; raises InvalidInput listing every problem found."""
+    errors: dict[str, list[str]] = {}
+    channels = list(channels)
+    if not channels:
+        errors["channels"] = ["At least one channel is required."]
+    elif not set(channels) <= set(Channel.values) or len(set(channels)) != len(channels):
+        errors["channels"] = [f"Channels must be distinct values among {Channel.values}."]
+    errors.update(_recipient_errors(channels, list(email_to)))
+    if webhook_endpoint_id is not None:
+        if not WebhookEndpoint.objects.filter(pk=webhook_endpoint_id, tenant=tenant).exists():
+            errors["webhook_endpoint"] = [_ENDPOINT_MISSING]
+    elif Channel.WEBHOOK in channels:
+        errors["webhook_endpoint"] = ["The webhook channel needs a webhook endpoint."]
+    errors.update(_recurrence_errors(rrule, timezone))
+    if errors:
+        raise InvalidInput(errors)
+    return {
+        "channels": channels,
+        "email_to": list(email_to),
+        "webhook_endpoint_id": webhook_endpoint_id,
+        "rrule": rrule,
+        "timezone": timezone,
+    }
+
+
+def _recurrence_errors(rrule: str, timezone: str) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    try:
+        validate_tz_name(timezone)
+    except InvalidRecurrence as exc:
+        errors["timezone"] = [str(exc)]
+    if rrule:
+        try:
+            validate_rrule(rrule)
+        except InvalidRecurrence as exc:
+            errors["rrule"] = [str(exc)]
+    return errors
+
+
+def _recipient_errors(channels: list[str], email_to: list[str]) -> dict[str, list[str]]:
+    if Channel.EMAIL in channels and not email_to:
+        return {"email_to": ["The email channel needs at least one recipient."]}
+    if len(email_to) > MAX_RECIPIENTS:
+        return {"email_to": [f"At most {MAX_RECIPIENTS} recipients are allowed."]}
+    for address in email_to:
+        try:
+            validate_email(address)
+        except ValidationError:
+            return {"email_to": [f"{address[:100]!r} is not a valid email address."]}
+    return {}
+
+
+def webhook_endpoint_create(
+    *, tenant: Tenant, url: str, enabled: bool = True, now: datetime | None = None
+) -> WebhookEndpoint:
+    """Create an endpoint with a fresh signing secret (readable on the returned instance,
+    to be shown once)."""
+    now = now or utc_now()
+    _check_url(url)
+    return WebhookEndpoint.objects.create(
+        tenant=tenant,
+        url=url,
+        enabled=enabled,
+        secret=generate_secret(),
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def webhook_endpoint_update(
+    *,
+    tenant: Tenant,
+    endpoint_id: UUID,
+    url: str | None = None,
+    enabled: bool | None = None,
+    disabled_reason: str = "",
+    now: datetime | None = None,
+) -> WebhookEndpoint:
+    """Change the URL and/or switch the endpoint on or off (enabling clears the reason it
+    was disabled; disabling records `disabled_reason`)."""
+    endpoint = WebhookEndpoint.objects.get(pk=endpoint_id, tenant=tenant)
+    if url is not None:
+        _check_url(url)
+        endpoint.url = url
+    if enabled is not None:
+        endpoint.enabled = enabled
+        endpoint.disabled_reason = "" if enabled else disabled_reason
+    endpoint.updated_at = now or utc_now()
+    endpoint.save(update_fields=["url", "enabled", "disabled_reason", "updated_at"])
+    return endpoint
+
+
+def webhook_endpoint_delete(*, tenant: Tenant, endpoint_id: UUID) -> None:
+    """Delete the endpoint; notifications that used it keep running without it (their
+    webhook channel then fails as a missing endpoint)."""
+    deleted, _ = WebhookEndpoint.objects.filter(pk=endpoint_id, tenant=tenant).delete()
+    if not deleted:
+        raise WebhookEndpoint.DoesNotExist
+
+
+def webhook_endpoint_rotate_secret(
+    *, tenant: Tenant, endpoint_id: UUID, now: datetime | None = None
+) -> WebhookEndpoint:
+    """Replace the secret; the old one keeps signing for WEBHOOK_SECRET_GRACE_SECONDS so
+    receivers can switch over. The row lock makes concurrent rotations take turns, so the
+    secret each caller is shown is the one that was stored."""
+    now = now or utc_now()
+    with transaction.atomic():
+        endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint_id, tenant=tenant)
+        endpoint.previous_secret = endpoint.secret
+        endpoint.previous_secret_expires_at = now + timedelta(
+            seconds=settings.WEBHOOK_SECRET_GRACE_SECONDS
+        )
+        endpoint.secret = generate_secret()
+        endpoint.updated_at = now
+        endpoint.save(
+            update_fields=["secret", "previous_secret", "previous_secret_expires_at", "updated_at"]
+        )
+    return endpoint
+
+
+def _check_url(url: str) -> None:
+    try:
+        validate_webhook_url(url, allow_private=settings.WEBHOOK_ALLOW_PRIVATE_TARGETS)
+    except UnsafeWebhookUrl as exc:
+        raise InvalidInput({"url": [str(exc)]}) from None

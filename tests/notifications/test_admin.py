@@ -1,0 +1,183 @@
+"""The support admin: queue filters, delivery log, retry/unpark, endpoints without secrets."""
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from notifications.models import Delivery, Notification, WebhookEndpoint
+from tests.notifications.factories import make_endpoint, make_notification, make_tenant
+
+CHANGELIST = "/admin/notifications/notification/"
+
+
+@pytest.fixture
+def admin_client(db, client):
+    """A logged-in superuser (no password: hashing one would dominate the test's time)."""
+    user = get_user_model().objects.create_superuser("support", "support@example.com", None)
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def tenant(db):
+    return make_tenant("Acme")
+
+
+def _rows(tenant):
+    now = timezone.now()
+    return {
+        "due": make_notification(tenant=tenant, next_fire_at=now - timedelta(minutes=1)),
+        "backing_off": make_notification(tenant=tenant, next_fire_at=now, error_count=1),
+        "dead_lettered": make_notification(
+            tenant=tenant, next_fire_at=None, error_count=3, dead_letter_reason="exhausted"
+        ),
+        "parked": make_notification(tenant=tenant, next_fire_at=None),
+        "claimed": make_notification(
+            tenant=tenant, next_fire_at=now, claimed_until=now + timedelta(seconds=40)
+        ),
+    }
+
+
+@pytest.mark.parametrize("queue", ["due", "backing_off", "dead_lettered", "parked", "claimed"])
+def test_queue_filters_select_their_rows(admin_client, tenant, queue):
+    rows = _rows(tenant)
+
+    response = admin_client.get(CHANGELIST, {"queue": queue})
+
+    assert response.status_code == 200
+    shown = {n.pk for n in response.context["cl"].result_list}
+    assert rows[queue].pk in shown
+    assert rows["parked" if queue != "parked" else "claimed"].pk not in shown
+
+
+def test_change_page_shows_the_delivery_log_and_read_only_claim_columns(admin_client, tenant):
+    notification = make_notification(tenant=tenant, next_fire_at=None, claim_token=7)
+    Delivery.objects.create(
+        tenant=tenant,
+        notification_id=notification.id,
+        occurrence=3,
+        channel="webhook",
+        outcome="failed",
+        http_status=502,
+        error_category="http_5xx",
+    )
+    Delivery.objects.create(
+        tenant=tenant,
+        notification_id=uuid.uuid4(),
+        occurrence=99,
+        channel="email",
+        outcome="delivered",
+    )
+
+    response = admin_client.get(f"{CHANGELIST}{notification.id}/change/")
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "http_5xx" in html and "502" in html
+    assert f"/admin/notifications/delivery/?notification_id={notification.id}" in html
+    assert 'name="claim_token"' not in html
+    assert 'name="claimed_until"' not in html
+
+
+def test_retry_now_rearms_rows_and_skips_claimed_ones(admin_client, tenant):
+    rows = _rows(tenant)
+    ids = [rows["dead_lettered"].pk, rows["claimed"].pk]
+
+    response = admin_client.post(
+        CHANGELIST, {"action": "retry_now", "_selected_action": ids}, follow=True
+    )
+
+    assert response.status_code == 200
+    assert "being delivered" in response.content.decode()
+    retried = Notification.objects.get(pk=rows["dead_lettered"].pk)
+    assert (retried.state, retried.error_count, retried.dead_letter_reason) == ("scheduled", 0, "")
+    assert Notification.objects.get(pk=rows["claimed"].pk).claim_token == 0
+
+
+def test_unpark_only_touches_parked_rows(admin_client, tenant):
+    rows = _rows(tenant)
+    ids = [rows["parked"].pk, rows["backing_off"].pk]
+
+    response = admin_client.post(
+        CHANGELIST, {"action": "unpark", "_selected_action": ids}, follow=True
+    )
+
+    assert "not parked" in response.content.decode()
+    assert Notification.objects.get(pk=rows["parked"].pk).state == "scheduled"
+    assert Notification.objects.get(pk=rows["backing_off"].pk).error_count == 1
+
+
+def test_endpoint_pages_never_show_secrets(admin_client, tenant):
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/x")
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
+        previous_secret="whsec_previousSecretValue", disabled_reason="410 Gone"
+    )
+
+    listing = admin_client.get("/admin/notifications/webhookendpoint/")
+    change = admin_client.get(f"/admin/notifications/webhookendpoint/{endpoint.pk}/change/")
+
+    assert listing.status_code == change.status_code == 200
+    for page in (listing.content.decode(), change.content.decode()):
+        assert endpoint.secret not in page
+        assert "whsec_previousSecretValue" not in page
+    assert "410 Gone" in listing.content.decode()
+
+
+def test_enable_and_disable_actions(admin_client, tenant):
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/x")
+    url = "/admin/notifications/webhookendpoint/"
+
+    admin_client.post(url, {"action": "disable", "_selected_action": [endpoint.pk]})
+    disabled = WebhookEndpoint.objects.get(pk=endpoint.pk)
+    admin_client.post(url, {"action": "enable", "_selected_action": [endpoint.pk]})
+    enabled = WebhookEndpoint.objects.get(pk=endpoint.pk)
+
+    assert (disabled.enabled, disabled.disabled_reason) == (False, "disabled by support")
+    assert (enabled.enabled, enabled.disabled_reason) == (True, "")
+
+
+@pytest.mark.parametrize(
+    "query", ["", "outcome=dead_lettered", "channel=webhook", "error_category=timeout"]
+)
+def test_delivery_log_is_a_read_only_filterable_list(admin_client, tenant, query):
+    kept = Delivery.objects.create(
+        tenant=tenant,
+        notification_id=uuid.uuid4(),
+        occurrence=1,
+        channel="webhook",
+        outcome="dead_lettered",
+        error_category="timeout",
+    )
+
+    response = admin_client.get(f"/admin/notifications/delivery/?{query}")
+
+    assert response.status_code == 200
+    assert [d.pk for d in response.context["cl"].result_list] == [kept.pk]
+    assert admin_client.get("/admin/notifications/delivery/add/").status_code == 403
+    assert admin_client.post(f"/admin/notifications/delivery/{kept.pk}/delete/").status_code == 403
+
+
+def test_delivery_log_filters_by_notification(admin_client, tenant):
+    wanted = Delivery.objects.create(
+        tenant=tenant,
+        notification_id=uuid.uuid4(),
+        occurrence=1,
+        channel="email",
+        outcome="delivered",
+    )
+    Delivery.objects.create(
+        tenant=tenant,
+        notification_id=uuid.uuid4(),
+        occurrence=1,
+        channel="email",
+        outcome="delivered",
+    )
+
+    response = admin_client.get(
+        "/admin/notifications/delivery/", {"notification_id": str(wanted.notification_id)}
+    )
+
+    assert [d.pk for d in response.context["cl"].result_list] == [wanted.pk]

@@ -1,0 +1,293 @@
+"""POST/GET/PATCH/DELETE /v1/notifications and POST /v1/notifications/{id}/retry."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.utils import timezone
+
+from notifications.models import Notification
+from tests.notifications.factories import make_endpoint, make_notification
+from tests.projects.factories import make_project
+
+EMAIL = {"channels": ["email"], "email_to": ["ops@example.com"], "subject": "Hi", "body": "B"}
+
+
+def _create(actor, **overrides):
+    return actor.client().post("/v1/notifications", {**EMAIL, **overrides}, format="json")
+
+
+def test_create_answers_201_with_location_and_the_first_occurrence(alice):
+    fire_at = "2031-05-01T09:00:00+02:00"
+
+    response = _create(alice, fire_at=fire_at, rrule="FREQ=DAILY", timezone="Europe/Paris")
+
+    assert response.status_code == 201
+    body = response.json()
+    assert response["Location"] == f"/v1/notifications/{body['id']}"
+    assert body["next_fire_at"] == body["fire_at"] == "2031-05-01T07:00:00Z"
+    assert body["occurrence"] == 1
+    assert body["state"] == "scheduled"
+    assert body["error_count"] == 0
+    assert body["last_error"] is None
+    assert body["rrule"] == "FREQ=DAILY"
+    assert body["timezone"] == "Europe/Paris"
+    row = Notification.objects.get(pk=body["id"])
+    assert row.tenant == alice.tenant
+    assert row.recurrence_anchor == row.next_fire_at == datetime(2031, 5, 1, 7, tzinfo=UTC)
+
+
+def test_fire_at_defaults_to_now_and_a_naive_time_is_utc(alice):
+    before = timezone.now()
+    default = _create(alice).json()
+    naive = _create(alice, fire_at="2030-01-01T08:30:00").json()
+
+    assert before <= datetime.fromisoformat(default["next_fire_at"]) <= timezone.now()
+    assert default["timezone"] == "UTC"
+    assert naive["next_fire_at"] == "2030-01-01T08:30:00Z"
+
+
+def test_webhook_notification_with_own_endpoint_and_project(alice):
+    endpoint = make_endpoint(tenant=alice.tenant, url="https://hooks.example.com/in")
+    project = make_project(alice)
+
+    response = _create(
+        alice,
+        channels=["webhook"],
+        email_to=[],
+        webhook_endpoint=str(endpoint.id),
+        project_id=str(project.id),
+    )
+
+    assert response.status_code == 201
+    assert response.json()["webhook_endpoint"] == str(endpoint.id)
+    assert response.json()["project_id"] == str(project.id)
+
+
+def test_another_tenants_endpoint_is_rejected_like_a_missing_one(alice, charlie):
+    foreign = make_endpoint(tenant=charlie.tenant, url="https://hooks.example.com/b")
+
+    theirs = _create(alice, channels=["webhook"], webhook_endpoint=str(foreign.id))
+    missing = _create(alice, channels=["webhook"], webhook_endpoint=str(Notification().id))
+
+    assert theirs.status_code == missing.status_code == 400
+    assert theirs.json()["errors"] == missing.json()["errors"]
+    assert "webhook_endpoint" in theirs.json()["errors"]
+
+
+def test_another_tenants_project_is_rejected(alice, charlie):
+    response = _create(alice, project_id=str(make_project(charlie).id))
+
+    assert response.status_code == 400
+    assert "project_id" in response.json()["errors"]
+    assert not Notification.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"channels": []}, "channels"),
+        ({"channels": ["sms"]}, "channels"),
+        ({"channels": ["email", "email"]}, "channels"),
+        ({"channels": "email"}, "channels"),
+        ({"email_to": []}, "email_to"),
+        ({"email_to": ["not-an-address"]}, "email_to"),
+        ({"email_to": [f"u{i}@example.com" for i in range(51)]}, "email_to"),
+        ({"channels": ["webhook"]}, "webhook_endpoint"),
+        ({"webhook_endpoint": "not-a-uuid"}, "webhook_endpoint"),
+        ({"timezone": "Mars/Olympus"}, "timezone"),
+        ({"rrule": "FREQ=SOMETIMES"}, "rrule"),
+        ({"subject": "x" * 201}, "subject"),
+        ({"body": "x" * 10_001}, "body"),
+        ({"subject": None}, "subject"),
+        ({"fire_at": "tomorrow-ish"}, "fire_at"),
+        ({"fire_at": None}, "fire_at"),
+        ({"project_id": 12}, "project_id"),
+    ],
+)
+def test_invalid_bodies_answer_400_problems_naming_the_field(alice, overrides, field):
+    response = _create(alice, **overrides)
+
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/problem+json"
+    assert field in response.json()["errors"]
+    assert not Notification.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        [],
+        "text",
+        42,
+        None,
+        {"channels": [{"a": 1}]},
+        {"email_to": "x" * 100_000},
+        {**EMAIL, "subject": "a\x00b"},
+        {**EMAIL, "fire_at": "0001-01-01T00:00:00+05:00"},
+        {**EMAIL, "rrule": "FREQ=DAILY;DTSTART=20200101T000000Z"},
+        {**EMAIL, "timezone": "x" * 65},
+    ],
+)
+def test_junk_never_causes_a_server_error(alice, body):
+    response = alice.client().post("/v1/notifications", body, format="json")
+
+    assert 400 <= response.status_code < 500
+    assert response["Content-Type"] == "application/problem+json"
+
+
+def test_detail_of_a_missing_or_malformed_id_is_404(alice):
+    for path in ("/v1/notifications/not-a-uuid", f"/v1/notifications/{Notification().id}"):
+        response = alice.client().get(path)
+        assert response.status_code == 404
+        assert response["Content-Type"] == "application/problem+json"
+
+
+def test_patch_changes_content(alice):
+    notification = make_notification(
+        tenant=alice.tenant,
+        next_fire_at=timezone.now(),
+        channels=["email"],
+        email_to=["a@example.com"],
+    )
+
+    response = alice.client().patch(
+        f"/v1/notifications/{notification.id}",
+        {"subject": "New", "email_to": ["b@example.com"]},
+        format="json",
+    )
+
+    assert response.status_code == 200
+    notification.refresh_from_db()
+    assert (notification.subject, notification.email_to) == ("New", ["b@example.com"])
+
+
+def test_patch_schedule_restarts_from_the_new_fire_at_and_keeps_the_occurrence(alice):
+    notification = make_notification(
+        tenant=alice.tenant,
+        next_fire_at=timezone.now(),
+        channels=["email"],
+        email_to=["a@example.com"],
+        rrule="FREQ=DAILY",
+        occurrence=7,
+    )
+
+    response = alice.client().patch(
+        f"/v1/notifications/{notification.id}",
+        {"fire_at": "2032-02-02T10:00:00Z", "rrule": "FREQ=WEEKLY"},
+        format="json",
+    )
+
+    assert response.status_code == 200
+    assert response.json()["next_fire_at"] == response.json()["fire_at"] == "2032-02-02T10:00:00Z"
+    notification.refresh_from_db()
+    assert notification.recurrence_anchor == datetime(2032, 2, 2, 10, tzinfo=UTC)
+    assert (notification.rrule, notification.occurrence) == ("FREQ=WEEKLY", 7)
+
+
+def test_patch_that_breaks_a_rule_of_the_whole_row_is_400(alice):
+    notification = make_notification(tenant=alice.tenant, next_fire_at=timezone.now())
+
+    response = alice.client().patch(
+        f"/v1/notifications/{notification.id}", {"channels": ["email"]}, format="json"
+    )
+
+    assert response.status_code == 400
+    assert "email_to" in response.json()["errors"]
+
+
+def test_patch_or_retry_of_a_claimed_row_is_409_and_changes_nothing(alice):
+    notification = make_notification(
+        tenant=alice.tenant,
+        next_fire_at=timezone.now(),
+        error_count=2,
+        claimed_until=timezone.now() + timedelta(seconds=30),
+        claim_token=5,
+    )
+    client = alice.client()
+
+    patched = client.patch(f"/v1/notifications/{notification.id}", {"subject": "X"}, format="json")
+    retried = client.post(f"/v1/notifications/{notification.id}/retry")
+
+    assert patched.status_code == retried.status_code == 409
+    assert patched["Content-Type"] == "application/problem+json"
+    notification.refresh_from_db()
+    assert (notification.subject, notification.error_count, notification.claim_token) == (
+        "Standup",
+        2,
+        5,
+    )
+
+
+def test_retry_rearms_a_dead_lettered_row(alice):
+    notification = make_notification(
+        tenant=alice.tenant,
+        next_fire_at=None,
+        error_count=3,
+        last_error="HTTP 500",
+        dead_letter_reason="exhausted",
+        unfinished_claims=2,
+    )
+    before = timezone.now()
+
+    response = alice.client().post(f"/v1/notifications/{notification.id}/retry")
+
+    assert response.status_code == 200
+    assert response.json()["state"] == "scheduled"
+    notification.refresh_from_db()
+    assert (notification.error_count, notification.last_error) == (0, None)
+    assert (notification.dead_letter_reason, notification.unfinished_claims) == ("", 0)
+    assert before <= notification.next_fire_at <= timezone.now()
+
+
+def test_delete_is_for_owners(alice, bob):
+    notification = make_notification(tenant=alice.tenant, next_fire_at=timezone.now())
+    path = f"/v1/notifications/{notification.id}"
+
+    assert bob.client().delete(path).status_code == 403
+    assert Notification.objects.filter(pk=notification.pk).exists()
+    assert alice.client().delete(path).status_code == 204
+    assert not Notification.objects.filter(pk=notification.pk).exists()
+    assert alice.client().delete(path).status_code == 404
+
+
+def test_member_may_create_patch_and_retry(bob):
+    created = _create(bob)
+    path = f"/v1/notifications/{created.json()['id']}"
+
+    assert created.status_code == 201
+    assert bob.client().patch(path, {"body": "x"}, format="json").status_code == 200
+    assert bob.client().post(f"{path}/retry").status_code == 200
+
+
+def test_list_is_newest_first_tenant_scoped_and_filterable_by_state(alice, charlie):
+    now = timezone.now()
+    parked = make_notification(tenant=alice.tenant, next_fire_at=None, created_at=now)
+    backing_off = make_notification(
+        tenant=alice.tenant, next_fire_at=now, error_count=1, created_at=now - timedelta(minutes=1)
+    )
+    make_notification(tenant=charlie.tenant, next_fire_at=now)
+    client = alice.client()
+
+    everything = client.get("/v1/notifications").json()
+    only_backing_off = client.get("/v1/notifications?state=backing_off").json()
+    bad_state = client.get("/v1/notifications?state=sleeping")
+
+    assert [n["id"] for n in everything["results"]] == [str(parked.id), str(backing_off.id)]
+    assert [n["state"] for n in everything["results"]] == ["parked", "backing_off"]
+    assert [n["id"] for n in only_backing_off["results"]] == [str(backing_off.id)]
+    assert bad_state.status_code == 400
+    assert "state" in bad_state.json()["errors"]
+
+
+def test_list_and_detail_query_counts_are_pinned(alice, django_assert_num_queries):
+    notifications = [
+        make_notification(tenant=alice.tenant, next_fire_at=timezone.now()) for _ in range(5)
+    ]
+    client = alice.client()
+    client.get("/v1/notifications")  # first use of the token records last_used_at
+
+    # token, membership, page
+    with django_assert_num_queries(3):
+        assert len(client.get("/v1/notifications").json()["results"]) == 5
+    with django_assert_num_queries(3):
+        assert client.get(f"/v1/notifications/{notifications[0].id}").status_code == 200

@@ -1,0 +1,230 @@
+"""notifications.services: the rules every caller (API, admin, producers) goes through."""
+
+import socket
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from jobs.leasing import fenced_update
+from notifications import services
+from notifications.models import Notification, WebhookEndpoint
+from tests.conftest import requires_postgres
+from tests.notifications.factories import make_endpoint, make_notification, make_tenant
+
+NOW = datetime(2030, 3, 4, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def tenant(db):
+    return make_tenant()
+
+
+def _email(tenant, **fields):
+    defaults = {"next_fire_at": NOW, "channels": ["email"], "email_to": ["a@example.com"]}
+    return make_notification(tenant=tenant, **{**defaults, **fields})
+
+
+def test_create_anchors_the_schedule_at_fire_at(tenant):
+    fire_at = NOW + timedelta(hours=1)
+
+    created = services.notification_create(
+        tenant=tenant,
+        channels=["email"],
+        email_to=["a@example.com"],
+        subject="S",
+        fire_at=fire_at,
+        rrule="FREQ=HOURLY",
+        now=NOW,
+    )
+
+    row = Notification.objects.get(pk=created.pk)
+    assert (row.next_fire_at, row.recurrence_anchor, row.occurrence) == (fire_at, fire_at, 1)
+    assert row.state == "scheduled"
+
+
+def test_create_reports_every_broken_rule_at_once(tenant):
+    with pytest.raises(services.InvalidInput) as caught:
+        services.notification_create(
+            tenant=tenant,
+            channels=["email", "webhook"],
+            email_to=[],
+            subject="S",
+            rrule="FREQ=NEVER",
+            timezone="Nowhere/City",
+        )
+
+    assert set(caught.value.errors) == {"email_to", "webhook_endpoint", "rrule", "timezone"}
+    assert "Nowhere/City" in caught.value.errors["timezone"][0]
+
+
+def test_create_validates_addresses_for_internal_callers_too(tenant):
+    with pytest.raises(services.InvalidInput) as caught:
+        services.notification_create(
+            tenant=tenant, channels=["email"], email_to=["nope"], subject="S"
+        )
+
+    assert "email_to" in caught.value.errors
+
+
+def test_update_bumps_the_fence_so_a_stale_worker_cannot_overwrite_it(tenant):
+    notification = _email(tenant, claim_token=3, claimed_until=NOW - timedelta(seconds=1))
+
+    services.notification_update(
+        tenant=tenant, notification_id=notification.id, changes={"subject": "New"}, now=NOW
+    )
+
+    assert not fenced_update(Notification, pk=notification.pk, token=3, error_count=1)
+    row = Notification.objects.get(pk=notification.pk)
+    assert (row.subject, row.error_count, row.claim_token) == ("New", 0, 4)
+
+
+def test_update_racing_a_claim_is_a_conflict(tenant):
+    notification = _email(tenant)
+    stale = Notification.objects.get(pk=notification.pk)
+    Notification.objects.filter(pk=notification.pk).update(claim_token=9, claimed_until=None)
+
+    with pytest.raises(services.NotificationClaimed):
+        services._guarded_update(stale, values={"subject": "X"}, now=NOW)
+
+    assert Notification.objects.get(pk=notification.pk).subject == "Standup"
+
+
+def test_schedule_change_clears_the_error_state_and_keeps_the_occurrence(tenant):
+    notification = _email(
+        tenant, next_fire_at=None, error_count=3, dead_letter_reason="permanent", occurrence=4
+    )
+
+    updated = services.notification_update(
+        tenant=tenant, notification_id=notification.id, changes={"timezone": "Asia/Tokyo"}, now=NOW
+    )
+
+    assert updated.next_fire_at == updated.recurrence_anchor == NOW
+    assert (updated.state, updated.occurrence, updated.timezone) == ("scheduled", 4, "Asia/Tokyo")
+
+
+def test_another_tenants_row_is_missing(tenant):
+    notification = _email(make_tenant("Other"))
+
+    with pytest.raises(Notification.DoesNotExist):
+        services.notification_retry(tenant=tenant, notification_id=notification.id, now=NOW)
+    with pytest.raises(Notification.DoesNotExist):
+        services.notification_delete(tenant=tenant, notification_id=notification.id)
+    assert Notification.objects.filter(pk=notification.pk).exists()
+
+
+def test_unpark_makes_a_one_shot_due_now(tenant):
+    notification = _email(tenant, next_fire_at=None, error_count=3, last_error="boom")
+
+    row = services.notification_unpark(tenant=tenant, notification_id=notification.id, now=NOW)
+
+    assert (row.state, row.next_fire_at, row.error_count, row.last_error) == (
+        "scheduled",
+        NOW,
+        0,
+        None,
+    )
+
+
+def test_unpark_resumes_a_recurring_row_at_its_next_occurrence(tenant):
+    notification = _email(
+        tenant,
+        next_fire_at=NOW - timedelta(days=3),
+        error_count=99,
+        rrule="FREQ=DAILY",
+        recurrence_anchor=datetime(2030, 1, 1, 9, tzinfo=UTC),
+        occurrence=5,
+    )
+
+    row = services.notification_unpark(tenant=tenant, notification_id=notification.id, now=NOW)
+
+    assert row.next_fire_at == datetime(2030, 3, 5, 9, tzinfo=UTC)
+    assert (row.occurrence, row.error_count, row.state) == (6, 0, "scheduled")
+
+
+def test_unpark_refuses_rows_that_are_not_parked(tenant):
+    notification = _email(tenant)
+
+    with pytest.raises(services.NotificationNotParked):
+        services.notification_unpark(tenant=tenant, notification_id=notification.id, now=NOW)
+
+
+def test_unpark_of_a_finished_schedule_is_refused(tenant):
+    notification = _email(
+        tenant,
+        next_fire_at=None,
+        dead_letter_reason="crashed",
+        rrule="FREQ=DAILY;COUNT=2",
+        recurrence_anchor=NOW - timedelta(days=9),
+    )
+
+    with pytest.raises(services.ScheduleFinished):
+        services.notification_unpark(tenant=tenant, notification_id=notification.id, now=NOW)
+
+
+def test_disabling_an_endpoint_records_why(tenant, monkeypatch):
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: pytest.fail("no DNS expected"))
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/")
+
+    services.webhook_endpoint_update(
+        tenant=tenant, endpoint_id=endpoint.id, enabled=False, disabled_reason="by support"
+    )
+
+    row = WebhookEndpoint.objects.get(pk=endpoint.pk)
+    assert (row.enabled, row.disabled_reason, row.url) == (False, "by support", endpoint.url)
+
+
+def test_rotation_twice_keeps_only_the_latest_previous_secret(tenant, settings):
+    settings.WEBHOOK_SECRET_GRACE_SECONDS = 60
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/")
+
+    first = services.webhook_endpoint_rotate_secret(tenant=tenant, endpoint_id=endpoint.id, now=NOW)
+    second = services.webhook_endpoint_rotate_secret(
+        tenant=tenant, endpoint_id=endpoint.id, now=NOW + timedelta(seconds=10)
+    )
+
+    row = WebhookEndpoint.objects.get(pk=endpoint.pk)
+    assert (row.secret, row.previous_secret) == (second.secret, first.secret)
+    assert row.previous_secret_expires_at == NOW + timedelta(seconds=70)
+    assert len({endpoint.secret, first.secret, second.secret}) == 3
+
+
+def test_deleting_an_endpoint_detaches_its_notifications(tenant):
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/")
+    notification = make_notification(tenant=tenant, next_fire_at=timezone.now(), endpoint=endpoint)
+
+    services.webhook_endpoint_delete(tenant=tenant, endpoint_id=endpoint.id)
+
+    assert Notification.objects.get(pk=notification.pk).webhook_endpoint_id is None
+    with pytest.raises(WebhookEndpoint.DoesNotExist):
+        services.webhook_endpoint_delete(tenant=tenant, endpoint_id=endpoint.id)
+
+
+@requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_rotations_take_turns_so_every_shown_secret_was_stored():
+    endpoint = make_endpoint(tenant=make_tenant(), url="https://hooks.example.com/")
+    barrier = threading.Barrier(2)
+    shown: list[str] = []
+
+    def rotate() -> None:
+        try:
+            barrier.wait(timeout=10)
+            rotated = services.webhook_endpoint_rotate_secret(
+                tenant=endpoint.tenant, endpoint_id=endpoint.id
+            )
+            shown.append(rotated.secret)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=rotate) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    row = WebhookEndpoint.objects.get(pk=endpoint.pk)
+    assert len(shown) == 2
+    assert {row.secret, row.previous_secret} == set(shown)
