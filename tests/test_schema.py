@@ -1,5 +1,7 @@
 """The OpenAPI document and the offline docs page."""
 
+import re
+
 import pytest
 from django.core.management import call_command
 
@@ -69,3 +71,13 @@ def test_docs_render_offline(client):
     html = response.content.decode()
     assert "drf_spectacular_sidecar/swagger-ui-dist" in html
     assert "cdn." not in html and "unpkg" not in html and "jsdelivr" not in html
+
+
+def test_docs_assets_are_served_by_the_app_itself(client):
+    html = client.get("/v1/docs").content.decode()
+    bundle = re.search(r'src="(/static/[^"]+swagger-ui-bundle\.js)"', html)
+
+    assert bundle is not None
+    asset = client.get(bundle.group(1))
+    assert asset.status_code == 200
+    assert "javascript" in asset["Content-Type"]
