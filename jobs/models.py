@@ -20,8 +20,10 @@ class JobStatus(models.TextChoices):
 class ErrorCategory(models.TextChoices):
     TIMEOUT = "timeout", "Timeout"
     CONNECTION = "connection", "Connection"
+    HTTP_3XX = "http_3xx", "HTTP 3xx (redirects are not followed)"
     HTTP_4XX = "http_4xx", "HTTP 4xx"
     HTTP_5XX = "http_5xx", "HTTP 5xx"
+    INVALID_URL = "invalid_url", "Invalid URL (configuration)"
     UNKNOWN_KIND = "unknown_kind", "Unknown kind"
     CRASHED = "crashed", "Crashed (lease expired without an outcome)"
     INTERNAL = "internal", "Internal"

@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from jobs.views import JobDetailView, JobListView, JobRetryView
+
+urlpatterns = [
+    path("jobs", JobListView.as_view(), name="job-list"),
+    path("jobs/<uuid:id>", JobDetailView.as_view(), name="job-detail"),
+    path("jobs/<uuid:id>/retry", JobRetryView.as_view(), name="job-retry"),
+]

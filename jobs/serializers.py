@@ -1,0 +1,27 @@
+"""Output shape of the jobs API (DESIGN §3)."""
+
+from rest_framework import serializers
+
+from jobs.models import Job
+
+
+class JobSerializer(serializers.ModelSerializer):
+    project_id = serializers.UUIDField(read_only=True)
+
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "project_id",
+            "kind",
+            "status",
+            "attempts",
+            "max_attempts",
+            "next_attempt_at",
+            "last_error_category",
+            "last_error",
+            "last_attempt_at",
+            "created_at",
+            "completed_at",
+        ]
+        read_only_fields = fields

@@ -1,0 +1,80 @@
+"""The jobs status endpoints: GET /v1/jobs?status= and GET /v1/jobs/{id}; the retry of a
+failed job: POST /v1/jobs/{id}/retry.
+
+Every query starts from `tenant_jobs(request)`, so no job of another tenant is reachable.
+"""
+
+from uuid import UUID
+
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import exceptions, generics
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from config.problems import ProblemError
+from jobs.models import Job, JobStatus
+from jobs.serializers import JobSerializer
+from jobs.services import JobNotRetryable, job_retry
+from tenancy.views import NewestFirstCursorPagination
+
+
+def tenant_jobs(request: Request) -> QuerySet[Job]:
+    """The jobs of the tenant the request is authorized for."""
+    return Job.objects.filter(tenant=request.tenant)
+
+
+@extend_schema(
+    parameters=[
+        OpenApiParameter(
+            "status",
+            OpenApiTypes.STR,
+            OpenApiParameter.QUERY,
+            enum=JobStatus.values,
+            description="Only jobs in this status; an unknown value is a 400.",
+        )
+    ]
+)
+class JobListView(generics.ListAPIView):
+    serializer_class = JobSerializer
+    pagination_class = NewestFirstCursorPagination
+
+    def get_queryset(self) -> QuerySet[Job]:
+        jobs = tenant_jobs(self.request)
+        wanted = self.request.query_params.get("status")
+        if wanted is None:
+            return jobs
+        if wanted not in JobStatus.values:
+            allowed = ", ".join(JobStatus.values)
+            raise exceptions.ValidationError({"status": [f"Must be one of: {allowed}."]})
+        return jobs.filter(status=wanted)
+
+
+@extend_schema(parameters=[OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
+class JobDetailView(generics.RetrieveAPIView):
+    serializer_class = JobSerializer
+
+    def get_object(self) -> Job:
+        return get_object_or_404(tenant_jobs(self.request), pk=self.kwargs["id"])
+
+
+@extend_schema(parameters=[OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
+class JobRetryView(generics.GenericAPIView):
+    """POST /v1/jobs/{id}/retry: owners only; a failed job runs again like a new one."""
+
+    serializer_class = JobSerializer
+    owner_methods = ("*",)
+    extra_problem_statuses = {"POST": (409,)}
+
+    @extend_schema(operation_id="jobs_retry", request=None, responses={200: JobSerializer})
+    def post(self, request: Request, id: UUID) -> Response:
+        try:
+            job = job_retry(tenant=request.tenant, job_id=id, now=timezone.now())
+        except Job.DoesNotExist:
+            raise exceptions.NotFound() from None
+        except JobNotRetryable as exc:
+            raise ProblemError(409, str(exc), kind="job-not-retryable") from None
+        return Response(JobSerializer(job).data)

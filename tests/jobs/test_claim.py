@@ -1,0 +1,106 @@
+"""Claim semantics of the jobs outbox: due pending jobs and orphaned enqueued ones."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+
+from jobs.consumer import JOB_CLAIM, jobs_claim
+from jobs.models import JobStatus
+from tests.conftest import requires_postgres
+from tests.jobs.factories import NOW, make_job, reload
+
+LEASE = timedelta(seconds=60)
+
+
+@pytest.fixture(autouse=True)
+def _lease(settings):
+    settings.JOB_LEASE_SECONDS = 60
+
+
+def test_a_due_pending_job_is_claimed_and_the_claim_counts_the_attempt(alice):
+    job = make_job(alice.tenant)
+
+    [claimed] = jobs_claim(now=NOW, limit=10)
+
+    assert claimed.pk == job.pk
+    assert claimed.claim_token == 1
+    stored = reload(job)
+    assert stored.status == JobStatus.ENQUEUED
+    assert stored.attempts == 1
+    assert stored.claim_token == 1
+    assert stored.claimed_until == NOW + LEASE
+    assert stored.next_attempt_at == NOW + LEASE
+    assert stored.last_attempt_at == NOW
+
+
+def test_a_job_not_yet_due_is_not_claimed(alice):
+    job = make_job(alice.tenant, next_attempt_at=NOW + timedelta(seconds=1))
+
+    assert jobs_claim(now=NOW, limit=10) == []
+    assert reload(job).status == JobStatus.PENDING
+    assert reload(job).attempts == 0
+
+
+def test_an_enqueued_job_is_not_reclaimed_while_its_lease_runs(alice):
+    job = make_job(alice.tenant)
+    jobs_claim(now=NOW, limit=10)
+
+    assert jobs_claim(now=NOW + timedelta(seconds=30), limit=10) == []
+    assert jobs_claim(now=NOW + LEASE, limit=10) == []
+    assert reload(job).claim_token == 1
+
+
+def test_an_orphaned_enqueued_job_is_reclaimed_after_its_lease_expired(alice):
+    job = make_job(alice.tenant)
+    jobs_claim(now=NOW, limit=10)
+    later = NOW + LEASE + timedelta(seconds=1)
+
+    [reclaimed] = jobs_claim(now=later, limit=10)
+
+    assert reclaimed.pk == job.pk
+    assert reclaimed.claim_token == 2
+    stored = reload(job)
+    assert stored.attempts == 2
+    assert stored.claimed_until == later + LEASE
+
+
+@pytest.mark.parametrize("status", [JobStatus.COMPLETED, JobStatus.FAILED])
+def test_finished_jobs_are_never_claimed(alice, status):
+    make_job(alice.tenant, status=status)
+
+    assert jobs_claim(now=NOW + timedelta(days=1), limit=10) == []
+
+
+def test_the_oldest_due_jobs_are_claimed_first_up_to_the_limit(alice):
+    old = make_job(alice.tenant, next_attempt_at=NOW - timedelta(minutes=5))
+    middle = make_job(alice.tenant, next_attempt_at=NOW - timedelta(minutes=1))
+    make_job(alice.tenant, next_attempt_at=NOW)
+
+    claimed = jobs_claim(now=NOW, limit=2)
+
+    assert {job.pk for job in claimed} == {old.pk, middle.pk}
+
+
+def test_claiming_a_batch_is_one_statement(alice, django_assert_num_queries):
+    for _ in range(3):
+        make_job(alice.tenant)
+
+    with django_assert_num_queries(1):
+        claimed = jobs_claim(now=NOW, limit=5)
+
+    assert len(claimed) == 3
+    assert all(job.status == JobStatus.ENQUEUED for job in claimed)
+
+
+@requires_postgres
+def test_the_ready_query_is_served_by_the_partial_index(alice):
+    make_job(alice.tenant)
+    ready = JOB_CLAIM.ready_sql
+    sql = f"EXPLAIN SELECT id FROM jobs_job WHERE {ready} ORDER BY next_attempt_at LIMIT 10"  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(sql, {"now": NOW})
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+
+    assert "job_ready_idx" in plan

@@ -1,0 +1,65 @@
+"""consume_jobs --once: one bounded batch, one summary line, exit 0; flags are checked."""
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from jobs.models import Job, JobStatus
+from tests.jobs.factories import make_job
+
+
+@pytest.fixture(autouse=True)
+def _settings(settings):
+    settings.PROVISIONING_URL = ""
+
+
+def test_once_drains_the_ready_jobs_and_prints_one_summary_line(alice):
+    for _ in range(3):
+        make_job(alice.tenant, now=timezone.now())
+    out = io.StringIO()
+
+    call_command("consume_jobs", "--once", stdout=out)
+
+    [line] = out.getvalue().splitlines()
+    assert line.startswith(
+        "consume_jobs: claimed=3 completed=3 retried=0 failed=0 fenced_out=0 duration="
+    )
+    assert line.endswith("s")
+    assert set(Job.objects.values_list("status", flat=True)) == {JobStatus.COMPLETED}
+
+
+def test_once_respects_the_limit(alice):
+    for _ in range(3):
+        make_job(alice.tenant, now=timezone.now())
+    out = io.StringIO()
+
+    call_command("consume_jobs", "--once", "--limit", "2", stdout=out)
+
+    assert "claimed=2 completed=2" in out.getvalue()
+    assert Job.objects.filter(status=JobStatus.PENDING).count() == 1
+
+
+def test_once_with_nothing_ready_reports_zeros(db):
+    out = io.StringIO()
+
+    call_command("consume_jobs", "--once", stdout=out)
+
+    assert out.getvalue().startswith("consume_jobs: claimed=0 completed=0")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ((), "--once"),
+        (("--once", "--loop"), "exactly one mode"),
+        (("--once", "--limit", "0"), "--limit"),
+        (("--once", "--max-seconds", "-1"), "--max-seconds"),
+        (("--loop", "--interval", "0"), "--interval"),
+        (("--loop", "--interval", "-2"), "--interval"),
+    ],
+)
+def test_bad_flags_are_refused_with_a_clear_message(db, flags, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("consume_jobs", *flags)

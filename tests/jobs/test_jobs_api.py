@@ -1,0 +1,75 @@
+"""GET /v1/jobs?status= and GET /v1/jobs/{id}: the status endpoints."""
+
+from django.utils import timezone
+
+from tests.projects.factories import make_job
+
+JOB_FIELDS = {
+    "id",
+    "project_id",
+    "kind",
+    "status",
+    "attempts",
+    "max_attempts",
+    "next_attempt_at",
+    "last_error_category",
+    "last_error",
+    "last_attempt_at",
+    "created_at",
+    "completed_at",
+}
+
+
+def test_detail_has_the_design_shape(alice):
+    job = make_job(alice, status="failed", attempts=5, last_error_category="http_5xx")
+
+    response = alice.client().get(f"/v1/jobs/{job.id}")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == JOB_FIELDS
+    assert (body["id"], body["project_id"]) == (str(job.id), str(job.project_id))
+    assert (body["status"], body["attempts"], body["last_error_category"]) == (
+        "failed",
+        5,
+        "http_5xx",
+    )
+
+
+def test_list_filters_by_status_newest_first(alice):
+    failed = make_job(alice, status="failed")
+    make_job(alice, status="completed", completed_at=timezone.now())
+    newer_failed = make_job(alice, status="failed")
+
+    response = alice.client().get("/v1/jobs?status=failed")
+
+    assert response.status_code == 200
+    assert [j["id"] for j in response.json()["results"]] == [str(newer_failed.id), str(failed.id)]
+
+
+def test_list_without_status_returns_every_job(alice):
+    jobs = [make_job(alice), make_job(alice, status="completed")]
+
+    results = alice.client().get("/v1/jobs").json()["results"]
+
+    assert {j["id"] for j in results} == {str(j.id) for j in jobs}
+
+
+def test_unknown_status_is_a_400_problem(alice):
+    response = alice.client().get("/v1/jobs?status=exploded")
+
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/problem+json"
+    assert "status" in response.json()["errors"]
+
+
+def test_outsider_gets_404_and_an_empty_list(alice, charlie):
+    job = make_job(alice)
+    client = charlie.client()
+
+    assert client.get(f"/v1/jobs/{job.id}").status_code == 404
+    assert client.get("/v1/jobs").json()["results"] == []
+
+
+def test_non_uuid_id_is_404(alice):
+    assert alice.client().get("/v1/jobs/123").status_code == 404

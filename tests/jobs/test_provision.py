@@ -1,0 +1,126 @@
+"""The provision handler, local part: project active, invitations and events, idempotent."""
+
+import pytest
+
+from jobs.consumer import job_process, jobs_claim, jobs_drain
+from jobs.handlers import provision_activate
+from jobs.leasing import Clock
+from jobs.models import JobStatus
+from jobs.services import Outcome
+from notifications.models import Channel, Notification
+from projects.models import ProjectStatus
+from tests.jobs.factories import NOW, make_endpoint, make_job, reload
+
+
+@pytest.fixture(autouse=True)
+def _local_provisioning(settings):
+    settings.PROVISIONING_URL = ""
+
+
+def drain() -> None:
+    jobs_drain(clock=Clock(now=NOW), limit=100, max_seconds=60)
+
+
+def test_provisioning_activates_the_project_and_invites_every_address(alice):
+    job = make_job(alice.tenant, user=alice.user, invite=["ann@example.com", "ben@example.com"])
+
+    drain()
+
+    job = reload(job)
+    assert job.status == JobStatus.COMPLETED
+    assert job.completed_at == NOW
+    assert job.claimed_until is None
+    assert job.project.status == ProjectStatus.ACTIVE
+    assert job.project.updated_at == NOW
+    invitations = Notification.objects.filter(channels=[Channel.EMAIL]).order_by("email_to")
+    assert [n.email_to for n in invitations] == [["ann@example.com"], ["ben@example.com"]]
+    for invitation in invitations:
+        assert invitation.tenant_id == alice.tenant.id
+        assert invitation.project_id == job.project_id
+        assert invitation.next_fire_at == NOW
+        assert invitation.recurrence_anchor == NOW
+        assert invitation.occurrence == 1
+        assert invitation.rrule == ""
+        assert invitation.timezone == "UTC"
+        assert "Website relaunch" in invitation.subject
+        assert "Website relaunch" in invitation.body
+
+
+def test_each_enabled_endpoint_gets_one_activation_event_and_disabled_ones_none(alice, charlie):
+    first, second = make_endpoint(alice.tenant), make_endpoint(alice.tenant)
+    disabled = make_endpoint(alice.tenant, enabled=False)
+    make_endpoint(charlie.tenant)
+    job = make_job(alice.tenant, user=alice.user)
+
+    drain()
+
+    events = Notification.objects.filter(channels=[Channel.WEBHOOK])
+    assert {n.webhook_endpoint_id for n in events} == {first.id, second.id}
+    assert not events.filter(webhook_endpoint=disabled).exists()
+    for event in events:
+        assert event.tenant_id == alice.tenant.id
+        assert event.next_fire_at == NOW
+        assert event.webhook_event == {
+            "type": "project.activated",
+            "data": {
+                "project_id": str(job.project_id),
+                "tenant_id": str(alice.tenant.id),
+                "name": "Website relaunch",
+            },
+        }
+
+
+def test_without_an_invite_list_the_creator_is_invited(alice):
+    make_job(alice.tenant, user=alice.user)
+
+    drain()
+
+    [invitation] = Notification.objects.all()
+    assert invitation.email_to == [alice.user.email]
+
+
+def test_without_an_invite_list_or_a_creator_nobody_is_invited(alice):
+    job = make_job(alice.tenant, user=None)
+
+    drain()
+
+    assert reload(job).project.status == ProjectStatus.ACTIVE
+    assert not Notification.objects.exists()
+
+
+def test_running_the_handler_again_creates_no_second_invitation_or_event(alice):
+    make_endpoint(alice.tenant)
+    job = make_job(alice.tenant, invite=["ann@example.com", "ANN@example.com"])
+
+    provision_activate(job, now=NOW)
+    provision_activate(job, now=NOW)
+
+    assert Notification.objects.filter(channels=[Channel.EMAIL]).count() == 1
+    assert Notification.objects.filter(channels=[Channel.WEBHOOK]).count() == 1
+
+
+def test_a_reclaimed_duplicate_run_creates_nothing_new(alice):
+    make_endpoint(alice.tenant)
+    job = make_job(alice.tenant, invite=["ann@example.com"])
+    # A first run applied its writes, then its worker died before the job was marked done.
+    provision_activate(job, now=NOW)
+    created = set(Notification.objects.values_list("id", flat=True))
+
+    drain()
+
+    assert reload(job).status == JobStatus.COMPLETED
+    assert set(Notification.objects.values_list("id", flat=True)) == created
+
+
+def test_completing_a_provision_job_takes_a_fixed_number_of_queries(
+    alice, django_assert_num_queries
+):
+    make_endpoint(alice.tenant)
+    make_job(alice.tenant, invite=["ann@example.com", "ben@example.com"])
+    [job] = jobs_claim(now=NOW, limit=1)
+
+    # savepoint, fenced update, project read, project update, endpoints, insert, release
+    with django_assert_num_queries(7):
+        outcome = job_process(job, clock=Clock(now=NOW))
+
+    assert outcome is Outcome.COMPLETED

@@ -1,0 +1,97 @@
+"""queue_status: the figures of both queues, as a table or one JSON object."""
+
+import io
+import json
+from datetime import timedelta
+
+from django.core.management import call_command
+from django.utils import timezone
+
+from jobs.models import JobStatus
+from jobs.stats import job_queue_stats
+from notifications.models import Notification
+from notifications.stats import notification_queue_stats
+from tests.jobs.factories import NOW, make_job
+
+
+def make_notification(tenant, **fields) -> Notification:
+    values = {"channels": ["email"], "email_to": ["ann@example.com"], "next_fire_at": NOW}
+    values.update(fields)
+    return Notification.objects.create(tenant=tenant, **values)
+
+
+def fill_queues(tenant, *, now) -> None:
+    make_job(tenant, now=now - timedelta(minutes=5))
+    make_job(tenant, now=now - timedelta(minutes=1))
+    make_job(tenant, status=JobStatus.ENQUEUED, claimed_until=now + timedelta(seconds=30))
+    make_job(tenant, status=JobStatus.ENQUEUED, claimed_until=now - timedelta(seconds=1))
+    make_job(tenant, status=JobStatus.FAILED)
+    make_job(tenant, status=JobStatus.COMPLETED)
+    make_notification(tenant, next_fire_at=now - timedelta(seconds=90))
+    make_notification(tenant, next_fire_at=now - timedelta(seconds=10))
+    make_notification(tenant, next_fire_at=now + timedelta(minutes=5), error_count=1)
+    make_notification(tenant, next_fire_at=None, dead_letter_reason="exhausted", error_count=3)
+    make_notification(tenant, next_fire_at=now, claimed_until=now + timedelta(seconds=20))
+
+
+def test_job_figures(alice, settings):
+    settings.MAX_ATTEMPTS = 3
+    fill_queues(alice.tenant, now=NOW)
+
+    assert job_queue_stats(now=NOW) == {
+        "pending": 2,
+        "in_flight": 1,
+        "failed": 1,
+        "oldest_pending_age_seconds": 300,
+    }
+
+
+def test_notification_figures(alice, settings):
+    settings.MAX_ATTEMPTS = 3
+    fill_queues(alice.tenant, now=NOW)
+
+    assert notification_queue_stats(now=NOW) == {
+        "due": 2,
+        "oldest_due_age_seconds": 90,
+        "backing_off": 1,
+        "dead_lettered": 1,
+        "in_flight": 1,
+    }
+
+
+def test_empty_queues_report_zeros(db):
+    assert job_queue_stats(now=NOW)["oldest_pending_age_seconds"] == 0
+    assert notification_queue_stats(now=NOW)["oldest_due_age_seconds"] == 0
+
+
+def test_json_output_is_one_object_with_both_queues(alice, settings):
+    settings.MAX_ATTEMPTS = 3
+    fill_queues(alice.tenant, now=timezone.now())
+    out = io.StringIO()
+
+    call_command("queue_status", "--json", stdout=out)
+
+    figures = json.loads(out.getvalue())
+    assert set(figures) == {"notifications", "jobs"}
+    assert set(figures["notifications"]) == {
+        "due",
+        "oldest_due_age_seconds",
+        "backing_off",
+        "dead_lettered",
+        "in_flight",
+    }
+    assert figures["jobs"]["pending"] == 2
+    assert figures["jobs"]["failed"] == 1
+    assert figures["jobs"]["oldest_pending_age_seconds"] >= 300
+    assert figures["notifications"]["due"] == 2
+    assert figures["notifications"]["dead_lettered"] == 1
+
+
+def test_the_table_names_every_figure(db):
+    out = io.StringIO()
+
+    call_command("queue_status", stdout=out)
+
+    text = out.getvalue()
+    for name in ("notifications", "jobs", "due", "backing_off", "pending", "in_flight"):
+        assert name in text
