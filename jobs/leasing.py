@@ -13,7 +13,7 @@ outcome must be dropped.
 """
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -110,6 +110,55 @@ def fenced_delete_many(model: type[M], claims: Iterable[tuple[Any, int]]) -> set
         params.extend([pk_field.get_db_prep_value(key, connection), token])
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {table} WHERE {condition} RETURNING {pk}", params)
+        return {pk_field.to_python(row[0]) for row in cursor.fetchall()}
+
+
+def fenced_update_many(
+    model: type[M], items: Sequence[tuple[Any, int, dict[str, Any]]]
+) -> set[Any]:
+    """Apply per-row `changes` to several claimed rows in one statement per shape of change
+    (same set of columns), releasing their leases; returns the pks actually updated (the
+    others were fenced out). A column whose value differs between rows becomes a CASE."""
+    updated: set[Any] = set()
+    shapes: dict[tuple[str, ...], list[tuple[Any, int, dict[str, Any]]]] = {}
+    for item in items:
+        shapes.setdefault(tuple(sorted(item[2])), []).append(item)
+    for columns, group in shapes.items():
+        updated |= _fenced_update_group(model, columns, group)
+    return updated
+
+
+def _fenced_update_group(
+    model: type[M], columns: tuple[str, ...], group: list[tuple[Any, int, dict[str, Any]]]
+) -> set[Any]:
+    meta, quote = model._meta, connection.ops.quote_name
+    pk_field = meta.pk
+    keys = [pk_field.get_db_prep_value(key, connection) for key, _, _ in group]
+    assignments, params = ["claimed_until = NULL"], []
+    for name in columns:
+        field = meta.get_field(name)
+        values = [field.get_db_prep_save(changes[name], connection) for _, _, changes in group]
+        # PostgreSQL types a CASE from its branches, so NULLs and text need the column type.
+        cast = f"CAST(%s AS {field.cast_db_type(connection)})"
+        slot = cast if connection.vendor == "postgresql" else "%s"
+        if all(value == values[0] for value in values):
+            assignments.append(f"{quote(field.column)} = {slot}")
+            params.append(values[0])
+            continue
+        whens = " ".join([f"WHEN %s THEN {slot}"] * len(group))
+        assignments.append(f"{quote(field.column)} = CASE {quote(pk_field.column)} {whens} END")
+        for key, value in zip(keys, values, strict=True):
+            params.extend([key, value])
+    pk = quote(pk_field.column)
+    condition = " OR ".join([f"({pk} = %s AND claim_token = %s)"] * len(group))
+    for key, (_, token, _) in zip(keys, group, strict=True):
+        params.extend([key, token])
+    table = quote(meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET {', '.join(assignments)} WHERE {condition} RETURNING {pk}",
+            params,
+        )
         return {pk_field.to_python(row[0]) for row in cursor.fetchall()}
 
 

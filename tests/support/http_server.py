@@ -28,6 +28,13 @@ class Reply:
 Responder = Callable[[RecordedRequest], Reply]
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # Several worker processes connect at once in the concurrency tests: a deep backlog
+    # keeps the kernel from refusing their connections.
+    request_queue_size = 256
+
+
 class RecordingServer:
     def __init__(self, responder: Responder | None = None) -> None:
         self.responder: Responder = responder or (lambda request: Reply())
@@ -66,8 +73,7 @@ class RecordingServer:
 
             do_POST = do_GET = do_PUT = do_DELETE = _handle
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property

@@ -1,0 +1,1 @@
+"""The notification scheduler: run_tick and its parts (outcomes, deliver, plan, writeback)."""

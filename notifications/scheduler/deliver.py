@@ -1,0 +1,162 @@
+"""Deliver one claimed row: its channels in parallel, each bounded by the channel timeout.
+
+Runs in a worker thread with no database access: everything it needs (the row, its webhook
+endpoint) was loaded by the claim loop. Never raises: a channel that raises or overruns
+becomes a failed DeliveryResult.
+"""
+
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, wait
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from notifications.models import Channel, Notification, WebhookEndpoint
+from notifications.transports.base import DeliveryResult, EmailMessage, WebhookMessage
+
+Sender = Callable[..., DeliveryResult]  # sender(message, *, timeout=seconds)
+
+
+@dataclass(frozen=True)
+class Senders:
+    """The channel functions; tests inject fakes, production uses the transports."""
+
+    email: Sender
+    webhook: Sender
+
+
+def default_senders() -> Senders:
+    from notifications.transports.email import send_email
+    from notifications.transports.webhook import send_webhook
+
+    return Senders(email=send_email, webhook=send_webhook)
+
+
+@dataclass(frozen=True)
+class RowDelivery:
+    """What one row's delivery produced: one result per channel, in the row's order."""
+
+    notification: Notification
+    results: dict[str, DeliveryResult]
+    attempted_at: datetime
+
+
+def occurrence_id(notification: Notification) -> str:
+    """The occurrence's stable identity: webhook-id and email idempotency key."""
+    return f"notification_{notification.id}_{notification.occurrence}"
+
+
+def iso_utc(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def webhook_payload(notification: Notification, *, now: datetime) -> dict[str, Any]:
+    """The custom event a producer set, or the standard notification.fired event."""
+    custom = notification.webhook_event
+    if custom:
+        return {"type": custom.get("type"), "timestamp": iso_utc(now), "data": custom.get("data")}
+    scheduled = notification.next_fire_at
+    return {
+        "type": "notification.fired",
+        "timestamp": iso_utc(now),
+        "data": {
+            "notification_id": str(notification.id),
+            "tenant_id": str(notification.tenant_id),
+            "project_id": str(notification.project_id) if notification.project_id else None,
+            "occurrence": notification.occurrence,
+            "subject": notification.subject,
+            "body": notification.body,
+            "scheduled_for": iso_utc(scheduled) if scheduled else None,
+        },
+    }
+
+
+def _failure(error: str, category: str, *, permanent: bool, started: float) -> DeliveryResult:
+    return DeliveryResult(
+        ok=False,
+        error=error,
+        permanent=permanent,
+        category=category,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+def _call(sender: Sender, message: Any, timeout: float) -> DeliveryResult:
+    started = time.monotonic()
+    try:
+        return sender(message, timeout=timeout)
+    except Exception as exc:  # a channel must not raise; if it does, the row still finishes
+        return _failure(
+            f"channel raised {type(exc).__name__}", "internal", permanent=False, started=started
+        )
+
+
+def _channel_call(
+    channel: str,
+    notification: Notification,
+    *,
+    endpoint: WebhookEndpoint | None,
+    now: datetime,
+    senders: Senders,
+) -> tuple[Sender, Any] | DeliveryResult:
+    """The sender and message for `channel`, or a ready result when no call can help."""
+    if channel == Channel.EMAIL:
+        message = EmailMessage(
+            to=tuple(notification.email_to or ()),
+            subject=notification.subject,
+            body=notification.body,
+            idempotency_key=occurrence_id(notification),
+        )
+        return senders.email, message
+    if channel == Channel.WEBHOOK:
+        if endpoint is None or not endpoint.enabled:
+            state = "missing" if endpoint is None else "disabled"
+            return _failure(
+                f"webhook endpoint {state}",
+                "endpoint_disabled",
+                permanent=True,
+                started=time.monotonic(),
+            )
+        message = WebhookMessage(
+            url=endpoint.url,
+            secrets=tuple(endpoint.signing_secrets(now=now)),
+            msg_id=occurrence_id(notification),
+            payload=webhook_payload(notification, now=now),
+        )
+        return senders.webhook, message
+    return _failure("unknown channel", "invalid_request", permanent=True, started=time.monotonic())
+
+
+def deliver_row(
+    notification: Notification,
+    *,
+    endpoint: WebhookEndpoint | None,
+    now: datetime,
+    senders: Senders,
+    pool: Executor,
+    timeout: float,
+) -> RowDelivery:
+    """Run the row's channels in parallel on `pool`; a channel still running at the
+    deadline (its own timeout plus a small grace) is recorded as a timeout."""
+    started = time.monotonic()
+    results: dict[str, DeliveryResult] = {}
+    pending: dict[str, Future[DeliveryResult]] = {}
+    for channel in notification.channels:
+        call = _channel_call(channel, notification, endpoint=endpoint, now=now, senders=senders)
+        if isinstance(call, DeliveryResult):
+            results[channel] = call
+        else:
+            pending[channel] = pool.submit(_call, call[0], call[1], timeout)
+    # The transport bounds itself; this grace only catches a channel that does not.
+    wait(pending.values(), timeout=timeout + min(1.0, timeout / 4))
+    for channel, future in pending.items():
+        if future.done():
+            results[channel] = future.result()
+        else:
+            future.cancel()
+            results[channel] = _failure(
+                f"no answer within {timeout:g}s", "timeout", permanent=False, started=started
+            )
+    ordered = {c: results[c] for c in notification.channels if c in results}
+    return RowDelivery(notification=notification, results=ordered, attempted_at=now)

@@ -1,0 +1,204 @@
+"""Turn one row's delivery (or a poison claim) into the write-back it needs: which fenced
+statement (branch), the new column values, and the delivery-log rows. No database access."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from notifications.models import Delivery, DeliveryOutcome, Notification
+from notifications.recurrence import next_occurrence
+from notifications.scheduler import outcomes
+from notifications.scheduler.deliver import RowDelivery
+from notifications.scheduler.outcomes import Classification, DeadLetterReason, Verdict
+
+
+class Branch(StrEnum):
+    DELETE = "delete"
+    ADVANCE = "advance"
+    BACKOFF = "backoff"
+    DEAD_LETTER = "dead_letter"
+
+
+class Bucket(StrEnum):
+    """Where a claimed row is counted in the tick summary (exactly one bucket per row)."""
+
+    DELIVERED = "delivered"
+    PARTIAL = "partial"
+    FAILED = "failed"
+    DEAD_LETTERED = "dead_lettered"
+
+
+@dataclass
+class RowPlan:
+    """A fenced write-back on (pk, token): delete the row, or update it with `changes`."""
+
+    pk: Any
+    token: int
+    branch: Branch
+    bucket: Bucket
+    changes: dict[str, Any] = field(default_factory=dict)
+    logs: list[Delivery] = field(default_factory=list)
+    gone_endpoint_id: Any = None
+
+
+@dataclass(frozen=True)
+class Policy:
+    max_attempts: int
+    backoff: Sequence[int]
+
+
+def next_fire(notification: Notification, *, now: datetime) -> datetime | None:
+    """The next regular occurrence after both the one just handled and now; None for a
+    one-shot or an ended schedule."""
+    if not notification.rrule:
+        return None
+    handled = notification.next_fire_at or now
+    return next_occurrence(
+        rrule=notification.rrule,
+        tz_name=notification.timezone,
+        anchor=notification.recurrence_anchor or handled,
+        after=max(handled, now),
+    )
+
+
+def _log(notification: Notification, *, at: datetime, **fields: Any) -> Delivery:
+    return Delivery(
+        notification_id=notification.id,
+        tenant_id=notification.tenant_id,
+        occurrence=notification.occurrence,
+        attempted_at=at,
+        **fields,
+    )
+
+
+def _channel_logs(delivery: RowDelivery) -> list[Delivery]:
+    logs = []
+    for channel, result in delivery.results.items():
+        if result.ok:
+            outcome = DeliveryOutcome.DELIVERED
+        elif result.category == "timeout":
+            outcome = DeliveryOutcome.TIMEOUT
+        else:
+            outcome = DeliveryOutcome.FAILED
+        logs.append(
+            _log(
+                delivery.notification,
+                at=delivery.attempted_at,
+                channel=channel,
+                outcome=outcome,
+                http_status=result.http_status,
+                error_category=result.category,
+                error=result.error[:500],
+                duration_ms=max(result.duration_ms, 0),
+            )
+        )
+    return logs
+
+
+def _finish(row: Notification, token: int, c: Classification, *, now: datetime) -> RowPlan:
+    """Success or partial: the occurrence is done; a partial is never retried."""
+    bucket = Bucket.DELIVERED if c.verdict is Verdict.SUCCESS else Bucket.PARTIAL
+    upcoming = next_fire(row, now=now)
+    if upcoming is None:
+        return RowPlan(pk=row.pk, token=token, branch=Branch.DELETE, bucket=bucket)
+    changes = {
+        "next_fire_at": upcoming,
+        "occurrence": row.occurrence + 1,
+        "last_fired_at": now,
+        "error_count": 0,
+        "last_error": None if c.verdict is Verdict.SUCCESS else outcomes.partial_summary(c),
+        "dead_letter_reason": "",
+        "unfinished_claims": 0,
+        "updated_at": now,
+    }
+    return RowPlan(pk=row.pk, token=token, branch=Branch.ADVANCE, bucket=bucket, changes=changes)
+
+
+def dead_letter(
+    row: Notification,
+    token: int,
+    *,
+    reason: DeadLetterReason,
+    summary: str,
+    error_count: int,
+    now: datetime,
+) -> RowPlan:
+    """Record the occurrence as dead-lettered; a recurring row skips to its next regular
+    occurrence with a clean error count, anything else is parked (next_fire_at NULL)."""
+    upcoming = next_fire(row, now=now)
+    changes: dict[str, Any] = {
+        "next_fire_at": upcoming,
+        "occurrence": row.occurrence + (1 if upcoming else 0),
+        "error_count": 0 if upcoming else error_count,
+        "last_error": summary[:500],
+        "dead_letter_reason": "" if upcoming else reason.value,
+        "unfinished_claims": 0,
+        "updated_at": now,
+    }
+    log = _log(
+        row,
+        at=now,
+        channel="",
+        outcome=DeliveryOutcome.DEAD_LETTERED,
+        error_category=reason.value,
+        error=summary[:500],
+    )
+    return RowPlan(
+        pk=row.pk,
+        token=token,
+        branch=Branch.DEAD_LETTER,
+        bucket=Bucket.DEAD_LETTERED,
+        changes=changes,
+        logs=[log],
+    )
+
+
+def plan_delivery(delivery: RowDelivery, *, token: int, now: datetime, policy: Policy) -> RowPlan:
+    """The write-back for a delivered row, per the partial-success rule."""
+    row = delivery.notification
+    c = outcomes.classify(delivery.results)
+    if c.verdict is not Verdict.FAILURE:
+        plan = _finish(row, token, c, now=now)
+    else:
+        summary = outcomes.error_summary(delivery.results)
+        failures = row.error_count + 1
+        reason = outcomes.dead_letter_reason(
+            c, error_count_after=failures, max_attempts=policy.max_attempts
+        )
+        if reason is not None:
+            plan = dead_letter(
+                row, token, reason=reason, summary=summary, error_count=failures, now=now
+            )
+        else:
+            delay = outcomes.retry_delay(
+                error_count_before=row.error_count, steps=policy.backoff, retry_after=c.retry_after
+            )
+            changes = {
+                "next_fire_at": now + timedelta(seconds=delay),
+                "error_count": failures,
+                "last_error": summary[:500],
+                "unfinished_claims": 0,
+                "updated_at": now,
+            }
+            plan = RowPlan(
+                pk=row.pk, token=token, branch=Branch.BACKOFF, bucket=Bucket.FAILED, changes=changes
+            )
+    plan.logs[:0] = _channel_logs(delivery)
+    if any(r.gone for r in delivery.results.values()):
+        plan.gone_endpoint_id = row.webhook_endpoint_id
+    return plan
+
+
+def plan_poison(row: Notification, *, token: int, now: datetime) -> RowPlan:
+    """A row whose previous claims all died before writing back: dead-letter, no delivery."""
+    summary = f"crashed: no outcome after {row.unfinished_claims - 1} claims"
+    return dead_letter(
+        row,
+        token,
+        reason=DeadLetterReason.CRASHED,
+        summary=summary,
+        error_count=row.error_count,
+        now=now,
+    )

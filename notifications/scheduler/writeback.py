@@ -1,0 +1,47 @@
+"""Apply a batch of row plans: a few short, fenced statements in one transaction.
+
+One bulk insert for the delivery log (written even for fenced-out rows: the calls
+happened), one fenced DELETE for finished rows, one fenced UPDATE per shape of change, and
+one UPDATE disabling endpoints that answered 410. No network I/O happens here.
+"""
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db import transaction
+
+from jobs.leasing import fenced_delete_many, fenced_update_many
+from notifications.models import Delivery, Notification, WebhookEndpoint
+from notifications.scheduler.plan import Branch, RowPlan
+
+logger = logging.getLogger("notifications.scheduler")
+
+GONE_REASON = "endpoint answered 410 Gone"
+
+
+def write_back(plans: Sequence[RowPlan], *, now: datetime) -> list[RowPlan]:
+    """Apply `plans` and return those that were fenced out (their row was reclaimed after
+    our lease ran out, so their outcome was dropped). Each is logged as
+    `fenced out on <branch> for row <id>, claim_token=<t>`."""
+    if not plans:
+        return []
+    with transaction.atomic():
+        logs = [log for plan in plans for log in plan.logs]
+        if logs:
+            Delivery.objects.bulk_create(logs)
+        deletes = [p for p in plans if p.branch is Branch.DELETE]
+        updates = [p for p in plans if p.branch is not Branch.DELETE]
+        applied = fenced_delete_many(Notification, [(p.pk, p.token) for p in deletes])
+        applied |= fenced_update_many(Notification, [(p.pk, p.token, p.changes) for p in updates])
+        gone = {p.gone_endpoint_id for p in plans if p.gone_endpoint_id is not None}
+        if gone:
+            WebhookEndpoint.objects.filter(pk__in=gone).update(
+                enabled=False, disabled_reason=GONE_REASON, updated_at=now
+            )
+    fenced = [p for p in plans if p.pk not in applied]
+    for plan in fenced:
+        logger.warning(
+            "fenced out on %s for row %s, claim_token=%s", plan.branch.value, plan.pk, plan.token
+        )
+    return fenced

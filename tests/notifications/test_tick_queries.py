@@ -1,0 +1,40 @@
+"""Pinned statement counts: a tick's SQL does not grow with the rows it delivers."""
+
+from datetime import UTC, datetime
+
+import pytest
+
+from notifications.models import Delivery, Notification
+from notifications.scheduler.deliver import Senders
+from notifications.scheduler.tick import run_tick
+from notifications.transports.base import DeliveryResult
+from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
+
+NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+
+
+def delivered(message, *, timeout):
+    return DeliveryResult(ok=True, http_status=200)
+
+
+SENDERS = Senders(email=delivered, webhook=delivered)
+
+# claim, endpoints, then one write-back batch: SAVEPOINT (the test's transaction), delivery
+# log INSERT, fenced DELETE or UPDATE, RELEASE.
+STATEMENTS_PER_TICK = 6
+
+
+@pytest.mark.parametrize("rows", [3, 30])
+@pytest.mark.parametrize("rrule", ["", "FREQ=DAILY"], ids=["one_shot", "recurring"])
+def test_tick_statements_stay_constant_as_rows_grow(db, django_assert_num_queries, rows, rrule):
+    tenant = make_tenant()
+    endpoint = make_endpoint(tenant=tenant, url="http://127.0.0.1:9/unused")
+    make_notifications(rows, tenant=tenant, endpoint=endpoint, next_fire_at=NOW, rrule=rrule)
+
+    with django_assert_num_queries(STATEMENTS_PER_TICK):
+        summary = run_tick(now=NOW, limit=rows, concurrency=rows, senders=SENDERS)
+
+    assert summary.delivered == rows
+    assert Delivery.objects.count() == rows
+    remaining = Notification.objects.filter(occurrence=2, claimed_until=None).count()
+    assert remaining == (rows if rrule else 0)
