@@ -48,6 +48,12 @@ def _location(description: str) -> OpenApiParameter:
     )
 
 
+def _invalid(errors: dict[str, list[str]]) -> ProblemError:
+    return ProblemError(
+        400, "The request has invalid fields.", kind="validation-error", errors=errors
+    )
+
+
 @contextmanager
 def domain_errors() -> Iterator[None]:
     """Map the services' domain errors to problem answers."""
@@ -56,9 +62,7 @@ def domain_errors() -> Iterator[None]:
     except ObjectDoesNotExist:
         raise NotFound() from None
     except services.InvalidInput as exc:
-        raise ProblemError(
-            400, "The request has invalid fields.", kind="validation-error", errors=exc.errors
-        ) from None
+        raise _invalid(exc.errors) from None
     except services.NotificationClaimed:
         raise ProblemError(
             409,
@@ -90,12 +94,7 @@ class NotificationListView(GenericAPIView):
         state = request.query_params.get("state")
         if state is not None:
             if state not in NotificationState.values:
-                raise ProblemError(
-                    400,
-                    "The request has invalid fields.",
-                    kind="validation-error",
-                    errors={"state": [f"Must be one of {NotificationState.values}."]},
-                )
+                raise _invalid({"state": [f"Must be one of {NotificationState.values}."]})
             queryset = services.notifications_in_state(queryset, state)
         page = self.paginate_queryset(queryset)
         return self.get_paginated_response(NotificationSerializer(page, many=True).data)
@@ -187,12 +186,7 @@ class DeliveryListView(GenericAPIView):
             try:
                 notification_id = uuid.UUID(raw_id)
             except ValueError:
-                raise ProblemError(
-                    400,
-                    "The request has invalid fields.",
-                    kind="validation-error",
-                    errors={"notification_id": ["Must be a UUID."]},
-                ) from None
+                raise _invalid({"notification_id": ["Must be a UUID."]}) from None
             deliveries = deliveries.filter(notification_id=notification_id)
         page = self.paginate_queryset(deliveries)
         return self.get_paginated_response(DeliverySerializer(page, many=True).data)
