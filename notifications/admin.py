@@ -12,7 +12,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.timezone import now as utc_now
 
-from notifications import services
+from notifications import endpoints, services
 from notifications.models import Delivery, Notification, NotificationQuerySet, WebhookEndpoint
 
 RECENT_DELIVERIES = 20
@@ -158,7 +158,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
 
     def _switch(self, request: HttpRequest, queryset: QuerySet, *, enabled: bool) -> None:
         for endpoint in queryset.select_related("tenant"):
-            services.webhook_endpoint_update(
+            endpoints.webhook_endpoint_update(
                 tenant=endpoint.tenant,
                 endpoint_id=endpoint.id,
                 enabled=enabled,

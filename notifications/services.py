@@ -1,4 +1,4 @@
-"""Writes and state transitions of notifications and webhook endpoints.
+"""Writes and state transitions of notifications.
 
 Every function takes the tenant and looks rows up within it only, so another tenant's row
 raises `DoesNotExist` exactly like a missing one. Invalid input raises `InvalidInput` with
@@ -8,14 +8,12 @@ write-back.
 """
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
-from django.db import transaction
 from django.db.models import F, Q
 from django.utils.timezone import now as utc_now
 
@@ -28,8 +26,6 @@ from notifications.models import (
 )
 from notifications.recurrence import InvalidRecurrence, next_occurrence, validate_rrule
 from notifications.recurrence import validate_timezone as validate_tz_name
-from notifications.transports.signing import generate_secret
-from notifications.transports.ssrf import UnsafeWebhookUrl, validate_webhook_url
 from projects.models import Project
 from tenancy.models import Tenant
 
@@ -306,79 +302,3 @@ def _recipient_errors(channels: list[str], email_to: list[str]) -> dict[str, lis
         except ValidationError:
             return {"email_to": [f"{address[:100]!r} is not a valid email address."]}
     return {}
-
-
-def webhook_endpoint_create(
-    *, tenant: Tenant, url: str, enabled: bool = True, now: datetime | None = None
-) -> WebhookEndpoint:
-    """Create an endpoint with a fresh signing secret (readable on the returned instance,
-    to be shown once)."""
-    now = now or utc_now()
-    _check_url(url)
-    return WebhookEndpoint.objects.create(
-        tenant=tenant,
-        url=url,
-        enabled=enabled,
-        secret=generate_secret(),
-        created_at=now,
-        updated_at=now,
-    )
-
-
-def webhook_endpoint_update(
-    *,
-    tenant: Tenant,
-    endpoint_id: UUID,
-    url: str | None = None,
-    enabled: bool | None = None,
-    disabled_reason: str = "",
-    now: datetime | None = None,
-) -> WebhookEndpoint:
-    """Change the URL and/or switch the endpoint on or off (enabling clears the reason it
-    was disabled; disabling records `disabled_reason`)."""
-    endpoint = WebhookEndpoint.objects.get(pk=endpoint_id, tenant=tenant)
-    if url is not None:
-        _check_url(url)
-        endpoint.url = url
-    if enabled is not None:
-        endpoint.enabled = enabled
-        endpoint.disabled_reason = "" if enabled else disabled_reason
-    endpoint.updated_at = now or utc_now()
-    endpoint.save(update_fields=["url", "enabled", "disabled_reason", "updated_at"])
-    return endpoint
-
-
-def webhook_endpoint_delete(*, tenant: Tenant, endpoint_id: UUID) -> None:
-    """Delete the endpoint; notifications that used it keep running without it (their
-    webhook channel then fails as a missing endpoint)."""
-    deleted, _ = WebhookEndpoint.objects.filter(pk=endpoint_id, tenant=tenant).delete()
-    if not deleted:
-        raise WebhookEndpoint.DoesNotExist
-
-
-def webhook_endpoint_rotate_secret(
-    *, tenant: Tenant, endpoint_id: UUID, now: datetime | None = None
-) -> WebhookEndpoint:
-    """Replace the secret; the old one keeps signing for WEBHOOK_SECRET_GRACE_SECONDS so
-    receivers can switch over. The row lock makes concurrent rotations take turns, so the
-    secret each caller is shown is the one that was stored."""
-    now = now or utc_now()
-    with transaction.atomic():
-        endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint_id, tenant=tenant)
-        endpoint.previous_secret = endpoint.secret
-        endpoint.previous_secret_expires_at = now + timedelta(
-            seconds=settings.WEBHOOK_SECRET_GRACE_SECONDS
-        )
-        endpoint.secret = generate_secret()
-        endpoint.updated_at = now
-        endpoint.save(
-            update_fields=["secret", "previous_secret", "previous_secret_expires_at", "updated_at"]
-        )
-    return endpoint
-
-
-def _check_url(url: str) -> None:
-    try:
-        validate_webhook_url(url, allow_private=settings.WEBHOOK_ALLOW_PRIVATE_TARGETS)
-    except UnsafeWebhookUrl as exc:
-        raise InvalidInput({"url": [str(exc)]}) from None

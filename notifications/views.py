@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.problems import ProblemError
-from notifications import services
+from notifications import endpoints, services
 from notifications.models import Delivery, Notification, NotificationState, WebhookEndpoint
 from notifications.serializers import (
     DeliverySerializer,
@@ -215,7 +215,7 @@ class WebhookEndpointListView(GenericAPIView):
         serializer = WebhookEndpointWriteSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         with domain_errors():
-            endpoint = services.webhook_endpoint_create(
+            endpoint = endpoints.webhook_endpoint_create(
                 tenant=request.tenant, **serializer.validated_data
             )
         data = WebhookEndpointSecretSerializer(endpoint).data
@@ -239,7 +239,7 @@ class WebhookEndpointDetailView(APIView):
         serializer = WebhookEndpointWriteSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         with domain_errors():
-            endpoint = services.webhook_endpoint_update(
+            endpoint = endpoints.webhook_endpoint_update(
                 tenant=request.tenant, endpoint_id=pk, **serializer.validated_data
             )
         return Response(WebhookEndpointSerializer(endpoint).data)
@@ -247,7 +247,7 @@ class WebhookEndpointDetailView(APIView):
     @extend_schema(responses={204: None})
     def delete(self, request: Request, pk: uuid.UUID) -> Response:
         with domain_errors():
-            services.webhook_endpoint_delete(tenant=request.tenant, endpoint_id=pk)
+            endpoints.webhook_endpoint_delete(tenant=request.tenant, endpoint_id=pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -257,7 +257,7 @@ class WebhookEndpointRotateSecretView(APIView):
     @extend_schema(request=None, responses={200: WebhookEndpointSecretSerializer})
     def post(self, request: Request, pk: uuid.UUID) -> Response:
         with domain_errors():
-            endpoint = services.webhook_endpoint_rotate_secret(
+            endpoint = endpoints.webhook_endpoint_rotate_secret(
                 tenant=request.tenant, endpoint_id=pk
             )
         return Response(WebhookEndpointSecretSerializer(endpoint).data)
