@@ -244,6 +244,11 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = True
+# TLS is usually terminated by a proxy in front of the app: these are the operator's call.
+SECURE_SSL_REDIRECT = _read("SECURE_SSL_REDIRECT", env.bool, False)
+SECURE_HSTS_SECONDS = _read("SECURE_HSTS_SECONDS", env.int, 0)
+if _read("TRUST_X_FORWARDED_PROTO", env.bool, False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 if not DEBUG:
     SESSION_COOKIE_SECURE = _read("SESSION_COOKIE_SECURE", env.bool, True)
     CSRF_COOKIE_SECURE = _read("CSRF_COOKIE_SECURE", env.bool, True)
