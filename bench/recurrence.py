@@ -1,5 +1,6 @@
 """Next occurrence of a minutely RRULE anchored five years ago: re-anchored search versus
-dateutil's after() walking from DTSTART.
+dateutil's after() walking from DTSTART. Then the worst cases: accepted rules that never
+match (the search stops at its horizon) and sparse rules whose next match is years away.
 
 Run: /work/venv/bin/python bench/recurrence.py   (no Django needed)
 """
@@ -18,6 +19,22 @@ from notifications.recurrence import next_occurrence
 
 RULE = "FREQ=MINUTELY"
 ZONE = "Europe/Berlin"
+# Accepted by validate_rrule, matching nothing: unbounded, dateutil takes seconds on each.
+NEVER_MATCHING = (
+    "FREQ=YEARLY;BYMONTH=1;BYYEARDAY=100",
+    "FREQ=MONTHLY;BYDAY=MO;BYMONTHDAY=1,2;BYSETPOS=2",
+    "FREQ=DAILY;INTERVAL=7;BYDAY=TU",
+    "FREQ=DAILY;INTERVAL=9996;BYDAY=TU",
+    "FREQ=HOURLY;INTERVAL=168;BYDAY=TU",
+    "FREQ=HOURLY;BYMONTH=1;BYYEARDAY=100",
+    "FREQ=MINUTELY;BYMONTH=1;BYYEARDAY=100",
+)
+# Next match 8 years away (2100 is not a leap year).
+SPARSE = (
+    "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29",
+    "FREQ=DAILY;BYMONTH=2;BYMONTHDAY=29",
+    "FREQ=MINUTELY;BYMONTH=2;BYMONTHDAY=29",
+)
 
 
 def measure(repeats: int = 2000, *, naive_runs: int = 1) -> dict:
@@ -54,6 +71,24 @@ def measure(repeats: int = 2000, *, naive_runs: int = 1) -> dict:
     }
 
 
+def measure_worst_cases(repeats: int = 5) -> dict[str, tuple[float, datetime | None]]:
+    """{rule: (median milliseconds, result)} for NEVER_MATCHING (anchored on a Monday in
+    2025) and SPARSE (asked on 1 March 2096) rules."""
+    anchor = datetime(2025, 1, 6, 8, 0, tzinfo=UTC)
+    leap_anchor = datetime(2024, 2, 29, 8, 0, tzinfo=UTC)
+    cases = [(rule, anchor, anchor) for rule in NEVER_MATCHING]
+    cases += [(rule, leap_anchor, datetime(2096, 3, 1, tzinfo=UTC)) for rule in SPARSE]
+    figures = {}
+    for rule, start, after in cases:
+        runs = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            found = next_occurrence(rrule=rule, tz_name=ZONE, anchor=start, after=after)
+            runs.append(time.perf_counter() - started)
+        figures[rule] = (round(statistics.median(runs) * 1e3, 1), found)
+    return figures
+
+
 def main() -> None:
     figures = measure()
     print(f"next occurrence of {RULE} anchored 5 years ago ({ZONE}):")
@@ -63,6 +98,10 @@ def main() -> None:
         f"{figures['naive_us'] / 1e6:.2f} s"
     )
     print(f"  ratio: {figures['ratio']}x")
+    print("worst cases (median ms -> next occurrence):")
+    for rule, (millis, found) in measure_worst_cases().items():
+        shown = found.isoformat() if found else "None (ended)"
+        print(f"  {millis:6.1f} ms  {rule:48} -> {shown}")
 
 
 if __name__ == "__main__":

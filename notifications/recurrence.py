@@ -43,7 +43,9 @@ _OFFSET_MARGIN = timedelta(days=2)
 # count every hour or minute tried (a day no BY part allows is one step, but BYHOUR makes
 # dateutil try the hours in between). 400 years are a whole Gregorian cycle, so YEARLY
 # rules lose nothing; the rest still reach "every 29 February" (8 years apart across 2100)
-# unless a sub-daily rule also narrows the hours. Each budget costs at most ~30 ms of CPU.
+# unless a sub-daily rule also narrows the hours. Each budget costs at most ~30 ms of CPU;
+# a DAILY/HOURLY INTERVAL of years adds dateutil's month-by-month roll over the calendar,
+# which ends at the year 9999 anyway (~50 ms at most).
 SEARCH_STEPS = {
     YEARLY: 400,
     MONTHLY: 1_200,

@@ -1,0 +1,209 @@
+"""Rules that can never match: BYSETPOS beyond the period's set is rejected up front, and
+the search of next_occurrence is bounded for what validation cannot see, without losing
+legitimately sparse schedules."""
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from dateutil.rrule import MINUTELY, _iterinfo
+
+from notifications.recurrence import (
+    SEARCH_STEPS,
+    InvalidRecurrence,
+    next_occurrence,
+    validate_rrule,
+)
+from notifications.recurrence_rules import FREQUENCIES
+
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+def nxt(rrule, anchor, after):
+    return next_occurrence(rrule=rrule, tz_name="Europe/Berlin", anchor=anchor, after=after)
+
+
+def berlin(*args):
+    return datetime(*args, tzinfo=BERLIN).astimezone(UTC)
+
+
+LEAP_DAY = berlin(2024, 2, 29, 9)
+AFTER_2096 = datetime(2096, 3, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def periods_examined(monkeypatch):
+    """Counts the periods dateutil examines (it builds one day set per period): its work."""
+    examined = []
+    for name in ("ydayset", "mdayset", "wdayset", "ddayset"):
+        original = getattr(_iterinfo, name)
+
+        def counted(self, *args, _original=original):
+            examined.append(1)
+            return _original(self, *args)
+
+        monkeypatch.setattr(_iterinfo, name, counted)
+    return examined
+
+
+@pytest.mark.parametrize(
+    ("text", "period", "most"),
+    [
+        ("FREQ=WEEKLY;BYSETPOS=3;BYDAY=MO", "week", "1 occurrence"),
+        ("FREQ=DAILY;BYHOUR=9;BYSETPOS=2", "day", "1 occurrence"),
+        ("FREQ=WEEKLY;BYDAY=MO,TU;BYHOUR=9,17;BYSETPOS=-5", "week", "4 occurrences"),
+        ("FREQ=MONTHLY;BYDAY=1MO,-1FR;BYSETPOS=3", "month", "2 occurrences"),
+        ("FREQ=MONTHLY;BYMONTHDAY=1,15;BYDAY=MO;BYSETPOS=3", "month", "2 occurrences"),
+        ("FREQ=MONTHLY;BYDAY=MO;BYSETPOS=6", "month", "5 occurrences"),
+        ("FREQ=HOURLY;BYMINUTE=0,30;BYSETPOS=3", "hour", "2 occurrences"),
+        ("FREQ=MINUTELY;BYHOUR=9;BYSETPOS=2", "minute", "1 occurrence"),
+        ("FREQ=YEARLY;BYMONTH=1,7;BYSETPOS=3", "year", "2 occurrences"),
+        ("FREQ=YEARLY;BYDAY=MO;BYSETPOS=54", "year", "53 occurrences"),
+        ("FREQ=YEARLY;BYMONTH=3;BYDAY=2SU;BYSETPOS=2", "year", "1 occurrence"),
+    ],
+)
+def test_bysetpos_beyond_the_periods_set_is_rejected(text, period, most):
+    position = text.rpartition("BYSETPOS=")[2].split(";")[0]
+
+    with pytest.raises(InvalidRecurrence) as raised:
+        validate_rrule(text)
+
+    assert str(raised.value) == (
+        f"BYSETPOS={position} never matches: one {period} of this rule holds at most {most}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "anchor"),
+    [
+        ("FREQ=MONTHLY;BYDAY=MO;BYSETPOS=5", berlin(2025, 1, 1, 9)),  # a fifth Monday
+        ("FREQ=YEARLY;BYDAY=MO;BYSETPOS=-53", berlin(2025, 1, 1, 9)),
+        ("FREQ=WEEKLY;BYDAY=MO,TU,WE;BYHOUR=9,17;BYSETPOS=6", berlin(2025, 1, 1, 9)),
+        ("FREQ=YEARLY;BYMONTH=1,7;BYSETPOS=2", berlin(2025, 1, 15, 9)),
+        (
+            "FREQ=YEARLY;BYMONTH=1,2,3,4,5,6,7,8,9,10,11,12;BYDAY=1MO;BYSETPOS=12",
+            berlin(2025, 1, 1, 9),
+        ),
+        ("FREQ=YEARLY;BYYEARDAY=1,100,366;BYSETPOS=-3", berlin(2025, 1, 1, 9)),
+        ("FREQ=HOURLY;BYMINUTE=0,30;BYSECOND=0,30;BYSETPOS=-4", berlin(2025, 1, 1, 9)),
+    ],
+)
+def test_bysetpos_at_the_edge_of_the_set_is_accepted_and_matches(text, anchor):
+    validate_rrule(text)
+
+    assert nxt(text, anchor, anchor) is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "anchor"),
+    [
+        # The second Monday is never the 1st.
+        ("FREQ=MONTHLY;BYDAY=2MO;BYMONTHDAY=1", berlin(2025, 1, 6, 9)),
+        # Two set members exist only if the 1st and 2nd were both Mondays.
+        ("FREQ=MONTHLY;BYDAY=MO;BYMONTHDAY=1,2;BYSETPOS=2", berlin(2025, 1, 6, 9)),
+        ("FREQ=YEARLY;BYMONTH=1;BYYEARDAY=100", berlin(2025, 1, 6, 9)),
+        # Every 4 years from 2025 never meets a leap year.
+        ("FREQ=YEARLY;INTERVAL=4;BYMONTH=2;BYMONTHDAY=29", berlin(2025, 1, 6, 9)),
+        # Every 7 days from a Monday is never a Tuesday.
+        ("FREQ=DAILY;INTERVAL=7;BYDAY=TU", berlin(2025, 1, 6, 9)),
+        ("FREQ=HOURLY;INTERVAL=168;BYDAY=TU", berlin(2025, 1, 6, 9)),
+        ("FREQ=HOURLY;BYMONTH=1;BYYEARDAY=100", berlin(2025, 1, 6, 9)),
+        ("FREQ=MINUTELY;BYMONTH=1;BYYEARDAY=100", berlin(2025, 1, 6, 9)),
+    ],
+)
+def test_rule_that_never_matches_ends_after_a_bounded_search(text, anchor, periods_examined):
+    validate_rrule(text)
+
+    assert nxt(text, anchor, anchor + timedelta(days=3)) is None
+
+    freq = FREQUENCIES[text.split(";")[0].removeprefix("FREQ=")]
+    # Unbounded, dateutil would examine every period up to the year 9999 (for the DAILY
+    # rule ~416,000 weeks, for the HOURLY and MINUTELY ones ~2.9 million days).
+    assert 0 < len(periods_examined) <= SEARCH_STEPS[freq] + 2
+
+
+@pytest.mark.parametrize(
+    ("text", "anchor", "after", "expected"),
+    [
+        # 29 February: 2100 is not a leap year, so 2096 is followed by 2104.
+        (
+            "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29",
+            LEAP_DAY,
+            berlin(2024, 3, 1),
+            berlin(2028, 2, 29, 9),
+        ),
+        (
+            "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29",
+            LEAP_DAY,
+            berlin(2096, 3, 1),
+            berlin(2104, 2, 29, 9),
+        ),
+        (
+            "FREQ=YEARLY;INTERVAL=4",
+            berlin(2096, 2, 29, 9),
+            berlin(2096, 3, 1),
+            berlin(2104, 2, 29, 9),
+        ),
+        (
+            "FREQ=DAILY;BYMONTH=2;BYMONTHDAY=29",
+            LEAP_DAY,
+            berlin(2096, 3, 1),
+            berlin(2104, 2, 29, 9),
+        ),
+        (
+            "FREQ=HOURLY;BYMONTH=2;BYMONTHDAY=29",
+            LEAP_DAY,
+            AFTER_2096,
+            datetime(2104, 2, 29, tzinfo=UTC),
+        ),
+        (
+            "FREQ=MINUTELY;BYMONTH=2;BYMONTHDAY=29",
+            LEAP_DAY,
+            AFTER_2096,
+            datetime(2104, 2, 29, tzinfo=UTC),
+        ),
+        # Friday the 13th: 14 months apart at most.
+        (
+            "FREQ=MONTHLY;BYDAY=FR;BYMONTHDAY=13",
+            berlin(2025, 6, 13, 9),
+            berlin(2025, 6, 14),
+            berlin(2026, 2, 13, 9),
+        ),
+        (
+            "FREQ=MONTHLY;BYDAY=FR;BYMONTHDAY=13",
+            berlin(2025, 6, 13, 9),
+            berlin(2027, 8, 14),
+            berlin(2028, 10, 13, 9),
+        ),
+        # A 29 February that is a Monday: 20 years apart; a YEARLY walk reaches it.
+        (
+            "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO",
+            LEAP_DAY,
+            berlin(2024, 3, 1),
+            berlin(2044, 2, 29, 9),
+        ),
+    ],
+)
+def test_sparse_rules_find_their_next_occurrence(text, anchor, after, expected):
+    assert nxt(text, anchor, after) == expected
+
+
+def test_a_next_occurrence_beyond_the_horizon_ends_the_schedule():
+    # The same Monday-29-February rule walked day by day: 20 years exceed the DAILY
+    # horizon (SEARCH_STEPS periods), so the schedule counts as ended.
+    anchor = LEAP_DAY
+    rule = "FREQ=DAILY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO"
+
+    assert nxt(rule, anchor, berlin(2024, 3, 1)) is None
+    assert nxt(rule, anchor, berlin(2044, 2, 28)) == berlin(2044, 2, 29, 9)
+
+
+def test_the_horizon_restarts_at_every_match_while_a_count_rule_is_walked():
+    # COUNT rules are walked from the anchor: far more matches than the step budget.
+    anchor = datetime(2025, 1, 6, 8, 0, tzinfo=UTC)
+    rule = "FREQ=MINUTELY;COUNT=10000"
+    after = anchor + timedelta(minutes=9000)
+
+    assert SEARCH_STEPS[MINUTELY] < 9000
+    assert nxt(rule, anchor, after) == after + timedelta(minutes=1)
+    assert nxt(rule, anchor, anchor + timedelta(minutes=9999)) is None
