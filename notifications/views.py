@@ -19,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.pagination import NewestFirstCursorPagination
 from config.problems import ProblemError
 from notifications import endpoints, services
 from notifications.models import Delivery, Notification, NotificationState, WebhookEndpoint
@@ -31,7 +32,6 @@ from notifications.serializers import (
     WebhookEndpointSerializer,
     WebhookEndpointWriteSerializer,
 )
-from tenancy.views import NewestFirstCursorPagination
 
 
 class DeliveryPagination(NewestFirstCursorPagination):

@@ -8,6 +8,7 @@ from rest_framework import generics
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from config.pagination import NewestFirstCursorPagination
 from config.problems import ProblemError
 from projects.models import Project
 from projects.serializers import ProjectCreateSerializer, ProjectSerializer
@@ -19,7 +20,6 @@ from projects.services import (
     request_fingerprint,
 )
 from tenancy.schema import LOCATION_HEADER, REPLAYED_HEADER
-from tenancy.views import NewestFirstCursorPagination
 
 
 class ProjectListCreateView(generics.ListAPIView):

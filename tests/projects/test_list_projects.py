@@ -45,13 +45,13 @@ def test_list_shows_each_project_with_its_job(alice):
     assert item["name"] == project.name
 
 
-def test_page_size_is_capped(alice):
+def test_page_size_above_the_cap_is_400(alice):
     make_dated_projects(alice, 3)
 
-    response = alice.client().get("/v1/projects?limit=100000")
+    response = alice.client().get("/v1/projects?limit=101")
 
-    assert response.status_code == 200
-    assert len(response.json()["results"]) == 3
+    assert response.status_code == 400
+    assert "limit" in response.json()["errors"]
 
 
 def test_a_garbled_cursor_is_400(alice):
