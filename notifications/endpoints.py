@@ -45,16 +45,19 @@ def webhook_endpoint_update(
     now: datetime | None = None,
 ) -> WebhookEndpoint:
     """Change the URL and/or switch the endpoint on or off (enabling clears the reason it
-    was disabled; disabling records `disabled_reason`)."""
-    endpoint = WebhookEndpoint.objects.get(pk=endpoint_id, tenant=tenant)
+    was disabled; disabling records `disabled_reason`). An endpoint deleted meanwhile
+    raises DoesNotExist, like a missing one."""
     if url is not None:
-        _check_url(url)
-        endpoint.url = url
-    if enabled is not None:
-        endpoint.enabled = enabled
-        endpoint.disabled_reason = "" if enabled else disabled_reason
-    endpoint.updated_at = now or utc_now()
-    endpoint.save(update_fields=["url", "enabled", "disabled_reason", "updated_at"])
+        _check_url(url)  # resolves the host: done before the transaction, not inside it
+    with transaction.atomic():
+        endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint_id, tenant=tenant)
+        if url is not None:
+            endpoint.url = url
+        if enabled is not None:
+            endpoint.enabled = enabled
+            endpoint.disabled_reason = "" if enabled else disabled_reason
+        endpoint.updated_at = now or utc_now()
+        endpoint.save(update_fields=["url", "enabled", "disabled_reason", "updated_at"])
     return endpoint
 
 

@@ -5,7 +5,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from jobs.leasing import fenced_update
@@ -230,3 +230,34 @@ def test_concurrent_rotations_take_turns_so_every_shown_secret_was_stored():
     row = WebhookEndpoint.objects.get(pk=endpoint.pk)
     assert len(shown) == 2
     assert {row.secret, row.previous_secret} == set(shown)
+
+
+@requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_an_update_racing_a_delete_finds_the_endpoint_missing_instead_of_failing():
+    endpoint = make_endpoint(tenant=make_tenant(), url="https://hooks.example.com/")
+    deleted_under_lock = threading.Event()
+    outcome: list[str] = []
+
+    def update() -> None:
+        try:
+            deleted_under_lock.wait(timeout=10)
+            endpoints.webhook_endpoint_update(
+                tenant=endpoint.tenant, endpoint_id=endpoint.id, enabled=False
+            )
+            outcome.append("updated")
+        except WebhookEndpoint.DoesNotExist:
+            outcome.append("missing")
+        finally:
+            connection.close()
+
+    updater = threading.Thread(target=update)
+    updater.start()
+    with transaction.atomic():
+        WebhookEndpoint.objects.filter(pk=endpoint.pk).delete()
+        deleted_under_lock.set()
+        updater.join(timeout=0.5)  # the update now waits on the deleted row's lock
+    updater.join(timeout=30)
+
+    assert outcome == ["missing"]
+    assert not WebhookEndpoint.objects.filter(pk=endpoint.pk).exists()
