@@ -2,11 +2,14 @@
 
 from rest_framework import serializers
 
-from jobs.models import Job
+from config.fields import NullableCharField, NullableChoiceField
+from jobs.models import ErrorCategory, Job
 
 
 class JobSerializer(serializers.ModelSerializer):
     project_id = serializers.UUIDField(read_only=True)
+    last_error_category = NullableChoiceField(choices=ErrorCategory.choices)
+    last_error = NullableCharField()
 
     class Meta:
         model = Job

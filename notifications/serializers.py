@@ -10,6 +10,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from config.fields import NullableCharField, StrictBooleanField
 from notifications.models import Channel, Delivery, Notification, NotificationState
 from notifications.services import MAX_RECIPIENTS
 
@@ -26,7 +27,10 @@ class NotificationWriteSerializer(serializers.Serializer):
     """The body of POST /v1/notifications; PATCH uses it with partial=True."""
 
     channels = _UniqueChannels(
-        child=serializers.ChoiceField(choices=Channel.choices), allow_empty=False, max_length=2
+        child=serializers.ChoiceField(choices=Channel.choices),
+        allow_empty=False,
+        min_length=1,
+        max_length=2,
     )
     email_to = serializers.ListField(
         child=serializers.EmailField(max_length=254), max_length=MAX_RECIPIENTS, required=False
@@ -98,6 +102,8 @@ class NotificationSerializer(serializers.ModelSerializer):
 
 
 class DeliverySerializer(serializers.ModelSerializer):
+    error_category = NullableCharField()
+
     class Meta:
         model = Delivery
         fields = [
@@ -117,7 +123,7 @@ class WebhookEndpointWriteSerializer(serializers.Serializer):
     """The body of POST /v1/webhook-endpoints; PATCH uses it with partial=True."""
 
     url = serializers.URLField(max_length=2000, help_text="https only; must resolve publicly.")
-    enabled = serializers.BooleanField(required=False)
+    enabled = StrictBooleanField(required=False)
 
 
 class WebhookEndpointSerializer(serializers.Serializer):

@@ -18,7 +18,7 @@ from rest_framework import serializers
 from config.problems import PROBLEM_CONTENT_TYPE
 from tenancy.permissions import IsTenantMember
 
-COMMON_PROBLEM_STATUSES = (400, 401, 403, 404, 405, 413, 415, 429, 500)
+COMMON_PROBLEM_STATUSES = (400, 401, 403, 404, 405, 406, 413, 415, 429, 500)
 
 _PROBLEM_DESCRIPTIONS = {
     400: "Malformed request, invalid fields or X-Tenant-ID (see `errors`).",
@@ -26,6 +26,7 @@ _PROBLEM_DESCRIPTIONS = {
     403: "Not a member of the selected tenant, or the role may not do this.",
     404: "No such resource in the selected tenant.",
     405: "Method not allowed on this resource.",
+    406: "The Accept header excludes JSON.",
     409: "Conflict with the resource's current state.",
     413: "Request body larger than MAX_REQUEST_BYTES.",
     415: "Request body is not application/json.",
@@ -100,7 +101,8 @@ def idempotency_key_parameter() -> OpenApiParameter:
     hours = settings.IDEMPOTENCY_KEY_TTL_SECONDS / 3600
     return OpenApiParameter(
         "Idempotency-Key",
-        OpenApiTypes.STR,
+        # Up to 255 characters, plus the quotes of the structured-field form.
+        {"type": "string", "minLength": 1, "maxLength": 257, "pattern": "^[\\x20-\\x7E]+$"},
         OpenApiParameter.HEADER,
         required=True,
         description=(

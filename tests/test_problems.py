@@ -149,3 +149,9 @@ def test_crash_is_a_500_problem_without_internals(alice, monkeypatch, settings):
     text = response.content.decode()
     assert "hunter2" not in text and "SELECT" not in text and "Traceback" not in text
     assert set(body) == {"type", "title", "status", "detail"}
+
+
+def test_an_accept_header_without_json_is_406(alice):
+    response = alice.client().get("/v1/me", HTTP_ACCEPT="text/html")
+
+    assert_problem(response, 406)

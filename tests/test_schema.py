@@ -81,3 +81,15 @@ def test_docs_assets_are_served_by_the_app_itself(client):
     asset = client.get(bundle.group(1))
     assert asset.status_code == 200
     assert "javascript" in asset["Content-Type"]
+
+
+def test_input_limits_are_in_the_schema(schema):
+    create = schema["paths"]["/v1/projects"]["post"]
+    key = next(p for p in create["parameters"] if p["name"] == "Idempotency-Key")
+    channels = schema["components"]["schemas"]["NotificationWriteRequest"]["properties"]["channels"]
+    category = schema["components"]["schemas"]["Job"]["properties"]["last_error_category"]
+
+    assert (key["schema"]["minLength"], key["schema"]["maxLength"]) == (1, 257)
+    assert channels["minItems"] == 1
+    assert category["nullable"] is True
+    assert "406" in schema["paths"]["/v1/me"]["get"]["responses"]

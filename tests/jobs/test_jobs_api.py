@@ -73,3 +73,17 @@ def test_outsider_gets_404_and_an_empty_list(alice, charlie):
 
 def test_non_uuid_id_is_404(alice):
     assert alice.client().get("/v1/jobs/123").status_code == 404
+
+
+def test_a_job_without_an_error_reports_null_error_fields(alice):
+    job_id = (
+        alice.client()
+        .post("/v1/projects", {"name": "Fresh"}, format="json", HTTP_IDEMPOTENCY_KEY="fresh")
+        .json()["job"]["id"]
+    )
+
+    body = alice.client().get(f"/v1/jobs/{job_id}").json()
+
+    assert body["status"] == "pending"
+    assert body["last_error_category"] is None
+    assert body["last_error"] is None

@@ -46,8 +46,8 @@ def test_the_owner_retries_a_failed_job_which_then_runs_like_a_new_one(alice):
     assert body["project_id"] == str(job.project_id)
     assert body["status"] == "pending"
     assert body["attempts"] == 0
-    assert body["last_error_category"] == ""
-    assert body["last_error"] == ""
+    assert body["last_error_category"] is None
+    assert body["last_error"] is None
     stored = reload(job)
     assert stored.claimed_until is None
     assert stored.claim_token == 7  # the fence only grows

@@ -181,3 +181,14 @@ def test_junk_is_a_4xx_problem(alice, body):
 
     assert response.status_code == 400
     assert response["Content-Type"] == "application/problem+json"
+
+
+@pytest.mark.parametrize("enabled", [0, 1, "yes", "true", None])
+def test_enabled_must_be_a_json_boolean(alice, enabled):
+    response = alice.client().post(
+        "/v1/webhook-endpoints", {"url": URL, "enabled": enabled}, format="json"
+    )
+
+    assert response.status_code == 400
+    assert "enabled" in response.json()["errors"]
+    assert not WebhookEndpoint.objects.exists()
