@@ -76,19 +76,20 @@ def next_occurrence(
         raise ValueError("anchor and after must be timezone-aware")
     spec = parse_rule(rrule)
     frame = _Frame(zone(tz_name), sub_daily=spec.freq >= HOURLY)
-    start = frame.wall(anchor)
     threshold = max(after, anchor).astimezone(UTC)
-    if not _day_exists(spec, start):
-        return None
     try:
+        start = frame.wall(anchor)
+        if not _day_exists(spec, start):
+            return None
         template = rrulestr(spec.core, dtstart=start)
         rule = template.replace(until=_until_in_frame(spec.until, frame), wkst=spec.wkst)
         if "COUNT" not in spec.parts:
             rule = _reanchored(rule, spec, start, frame.wall(threshold) - frame.margin)
         return _first_after(_bounded_walk(rule, spec), frame, threshold)
-    except ValueError:
+    except (ValueError, OverflowError):
         # dateutil's way of saying the rule selects nothing from this anchor (for example
-        # BYHOUR values an HOURLY interval never reaches): the schedule is over.
+        # BYHOUR values an HOURLY interval never reaches), or the calendar's end (year 9999)
+        # reached in local time: either way the schedule is over.
         return None
 
 

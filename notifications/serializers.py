@@ -5,14 +5,18 @@ Input serializers check types, sizes and formats only; the rules that tie fields
 zone) live in notifications.services, which every caller goes through.
 """
 
-from datetime import UTC
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.utils.timezone import now as utc_now
 from rest_framework import serializers
 
 from config.fields import NullableCharField, StrictBooleanField
 from notifications.models import Channel, Delivery, Notification, NotificationState
 from notifications.services import MAX_RECIPIENTS
+
+EARLIEST_FIRE_AT = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_FIRE_AT_AHEAD = timedelta(days=36_525)
 
 
 class _UniqueChannels(serializers.ListField):
@@ -53,6 +57,12 @@ class NotificationWriteSerializer(serializers.Serializer):
         max_length=64, required=False, help_text='IANA time zone of the RRULE (default "UTC").'
     )
     project_id = serializers.UUIDField(required=False, allow_null=True)
+
+    def validate_fire_at(self, value: datetime) -> datetime:
+        # Recurrence works in local time: far-off instants would overflow the calendar.
+        if not EARLIEST_FIRE_AT <= value <= utc_now() + LATEST_FIRE_AT_AHEAD:
+            raise serializers.ValidationError("Must be after 1970 and at most 100 years from now.")
+        return value
 
     def service_arguments(self) -> dict[str, Any]:
         """The validated body as keyword arguments of the notification services."""

@@ -207,3 +207,10 @@ def test_the_horizon_restarts_at_every_match_while_a_count_rule_is_walked():
     assert SEARCH_STEPS[MINUTELY] < 9000
     assert nxt(rule, anchor, after) == after + timedelta(minutes=1)
     assert nxt(rule, anchor, anchor + timedelta(minutes=9999)) is None
+
+
+@pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "America/New_York", "UTC"])
+def test_the_end_of_the_calendar_ends_the_schedule(zone):
+    last = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+
+    assert next_occurrence(rrule="FREQ=YEARLY", tz_name=zone, anchor=last, after=last) is None
