@@ -76,7 +76,7 @@ def _sf_string_unquote(value: str) -> str:
 
 
 def request_fingerprint(*, method: str, path: str, body: Any) -> str:
-    """sha256 over the method, the path and the canonical JSON of the parsed body."""
+    """sha256 over the method, the path and the canonical JSON of the validated body."""
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(f"{method.upper()}\n{path}\n{canonical}".encode()).hexdigest()
 

@@ -55,8 +55,10 @@ class ProjectListCreateView(generics.ListAPIView):
             tenant=request.tenant,
             user=request.user,
             key=key,
+            # The validated body: `{"name": "A"}` and `{"name": "A", "invite": []}` are
+            # the same request, so a retry that spells it differently still replays.
             fingerprint=request_fingerprint(
-                method=request.method, path=request.path, body=request.data
+                method=request.method, path=request.path, body=serializer.validated_data
             ),
             now=timezone.now(),
             **serializer.validated_data,

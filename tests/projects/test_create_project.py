@@ -85,6 +85,16 @@ def test_same_key_with_another_body_is_422(alice):
     assert counts() == (1, 1, 1)
 
 
+def test_a_retry_spelling_the_default_out_replays(alice):
+    first = post(alice, {"name": "P"})
+    replay = post(alice, {"invite": [], "name": "P"})
+
+    assert replay.status_code == 202
+    assert replay.json() == first.json()
+    assert replay["Idempotent-Replayed"] == "true"
+    assert counts() == (1, 1, 1)
+
+
 def test_keys_are_scoped_per_tenant(alice, charlie):
     a = post(alice, {"name": "P"}, key="shared")
     b = post(charlie, {"name": "P"}, key="shared")
