@@ -23,6 +23,17 @@ class NullableCharField(BlankAsNullMixin, serializers.CharField):
         super().__init__(allow_null=True, read_only=True, **kwargs)
 
 
+class StrictCharField(serializers.CharField):
+    """A CharField that refuses numbers and booleans instead of silently stringifying them."""
+
+    default_error_messages = {"invalid": "Must be a string."}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class StrictBooleanField(serializers.BooleanField):
     """Only JSON true/false: DRF would also take 0, "yes" or "off", hiding client bugs."""
 

@@ -5,20 +5,10 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from projects.models import Project
+from config.fields import StrictCharField
+from projects.models import Project, ProjectStatus
 
 MAX_INVITES = 50
-
-
-class StrictCharField(serializers.CharField):
-    """A CharField that refuses numbers and booleans instead of silently stringifying them."""
-
-    default_error_messages = {"invalid": "Must be a string."}
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class ProjectCreateSerializer(serializers.Serializer):
@@ -45,19 +35,21 @@ class JobSummarySerializer(serializers.Serializer):
     status = serializers.CharField()
 
 
-class ProjectSerializer(serializers.ModelSerializer):
+class ProjectSerializer(serializers.Serializer):
     """A project with its provisioning job.
 
     Reads the job from the `provision_job_id` / `provision_job_status` attributes that
     `project_queryset` annotates (and `project_create` sets), so a page is one query.
     """
 
+    # Declared rather than derived from the model: it is built on every create and for every
+    # listed project, and ModelSerializer introspects the model each time.
+    id = serializers.UUIDField(read_only=True)
+    name = serializers.CharField(read_only=True)
+    status = serializers.ChoiceField(choices=ProjectStatus.choices, read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+    updated_at = serializers.DateTimeField(read_only=True)
     job = serializers.SerializerMethodField()
-
-    class Meta:
-        model = Project
-        fields = ["id", "name", "status", "created_at", "updated_at", "job"]
-        read_only_fields = fields
 
     @extend_schema_field(JobSummarySerializer(allow_null=True))
     def get_job(self, project: Project) -> dict[str, str] | None:

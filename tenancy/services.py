@@ -2,6 +2,7 @@
 
 import secrets
 import uuid
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -33,7 +34,9 @@ def token_authenticate(*, plaintext: str, now: datetime) -> tuple[AbstractBaseUs
     prefix = ApiToken.prefix_of(plaintext)
     token = None
     if prefix is not None:
-        token = ApiToken.objects.select_related("user").filter(prefix=prefix).first()
+        # get() rather than first(): no ORDER BY to compile on the hottest query we have.
+        with suppress(ApiToken.DoesNotExist):
+            token = ApiToken.objects.select_related("user").get(prefix=prefix)
     if token is None or not token.matches(plaintext):
         raise TokenRejected("The token is not valid.")
     if not token.is_usable(now=now) or not token.user.is_active:
@@ -56,10 +59,10 @@ def membership_resolve(*, user: AbstractBaseUser, tenant_header: str | None) -> 
             tenant_id = uuid.UUID(tenant_header.strip())
         except ValueError:
             raise TenantSelectionError(400, "X-Tenant-ID must be a tenant UUID.") from None
-        membership = memberships.filter(tenant_id=tenant_id).first()
-        if membership is None:
-            raise TenantSelectionError(403, "You are not a member of this tenant.")
-        return membership
+        try:
+            return memberships.get(tenant_id=tenant_id)
+        except Membership.DoesNotExist:
+            raise TenantSelectionError(403, "You are not a member of this tenant.") from None
     candidates = list(memberships[:2])
     if not candidates:
         raise TenantSelectionError(403, "You are not a member of any tenant.")
