@@ -18,12 +18,14 @@ from django.conf import settings
 
 from jobs.models import ErrorCategory, Job
 from notifications.models import Channel, Notification, WebhookEndpoint
+from notifications.transports.base import TRANSIENT_4XX, parse_retry_after
 from notifications.transports.http import HttpError, post
 from projects.models import Project, ProjectStatus
 
 PROVISION = "provision"
-# The provisioning API may still be working on this key (409), or asks us to slow down.
-_TRANSIENT_4XX = frozenset({408, 409, 425, 429})
+# Beyond the usual retryable 4xx, the provisioning API may still be working on this
+# idempotency key (409).
+_TRANSIENT_4XX = TRANSIENT_4XX | {409}
 _PERMANENT_TRANSPORT = frozenset({ErrorCategory.INVALID_URL, "ssrf_blocked"})
 _SUBJECT_MAX = 200
 
@@ -92,22 +94,17 @@ def _raise_for_status(status: int, retry_after: str | None) -> None:
         return
     message = f"provisioning API answered HTTP {status}"
     if status >= 500:
-        raise JobError(message, category=ErrorCategory.HTTP_5XX, retry_after=_seconds(retry_after))
+        raise JobError(
+            message, category=ErrorCategory.HTTP_5XX, retry_after=parse_retry_after(retry_after)
+        )
     if status >= 400:
         raise JobError(
             message,
             category=ErrorCategory.HTTP_4XX,
             permanent=status not in _TRANSIENT_4XX,
-            retry_after=_seconds(retry_after),
+            retry_after=parse_retry_after(retry_after),
         )
     raise JobError(message, category=ErrorCategory.HTTP_3XX, permanent=True)
-
-
-def _seconds(value: str | None) -> float | None:
-    # Only the delay-seconds form; an HTTP-date is rare from APIs and the backoff covers it.
-    if value and value.strip().isdigit():
-        return float(value.strip())
-    return None
 
 
 def provision_activate(job: Job, *, now: datetime) -> None:

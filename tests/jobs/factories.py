@@ -8,6 +8,7 @@ from jobs.models import Job
 from notifications.models import WebhookEndpoint
 from projects.models import Project
 from tenancy.models import Tenant
+from tests.notifications import factories as notification_factories
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -38,11 +39,8 @@ def make_job(
 
 
 def make_endpoint(tenant: Tenant, *, enabled: bool = True) -> WebhookEndpoint:
-    return WebhookEndpoint.objects.create(
-        tenant=tenant,
-        url="https://hooks.example.com/tickwork",
-        secret="whsec_test",
-        enabled=enabled,
+    return notification_factories.make_endpoint(
+        tenant=tenant, url="https://hooks.example.com/tickwork", enabled=enabled
     )
 
 
