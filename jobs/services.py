@@ -18,6 +18,7 @@ from django.db import transaction
 from jobs.leasing import fenced_update
 from jobs.models import ErrorCategory, Job, JobStatus
 from notifications.models import Delivery
+from notifications.scheduler import outcomes
 from projects.models import Project, ProjectStatus
 from projects.services import operation_keys_purge
 from tenancy.models import Tenant
@@ -52,8 +53,8 @@ def safe_error_text(text: str) -> str:
 
 def backoff_seconds(*, attempts: int, schedule: Sequence[int]) -> int:
     """The wait before the next attempt after `attempts` attempts (1-based); the schedule's
-    last step repeats once it is exhausted."""
-    return schedule[min(max(attempts, 1) - 1, len(schedule) - 1)]
+    last step repeats once it is exhausted (the scheduler's rule, counted from 1)."""
+    return outcomes.backoff_seconds(error_count_before=attempts - 1, steps=schedule)
 
 
 def job_complete(*, job: Job, now: datetime, apply: Callable[[], None] | None = None) -> bool:
@@ -91,8 +92,11 @@ def job_fail(
     changes = {"last_error_category": category, "last_error": safe_error_text(error)}
     if permanent or job.attempts >= job.max_attempts:
         return _dead_letter(job=job, now=now, **changes)
-    delay = backoff_seconds(attempts=job.attempts, schedule=settings.JOB_BACKOFF_SECONDS)
-    delay = max(float(delay), retry_after or 0.0)
+    delay = outcomes.retry_delay(
+        error_count_before=job.attempts - 1,
+        steps=settings.JOB_BACKOFF_SECONDS,
+        retry_after=retry_after,
+    )
     retried = fenced_update(
         Job,
         pk=job.pk,
