@@ -25,6 +25,7 @@ from django.db import (
     connections,
 )
 
+from config.logfmt import logfmt_line
 from jobs.handlers import JobError, handler_for
 from jobs.leasing import ClaimSpec, Clock, claim
 from jobs.models import ErrorCategory, Job
@@ -122,8 +123,9 @@ class BatchSummary:
         setattr(self, outcome.value, getattr(self, outcome.value) + 1)
 
     def line(self) -> str:
-        counts = " ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self)[:-1])
-        return f"consume_jobs: {counts} duration={self.duration:.2f}s"
+        """`event=consume_jobs claimed=… duration_s=…`, one logfmt line."""
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "duration"}
+        return logfmt_line("consume_jobs", {**values, "duration_s": self.duration})
 
 
 def jobs_drain(

@@ -8,12 +8,13 @@ claimed only when a worker slot is free for it, so its lease starts when its wor
 import logging
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import DatabaseError
 
+from config.logfmt import logfmt_line
 from jobs.leasing import ClaimSpec, Clock, claim
 from notifications.models import Notification, WebhookEndpoint
 from notifications.scheduler import outcomes
@@ -60,11 +61,9 @@ class TickSummary:
     duration: float = 0.0
 
     def line(self) -> str:
-        return (
-            f"run_tick: claimed={self.claimed} delivered={self.delivered} "
-            f"partial={self.partial} failed={self.failed} dead_lettered={self.dead_lettered} "
-            f"fenced_out={self.fenced_out} duration={self.duration:.2f}s"
-        )
+        """`event=run_tick claimed=… errors=… duration_s=…`, one logfmt line."""
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "duration"}
+        return logfmt_line("run_tick", {**values, "duration_s": self.duration})
 
 
 @dataclass(frozen=True)

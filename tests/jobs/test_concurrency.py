@@ -78,4 +78,4 @@ def test_a_waiting_worker_wakes_on_notify_long_before_its_poll_interval(alice, s
     assert Job.objects.get(pk=job.pk).status == JobStatus.COMPLETED
     assert worker.timed_wakeups == 0  # the one-hour poll never came round
     assert worker.notified_wakeups >= 1
-    assert lines[0].startswith("consume_jobs: claimed=1 completed=1")
+    assert lines[0].startswith("event=consume_jobs claimed=1 completed=1")

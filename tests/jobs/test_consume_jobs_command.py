@@ -1,6 +1,7 @@
 """consume_jobs --once: one bounded batch, one summary line, exit 0; flags are checked."""
 
 import io
+import re
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -24,9 +25,9 @@ def test_once_drains_the_ready_jobs_and_prints_one_summary_line(alice):
 
     [line] = out.getvalue().splitlines()
     assert line.startswith(
-        "consume_jobs: claimed=3 completed=3 retried=0 failed=0 fenced_out=0 duration="
+        "event=consume_jobs claimed=3 completed=3 retried=0 failed=0 fenced_out=0 duration_s="
     )
-    assert line.endswith("s")
+    assert re.fullmatch(r".* duration_s=\d+\.\d{3}", line)
     assert set(Job.objects.values_list("status", flat=True)) == {JobStatus.COMPLETED}
 
 
@@ -46,7 +47,7 @@ def test_once_with_nothing_ready_reports_zeros(db):
 
     call_command("consume_jobs", "--once", stdout=out)
 
-    assert out.getvalue().startswith("consume_jobs: claimed=0 completed=0")
+    assert out.getvalue().startswith("event=consume_jobs claimed=0 completed=0")
 
 
 @pytest.mark.parametrize(

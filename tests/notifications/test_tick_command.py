@@ -21,8 +21,8 @@ from tests.support.http_server import Reply, recording_server
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMARY = re.compile(
-    r"run_tick: claimed=\d+ delivered=\d+ partial=\d+ failed=\d+ dead_lettered=\d+ "
-    r"fenced_out=\d+ duration=\d+\.\d\ds"
+    r"event=run_tick claimed=\d+ delivered=\d+ partial=\d+ failed=\d+ dead_lettered=\d+ "
+    r"fenced_out=\d+ errors=\d+ duration_s=\d+\.\d{3}"
 )
 
 
@@ -38,7 +38,7 @@ def test_prints_exactly_one_summary_line(db, settings):
 
     [line] = out.getvalue().splitlines()
     assert SUMMARY.fullmatch(line)
-    assert line.startswith("run_tick: claimed=1 delivered=1 partial=0 failed=0 ")
+    assert line.startswith("event=run_tick claimed=1 delivered=1 partial=0 failed=0 ")
 
 
 @pytest.mark.parametrize("arguments", [["--limit", "0"], ["--limit", "-3"], ["--interval", "0"]])
