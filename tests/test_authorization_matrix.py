@@ -1,12 +1,41 @@
-"""Every route of the projects, jobs and me APIs against every caller and target."""
+"""One table-driven authorization matrix over every route of the API: projects, jobs, job
+retry, notifications and their retry and deliveries, the delivery log, webhook endpoints
+and their secret rotation, and me.
 
+Every route, for every caller (anonymous, bad, expired and revoked token, Alice owner of A, Bob
+member of A, Charlie owner of B) and every target (own, other tenant's, missing) gets its
+exact status; another tenant's object answers exactly like a missing one, and nothing
+Charlie receives contains A's ids. A last test proves the table lists every route the URL
+configuration serves, so a new endpoint cannot ship without its row."""
+
+import re
+import socket
 import uuid
 
 import pytest
+from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
 
-from jobs.models import Job
+from jobs.models import Job, JobStatus
+from notifications.models import Delivery
 from tests.authz import RouteSpec, build_world, check_case, matrix_cases
+from tests.jobs.factories import make_job
+from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_project
+
+OWNER = ("owner",)
+# Routes outside the tenant API: public by design, each with its own tests.
+PUBLIC = {"/healthz", "/metrics", "/v1/schema", "/v1/docs"}
+
+
+@pytest.fixture(autouse=True)
+def public_dns(monkeypatch):
+    """Every hostname resolves to one public address; nothing reaches a real resolver."""
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.216.34", port or 443))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
 
 
 def _project_id(actor):
@@ -16,6 +45,42 @@ def _project_id(actor):
 def _job_id(actor):
     return Job.objects.get(project=make_project(actor)).id
 
+
+def _failed_job_id(actor):
+    return make_job(actor.tenant, status=JobStatus.FAILED, attempts=5).id
+
+
+def _notification_id(actor):
+    return make_notification(
+        tenant=actor.tenant,
+        next_fire_at=timezone.now(),
+        channels=["email"],
+        email_to=["a@example.com"],
+    ).id
+
+
+def _delivery_seed(actor):
+    notification_id = _notification_id(actor)
+    Delivery.objects.create(
+        tenant=actor.tenant,
+        notification_id=notification_id,
+        occurrence=1,
+        channel="email",
+        outcome="delivered",
+    )
+    return notification_id
+
+
+def _endpoint_id(actor):
+    return make_endpoint(tenant=actor.tenant, url="https://hooks.example.com/in").id
+
+
+NOTIFICATION_BODY = {
+    "channels": ["email"],
+    "email_to": ["a@example.com"],
+    "subject": "S",
+    "body": "B",
+}
 
 ROUTES = [
     RouteSpec(
@@ -30,7 +95,45 @@ ROUTES = [
     RouteSpec("GET", "/v1/jobs", create=_job_id),
     RouteSpec("GET", "/v1/jobs?status=pending", create=_job_id),
     RouteSpec("GET", "/v1/jobs/{id}", create=_job_id),
+    RouteSpec("POST", "/v1/jobs/{id}/retry", roles=OWNER, create=_failed_job_id),
     RouteSpec("GET", "/v1/me"),
+    RouteSpec("POST", "/v1/notifications", success=201, body=lambda: NOTIFICATION_BODY),
+    RouteSpec("GET", "/v1/notifications", create=_notification_id),
+    RouteSpec("GET", "/v1/notifications?state=scheduled", create=_notification_id),
+    RouteSpec("GET", "/v1/notifications/{id}", create=_notification_id),
+    RouteSpec(
+        "PATCH",
+        "/v1/notifications/{id}",
+        create=_notification_id,
+        body=lambda: {"subject": "Changed"},
+    ),
+    RouteSpec(
+        "DELETE", "/v1/notifications/{id}", success=204, roles=OWNER, create=_notification_id
+    ),
+    RouteSpec("POST", "/v1/notifications/{id}/retry", create=_notification_id),
+    RouteSpec("GET", "/v1/notifications/{id}/deliveries", create=_delivery_seed),
+    RouteSpec("GET", "/v1/deliveries", create=_delivery_seed),
+    RouteSpec("GET", f"/v1/deliveries?notification_id={uuid.uuid4()}", create=_delivery_seed),
+    RouteSpec(
+        "POST",
+        "/v1/webhook-endpoints",
+        success=201,
+        roles=OWNER,
+        body=lambda: {"url": "https://hooks.example.com/new"},
+    ),
+    RouteSpec("GET", "/v1/webhook-endpoints", roles=OWNER, create=_endpoint_id),
+    RouteSpec("GET", "/v1/webhook-endpoints/{id}", roles=OWNER, create=_endpoint_id),
+    RouteSpec(
+        "PATCH",
+        "/v1/webhook-endpoints/{id}",
+        roles=OWNER,
+        create=_endpoint_id,
+        body=lambda: {"enabled": False},
+    ),
+    RouteSpec(
+        "DELETE", "/v1/webhook-endpoints/{id}", success=204, roles=OWNER, create=_endpoint_id
+    ),
+    RouteSpec("POST", "/v1/webhook-endpoints/{id}/rotate-secret", roles=OWNER, create=_endpoint_id),
 ]
 
 
@@ -39,12 +142,58 @@ def test_authorization_matrix(route, principal, target, alice, bob, charlie):
     check_case(route, principal, target, build_world(alice, bob, charlie))
 
 
+def _served_routes(patterns, prefix: str = ""):
+    """(method, path) for every operation the URL configuration serves, `{id}` for ids."""
+    for pattern in patterns:
+        route = prefix + re.sub(r"<(?:\w+:)?\w+>", "{id}", str(pattern.pattern))
+        if isinstance(pattern, URLResolver):
+            yield from _served_routes(pattern.url_patterns, route)
+        elif isinstance(pattern, URLPattern) and hasattr(pattern.callback, "view_class"):
+            view = pattern.callback.view_class
+            for method in view.http_method_names:
+                if method not in ("head", "options") and hasattr(view, method):
+                    yield method.upper(), "/" + route
+
+
+def test_the_matrix_lists_every_route_of_the_api():
+    tenant_api = {
+        (method, path)
+        for method, path in _served_routes(get_resolver().url_patterns)
+        if path.startswith("/v1/") and path not in PUBLIC
+    }
+    listed = {(route.method, route.path.split("?")[0]) for route in ROUTES}
+
+    assert tenant_api == listed
+
+
 def test_selecting_a_tenant_you_do_not_belong_to_is_403_and_reveals_nothing(alice, charlie):
     project = make_project(alice)
     client = charlie.client(tenant=alice.tenant)
 
-    for path in ("/v1/projects", f"/v1/projects/{project.id}", "/v1/jobs"):
+    for path in ("/v1/projects", f"/v1/projects/{project.id}", "/v1/jobs", "/v1/notifications"):
         response = client.get(path)
 
         assert response.status_code == 403
         assert str(project.id) not in response.content.decode()
+
+
+def test_outsider_lists_see_nothing_of_tenant_a(alice, charlie):
+    notification_id = _delivery_seed(alice)
+    endpoint_id = _endpoint_id(alice)
+    project_id = _project_id(alice)
+    client = charlie.client()
+
+    for path in (
+        "/v1/projects",
+        "/v1/jobs",
+        "/v1/notifications",
+        "/v1/deliveries",
+        "/v1/webhook-endpoints",
+        f"/v1/deliveries?notification_id={notification_id}",
+    ):
+        response = client.get(path)
+
+        assert response.status_code == 200
+        assert response.json()["results"] == []
+        for a_id in (notification_id, endpoint_id, project_id):
+            assert str(a_id) not in response.content.decode()
