@@ -237,6 +237,13 @@ PROVISIONING_TIMEOUT_SECONDS = _positive(
 
 # --- Retention (prune) ---------------------------------------------------------------------
 RETENTION_DAYS = int(_positive("RETENTION_DAYS", _read("RETENTION_DAYS", env.int, 30)))
+JOB_RETENTION_DAYS = int(
+    _positive("JOB_RETENTION_DAYS", _read("JOB_RETENTION_DAYS", env.int, RETENTION_DAYS))
+)
+DELIVERY_RETENTION_DAYS = int(
+    _positive("DELIVERY_RETENTION_DAYS", _read("DELIVERY_RETENTION_DAYS", env.int, RETENTION_DAYS))
+)
+PRUNE_BATCH_SIZE = int(_positive("PRUNE_BATCH_SIZE", _read("PRUNE_BATCH_SIZE", env.int, 1000)))
 
 LOGGING = {
     "version": 1,

@@ -15,6 +15,7 @@ from enum import StrEnum
 from django.conf import settings
 from django.db import transaction
 
+from config.batches import delete_in_batches
 from jobs.leasing import fenced_update
 from jobs.models import ErrorCategory, Job, JobStatus
 from notifications.models import Delivery
@@ -168,18 +169,34 @@ def job_retry(*, tenant: Tenant, job_id: uuid.UUID, now: datetime) -> Job:
 
 
 @dataclass(frozen=True)
+class RetentionPolicy:
+    """How old finished rows must be before `prune` deletes them, and its batch size."""
+
+    jobs_days: int
+    deliveries_days: int
+    batch_size: int
+
+
+@dataclass(frozen=True)
 class PruneCounts:
     jobs: int
     deliveries: int
     operation_keys: int
 
 
-def retention_prune(*, now: datetime, days: int) -> PruneCounts:
-    """Delete completed jobs and delivery-log rows older than `days` days, and expired
-    operation keys. Failed jobs (dead letters) stay until support staff resolve them."""
-    cutoff = now - timedelta(days=days)
-    jobs, _ = Job.objects.filter(status=JobStatus.COMPLETED, completed_at__lt=cutoff).delete()
-    deliveries, _ = Delivery.objects.filter(attempted_at__lt=cutoff).delete()
+def retention_prune(*, now: datetime, policy: RetentionPolicy) -> PruneCounts:
+    """Delete completed jobs and delivery-log rows past their retention, and expired
+    operation keys, in bounded batches. Live rows are never candidates: pending, enqueued
+    and failed jobs (dead letters wait for support staff) stay, as do the notifications
+    themselves; the delivery log is history only."""
+    finished_jobs = Job.objects.filter(
+        status=JobStatus.COMPLETED, completed_at__lt=now - timedelta(days=policy.jobs_days)
+    )
+    old_deliveries = Delivery.objects.filter(
+        attempted_at__lt=now - timedelta(days=policy.deliveries_days)
+    )
     return PruneCounts(
-        jobs=jobs, deliveries=deliveries, operation_keys=operation_keys_purge(now=now)
+        jobs=delete_in_batches(finished_jobs, batch_size=policy.batch_size),
+        deliveries=delete_in_batches(old_deliveries, batch_size=policy.batch_size),
+        operation_keys=operation_keys_purge(now=now, batch_size=policy.batch_size),
     )

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, models, transaction
 
+from config.batches import delete_in_batches
 from config.problems import ProblemError
 from jobs.models import Job
 from projects.models import OperationKey, Project
@@ -207,15 +208,8 @@ def _replay(existing: OperationKey, *, fingerprint: str) -> CreateOutcome:
     )
 
 
-def operation_keys_purge(*, now: datetime) -> int:
+def operation_keys_purge(*, now: datetime, batch_size: int = _PURGE_BATCH) -> int:
     """Delete every key that expired at or before `now`, in short batches; returns the count."""
-    purged = 0
-    while True:
-        batch = list(
-            OperationKey.objects.filter(expires_at__lte=now).values_list("pk", flat=True)[
-                :_PURGE_BATCH
-            ]
-        )
-        if not batch:
-            return purged
-        purged += OperationKey.objects.filter(pk__in=batch).delete()[0]
+    return delete_in_batches(
+        OperationKey.objects.filter(expires_at__lte=now), batch_size=batch_size
+    )

@@ -2,16 +2,20 @@
 
 import io
 import json
+import re
 from datetime import timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs.models import Job, JobStatus
-from notifications.models import Delivery
+from notifications.models import Delivery, Notification
 from projects.models import OperationKey
 from tests.jobs.factories import make_job
+from tests.notifications.factories import make_notification
 
 
 def seed(tenant, *, now) -> dict[str, object]:
@@ -61,17 +65,71 @@ def test_prune_deletes_what_is_past_retention_and_prints_counts(alice, settings)
     assert list(OperationKey.objects.values_list("key", flat=True)) == ["kept"]
 
 
-def test_days_overrides_the_retention_setting(alice):
+def test_days_overrides_the_retention_settings_and_prints_one_logfmt_line(alice):
     seed(alice.tenant, now=timezone.now())
     out = io.StringIO()
 
     call_command("prune", "--days", "7", stdout=out)
 
-    assert out.getvalue().strip() == (
-        "prune: jobs=2 deliveries=3 operation_keys=1 (older than 7 days)"
+    assert re.fullmatch(
+        r"event=prune jobs=2 deliveries=3 operation_keys=1 jobs_days=7 deliveries_days=7 "
+        r"duration_s=\d+\.\d{3}",
+        out.getvalue().strip(),
     )
 
 
-def test_negative_days_are_refused(db):
-    with pytest.raises(CommandError, match="--days"):
-        call_command("prune", "--days", "-1")
+def test_each_table_has_its_own_age(alice, settings):
+    settings.JOB_RETENTION_DAYS = 7
+    settings.DELIVERY_RETENTION_DAYS = 60
+    seed(alice.tenant, now=timezone.now())
+    out = io.StringIO()
+
+    call_command("prune", "--json", stdout=out)
+
+    assert json.loads(out.getvalue()) == {"jobs": 2, "deliveries": 0, "operation_keys": 1}
+
+    call_command("prune", "--json", "--deliveries-days", "30", stdout=(out := io.StringIO()))
+
+    assert json.loads(out.getvalue()) == {"jobs": 0, "deliveries": 2, "operation_keys": 0}
+
+
+def test_rows_go_in_bounded_batches_each_its_own_short_delete(alice):
+    old = timezone.now() - timedelta(days=40)
+    for _ in range(5):
+        make_job(alice.tenant, status=JobStatus.COMPLETED, completed_at=old)
+
+    with CaptureQueriesContext(connection) as queries:
+        call_command("prune", "--json", "--batch-size", "2", stdout=(out := io.StringIO()))
+
+    assert json.loads(out.getvalue())["jobs"] == 5
+    job_deletes = [
+        query["sql"]
+        for query in queries.captured_queries
+        if query["sql"].startswith('DELETE FROM "jobs_job"')
+    ]
+    assert len(job_deletes) == 3  # 2 + 2 + 1
+    assert not Job.objects.exists()
+
+
+def test_live_rows_are_never_pruned_whatever_their_age(alice):
+    ancient = timezone.now() - timedelta(days=3650)
+    kept = [
+        make_job(alice.tenant, now=ancient),
+        make_job(alice.tenant, status=JobStatus.ENQUEUED, now=ancient, claim_token=1),
+        make_job(alice.tenant, status=JobStatus.FAILED, now=ancient, updated_at=ancient),
+    ]
+    notification = make_notification(tenant=alice.tenant, next_fire_at=ancient)
+
+    call_command("prune", "--days", "0", stdout=io.StringIO())
+
+    assert set(Job.objects.values_list("pk", flat=True)) == {job.pk for job in kept}
+    assert Notification.objects.filter(pk=notification.pk).exists()
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [["--days", "-1"], ["--jobs-days", "-1"], ["--deliveries-days", "-2"], ["--batch-size", "0"]],
+)
+def test_bad_arguments_are_refused(db, arguments):
+    with pytest.raises(CommandError, match=arguments[0]):
+        call_command("prune", *arguments)

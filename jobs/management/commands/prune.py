@@ -1,33 +1,63 @@
-"""`manage.py prune [--days N] [--json]`: retention for the queue tables (cron-able)."""
+"""`manage.py prune`: retention for the queue tables (cron-able, safe to run at any time)."""
 
 import json
+import time
 from dataclasses import asdict
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from config.logfmt import logfmt_line
 from jobs.leasing import database_now
-from jobs.services import retention_prune
+from jobs.services import RetentionPolicy, retention_prune
 
 
 class Command(BaseCommand):
     help = (
-        "Delete completed jobs and delivery-log rows older than --days days "
-        "(default RETENTION_DAYS) and expired idempotency keys; print the counts."
+        "Delete completed jobs and delivery-log rows past their retention "
+        "(JOB_RETENTION_DAYS, DELIVERY_RETENTION_DAYS) and expired idempotency keys, in "
+        "batches of PRUNE_BATCH_SIZE rows; print the counts."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--days", type=int, default=None, help="age limit in days")
+        parser.add_argument(
+            "--days", type=int, default=None, help="one age limit in days for jobs and deliveries"
+        )
+        parser.add_argument("--jobs-days", type=int, default=None, help="completed jobs' age")
+        parser.add_argument("--deliveries-days", type=int, default=None, help="delivery log age")
+        parser.add_argument("--batch-size", type=int, default=None, help="rows per transaction")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        days = settings.RETENTION_DAYS if options["days"] is None else options["days"]
-        if days < 0:
-            raise CommandError("--days must be zero or a positive number of days.")
-        counts = asdict(retention_prune(now=database_now(), days=days))
+        policy = _policy(options)
+        started = time.monotonic()
+        counts = asdict(retention_prune(now=database_now(), policy=policy))
         if options["json"]:
             self.stdout.write(json.dumps(counts))
             return
-        listed = " ".join(f"{name}={count}" for name, count in counts.items())
-        self.stdout.write(f"prune: {listed} (older than {days} days)")
+        figures = {
+            **counts,
+            "jobs_days": policy.jobs_days,
+            "deliveries_days": policy.deliveries_days,
+            "duration_s": time.monotonic() - started,
+        }
+        self.stdout.write(logfmt_line("prune", figures))
+
+
+def _policy(options: dict[str, Any]) -> RetentionPolicy:
+    days = options["days"]
+    policy = RetentionPolicy(
+        jobs_days=_first(options["jobs_days"], days, settings.JOB_RETENTION_DAYS),
+        deliveries_days=_first(options["deliveries_days"], days, settings.DELIVERY_RETENTION_DAYS),
+        batch_size=_first(options["batch_size"], settings.PRUNE_BATCH_SIZE),
+    )
+    if min(policy.jobs_days, policy.deliveries_days) < 0:
+        raise CommandError("--days, --jobs-days and --deliveries-days must be zero or more.")
+    if policy.batch_size < 1:
+        raise CommandError("--batch-size must be a positive number of rows.")
+    return policy
+
+
+def _first(*values: int | None) -> int:
+    return next(value for value in values if value is not None)
