@@ -1,6 +1,8 @@
 """A real HTTP server on 127.0.0.1 for integration tests: records every request and answers
-with whatever the test's responder returns (status, headers, body), optionally after a delay."""
+with whatever the test's responder returns (status, headers, body), optionally after a delay.
+`silent_server` is the opposite: it accepts connections and never answers."""
 
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -97,6 +99,62 @@ class RecordingServer:
 @contextmanager
 def recording_server(responder: Responder | None = None) -> Iterator[RecordingServer]:
     server = RecordingServer(responder).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+class SilentServer:
+    """A TCP listener on 127.0.0.1 that accepts every connection and never answers: it
+    reads nothing and sends nothing, and keeps each connection open until stopped (a
+    receiver that hangs after the handshake)."""
+
+    def __init__(self) -> None:
+        self._socket = socket.create_server(("127.0.0.1", 0), backlog=64)
+        self._socket.settimeout(0.1)
+        self._connections: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._socket.getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def accepted(self) -> int:
+        with self._lock:
+            return len(self._connections)
+
+    def _accept(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                accepted, _ = self._socket.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with self._lock:
+                self._connections.append(accepted)
+
+    def start(self) -> "SilentServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join(5)
+        self._socket.close()
+        with self._lock:
+            for accepted in self._connections:
+                accepted.close()
+
+
+@contextmanager
+def silent_server() -> Iterator[SilentServer]:
+    server = SilentServer().start()
     try:
         yield server
     finally:
