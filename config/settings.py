@@ -245,6 +245,10 @@ DELIVERY_RETENTION_DAYS = int(
 )
 PRUNE_BATCH_SIZE = int(_positive("PRUNE_BATCH_SIZE", _read("PRUNE_BATCH_SIZE", env.int, 1000)))
 
+# --- Observability (GET /metrics) ---------------------------------------------------------
+METRICS_ENABLED = _read("METRICS_ENABLED", env.bool, False)
+METRICS_TOKEN = _read("METRICS_TOKEN", env.str, "")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -30,6 +30,7 @@ from jobs.handlers import JobError, handler_for
 from jobs.leasing import ClaimSpec, Clock, claim
 from jobs.models import ErrorCategory, Job
 from jobs.services import Outcome, job_complete, job_crashed, job_fail
+from jobs.totals import worker_totals_add
 
 logger = logging.getLogger(__name__)
 
@@ -122,10 +123,12 @@ class BatchSummary:
     def count(self, outcome: Outcome) -> None:
         setattr(self, outcome.value, getattr(self, outcome.value) + 1)
 
+    def counts(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "duration"}
+
     def line(self) -> str:
         """`event=consume_jobs claimed=… duration_s=…`, one logfmt line."""
-        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "duration"}
-        return logfmt_line("consume_jobs", {**values, "duration_s": self.duration})
+        return logfmt_line("consume_jobs", {**self.counts(), "duration_s": self.duration})
 
 
 def jobs_drain(
@@ -148,6 +151,9 @@ def jobs_drain(
         summary.claimed += 1
         summary.count(job_process(claimed[0], clock=clock))
     summary.duration = time.monotonic() - started
+    if summary.claimed:
+        # Idle polls of --loop are not batches: counting them would write every interval.
+        worker_totals_add("consume_jobs", summary.counts(), now=clock.now())
     return summary
 
 

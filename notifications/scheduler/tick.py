@@ -16,6 +16,7 @@ from django.db import DatabaseError
 
 from config.logfmt import logfmt_line
 from jobs.leasing import ClaimSpec, Clock, claim
+from jobs.totals import worker_totals_add
 from notifications.models import Notification, WebhookEndpoint
 from notifications.scheduler import outcomes
 from notifications.scheduler.deliver import Senders, default_senders, deliver_row
@@ -60,10 +61,12 @@ class TickSummary:
     errors: int = 0
     duration: float = 0.0
 
+    def counts(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "duration"}
+
     def line(self) -> str:
         """`event=run_tick claimed=… errors=… duration_s=…`, one logfmt line."""
-        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "duration"}
-        return logfmt_line("run_tick", {**values, "duration_s": self.duration})
+        return logfmt_line("run_tick", {**self.counts(), "duration_s": self.duration})
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,9 @@ def run_tick(
     or when `stop` is set; then finishes and writes back the rows in flight."""
     config = TickConfig.from_settings(limit=limit, time_budget=time_budget, concurrency=concurrency)
     tick = _Tick(config, Clock(now), senders or default_senders(), stop or threading.Event())
-    return tick.run()
+    summary = tick.run()
+    worker_totals_add("run_tick", summary.counts(), now=tick.clock.now())
+    return summary
 
 
 class _Tick:

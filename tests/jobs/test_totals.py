@@ -1,0 +1,74 @@
+"""Worker totals: cumulative counters written once per tick or batch."""
+
+from datetime import UTC, datetime
+
+import pytest
+from django.utils import timezone
+
+from jobs.consumer import jobs_drain
+from jobs.leasing import Clock
+from jobs.models import WorkerTotal
+from jobs.totals import worker_totals, worker_totals_add
+from notifications.scheduler.deliver import Senders
+from notifications.scheduler.tick import run_tick
+from notifications.transports.base import DeliveryResult
+from tests.jobs.factories import make_job
+from tests.notifications.factories import make_notifications, make_tenant
+
+T1 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+T2 = datetime(2026, 1, 1, 12, 1, tzinfo=UTC)
+
+
+def test_increments_accumulate_and_zero_counts_write_no_row(db):
+    worker_totals_add("run_tick", {"claimed": 3, "delivered": 3, "failed": 0}, now=T1)
+    worker_totals_add("run_tick", {"claimed": 2, "delivered": 1, "failed": 1}, now=T2)
+
+    totals = worker_totals()["run_tick"]
+
+    assert {name: total for name, (total, _) in totals.items()} == {
+        "runs": 2,
+        "claimed": 5,
+        "delivered": 4,
+        "failed": 1,
+    }
+    assert totals["runs"][1] == T2
+    assert totals["delivered"][1] == T2
+
+
+def test_a_tick_adds_its_summary(db):
+    def delivered(message, *, timeout):
+        return DeliveryResult(ok=True, http_status=200)
+
+    tenant = make_tenant()
+    make_notifications(
+        3, tenant=tenant, next_fire_at=timezone.now(), channels=["email"], email_to=["a@x.io"]
+    )
+
+    run_tick(senders=Senders(email=delivered, webhook=delivered))
+
+    totals = {name: total for name, (total, _) in worker_totals()["run_tick"].items()}
+    assert totals == {"runs": 1, "claimed": 3, "delivered": 3}
+
+
+def test_an_idle_consumer_batch_writes_nothing(db):
+    jobs_drain(clock=Clock(), limit=10, max_seconds=5)
+
+    assert not WorkerTotal.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_database_refusal_is_logged_not_raised(monkeypatch, caplog):
+    monkeypatch.setattr(WorkerTotal._meta, "db_table", "no_such_table")
+
+    worker_totals_add("run_tick", {"claimed": 1}, now=T1)
+
+    assert "could not add to the run_tick totals" in caplog.text
+
+
+def test_a_consumer_batch_with_work_adds_its_summary(alice):
+    make_job(alice.tenant, kind="no-such-kind", now=timezone.now())
+
+    jobs_drain(clock=Clock(), limit=10, max_seconds=5)
+
+    totals = {name: total for name, (total, _) in worker_totals()["consume_jobs"].items()}
+    assert totals == {"runs": 1, "claimed": 1, "failed": 1}

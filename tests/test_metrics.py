@@ -1,0 +1,112 @@
+"""GET /metrics: off by default, optionally token-protected, a valid Prometheus text
+exposition of both queues and of the workers' cumulative counters."""
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+from django.utils import timezone
+
+from jobs.totals import worker_totals_add
+from tests.jobs.test_queue_status import fill_queues
+
+SAMPLE = re.compile(r'^[a-z_]+(\{[a-z_]+="[a-z_]+"(,[a-z_]+="[a-z_]+")*\})? -?\d+(\.\d+)?$')
+
+
+@pytest.fixture
+def metrics_on(settings):
+    settings.METRICS_ENABLED = True
+    settings.METRICS_TOKEN = ""
+    settings.MAX_ATTEMPTS = 3
+    return settings
+
+
+def samples(response) -> dict[str, float]:
+    """{'name{labels}': value} for every sample; fails on any malformed line."""
+    found = {}
+    for line in response.content.decode().splitlines():
+        if line.startswith("# "):
+            assert re.fullmatch(r"# (HELP [a-z_]+ .+|TYPE [a-z_]+ (gauge|counter))", line)
+            continue
+        assert SAMPLE.fullmatch(line), line
+        series, value = line.rsplit(" ", 1)
+        found[series] = float(value)
+    return found
+
+
+def test_off_by_default_it_is_a_404_problem(client, db):
+    response = client.get("/metrics")
+
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/problem+json"
+
+
+def test_exposes_both_queues_and_the_worker_counters(client, alice, metrics_on):
+    fill_queues(alice.tenant, now=timezone.now())
+    worker_totals_add(
+        "run_tick",
+        {"claimed": 5, "delivered": 4, "dead_lettered": 1},
+        now=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    worker_totals_add("run_tick", {"claimed": 2, "delivered": 2}, now=timezone.now())
+    worker_totals_add("consume_jobs", {"claimed": 1, "completed": 1}, now=timezone.now())
+
+    response = client.get("/metrics")
+
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+    figures = samples(response)
+    assert figures['tickwork_notifications{state="due"}'] == 2
+    assert figures['tickwork_notifications{state="backing_off"}'] == 1
+    assert figures['tickwork_notifications{state="dead_lettered"}'] == 1
+    assert figures['tickwork_notifications{state="in_flight"}'] == 1
+    assert 90 <= figures["tickwork_notifications_oldest_due_age_seconds"] < 150
+    assert figures['tickwork_jobs{status="pending"}'] == 2
+    assert figures['tickwork_jobs{status="in_flight"}'] == 1
+    assert figures['tickwork_jobs{status="failed"}'] == 1
+    assert 300 <= figures["tickwork_jobs_oldest_pending_age_seconds"] < 360
+    assert figures['tickwork_worker_runs_total{worker="run_tick"}'] == 2
+    assert figures['tickwork_worker_claimed_total{worker="run_tick"}'] == 7
+    assert figures['tickwork_worker_outcomes_total{worker="run_tick",outcome="delivered"}'] == 6
+    assert figures['tickwork_worker_outcomes_total{worker="run_tick",outcome="dead_lettered"}'] == 1
+    assert figures['tickwork_worker_outcomes_total{worker="run_tick",outcome="fenced_out"}'] == 0
+    assert figures['tickwork_worker_outcomes_total{worker="consume_jobs",outcome="completed"}'] == 1
+    last_tick = figures['tickwork_worker_last_run_timestamp_seconds{worker="run_tick"}']
+    assert abs(last_tick - timezone.now().timestamp()) < 60
+
+
+def test_counters_exist_at_zero_before_any_worker_ran(client, db, metrics_on):
+    figures = samples(client.get("/metrics"))
+
+    assert figures['tickwork_worker_runs_total{worker="consume_jobs"}'] == 0
+    assert figures['tickwork_worker_outcomes_total{worker="consume_jobs",outcome="failed"}'] == 0
+    assert not any(name.startswith("tickwork_worker_last_run") for name in figures)
+
+
+def test_no_tenant_identifier_is_exposed(client, alice, metrics_on):
+    fill_queues(alice.tenant, now=timezone.now())
+
+    assert str(alice.tenant.id) not in client.get("/metrics").content.decode()
+
+
+@pytest.mark.parametrize(
+    ("authorization", "status"),
+    [(None, 401), ("Bearer wrong", 401), ("Basic c2VjcmV0", 401), ("Bearer s3cret-scrape", 200)],
+)
+def test_a_configured_token_is_required(client, db, metrics_on, authorization, status):
+    metrics_on.METRICS_TOKEN = "s3cret-scrape"
+    headers = {"Authorization": authorization} if authorization else {}
+
+    response = client.get("/metrics", headers=headers)
+
+    assert response.status_code == status
+    if status == 401:
+        assert response["WWW-Authenticate"] == "Bearer"
+        assert "s3cret-scrape" not in response.content.decode()
+
+
+def test_other_methods_are_405(client, db, metrics_on):
+    response = client.post("/metrics")
+
+    assert response.status_code == 405
+    assert response["Allow"] == "GET"
