@@ -1,13 +1,56 @@
-"""One-line `key=value` (logfmt) records for the workers' summary lines, so that log
-shippers and `grep` alike can pick the numbers out without a custom parser."""
+"""One-line structured records: the workers' summary lines and, with LOG_FORMAT=json, every
+log record, so log shippers and `grep` alike pick the numbers out without a custom parser.
 
+LOG_FORMAT=logfmt (the default) writes `key=value` lines; LOG_FORMAT=json writes one JSON
+object per line."""
+
+import json
+import logging
 from collections.abc import Mapping
+
+from django.conf import settings
 
 
 def logfmt_line(event: str, values: Mapping[str, object]) -> str:
-    """`event=<event> k1=v1 k2=v2 …`; floats get three decimals. Values are our own counters
-    and names, never client input, so they hold no spaces or quotes to escape."""
+    """`event=<event> k1=v1 …` (floats to three decimals), or the same as one JSON object
+    under LOG_FORMAT=json. Values are our own counters and names, never client input, so
+    they hold no spaces or quotes to escape."""
+    rounded = {k: round(v, 3) if isinstance(v, float) else v for k, v in values.items()}
+    if settings.LOG_FORMAT == "json":
+        return json.dumps({"event": event, **rounded})
     parts = [f"event={event}"]
-    for key, value in values.items():
-        parts.append(f"{key}={value:.3f}" if isinstance(value, float) else f"{key}={value}")
+    parts.extend(
+        f"{key}={value:.3f}" if isinstance(value, float) else f"{key}={value}"
+        for key, value in rounded.items()
+    )
     return " ".join(parts)
+
+
+class LogfmtFormatter(logging.Formatter):
+    """`time=… level=… logger=… msg="…"`, the message quoted and escaped as a JSON string;
+    a traceback, when there is one, follows on the next lines for the humans reading it."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = (
+            f"time={self.formatTime(record, '%Y-%m-%dT%H:%M:%S%z')} level={record.levelname} "
+            f"logger={record.name} msg={json.dumps(record.getMessage())}"
+        )
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class JsonFormatter(logging.Formatter):
+    """A log record as one JSON object: time, level, logger, message, and the traceback
+    (as one string) when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry)

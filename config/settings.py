@@ -24,6 +24,19 @@ def _read(name: str, cast: Any, default: Any) -> Any:
         raise ImproperlyConfigured(f"{name} is invalid: {exc}") from None
 
 
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off", ""}
+
+
+def _flag(name: str, default: bool) -> bool:
+    """A boolean variable; anything but true/false/1/0/yes/no/on/off stops start-up
+    (django-environ would read a typo such as `ture` as false without a word)."""
+    raw = env.str(name, default=str(default)).strip().lower()
+    if raw not in _TRUE | _FALSE:
+        raise ImproperlyConfigured(f"{name} must be true or false, got {raw!r}")
+    return raw in _TRUE
+
+
 def _positive(name: str, value: float) -> float:
     if value <= 0:
         raise ImproperlyConfigured(f"{name} must be greater than zero, got {value}")
@@ -43,7 +56,7 @@ def _seconds_list(name: str, default: str) -> tuple[int, ...]:
     return steps
 
 
-DEBUG = _read("DEBUG", env.bool, False)
+DEBUG = _flag("DEBUG", False)
 SECRET_KEY = _read("SECRET_KEY", env.str, "")
 if not SECRET_KEY:
     if not DEBUG:
@@ -219,7 +232,7 @@ NOTIFICATIONS_EMAIL_FROM = _read(
     "NOTIFICATIONS_EMAIL_FROM", env.str, "Tickwork <notifications@tickwork.invalid>"
 )
 EMAIL_BACKEND = _read("EMAIL_BACKEND", env.str, "django.core.mail.backends.console.EmailBackend")
-WEBHOOK_ALLOW_PRIVATE_TARGETS = _read("WEBHOOK_ALLOW_PRIVATE_TARGETS", env.bool, False)
+WEBHOOK_ALLOW_PRIVATE_TARGETS = _flag("WEBHOOK_ALLOW_PRIVATE_TARGETS", False)
 WEBHOOK_SECRET_GRACE_SECONDS = int(
     _positive(
         "WEBHOOK_SECRET_GRACE_SECONDS", _read("WEBHOOK_SECRET_GRACE_SECONDS", env.int, 86_400)
@@ -246,14 +259,20 @@ DELIVERY_RETENTION_DAYS = int(
 PRUNE_BATCH_SIZE = int(_positive("PRUNE_BATCH_SIZE", _read("PRUNE_BATCH_SIZE", env.int, 1000)))
 
 # --- Observability (GET /metrics) ---------------------------------------------------------
-METRICS_ENABLED = _read("METRICS_ENABLED", env.bool, False)
+METRICS_ENABLED = _flag("METRICS_ENABLED", False)
 METRICS_TOKEN = _read("METRICS_TOKEN", env.str, "")
 
+LOG_FORMAT = _read("LOG_FORMAT", env.str, "logfmt")
+if LOG_FORMAT not in ("logfmt", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be logfmt or json, got {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "logfmt": {"()": "config.logfmt.LogfmtFormatter"},
+        "json": {"()": "config.logfmt.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": _read("LOG_LEVEL", env.str, "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
@@ -263,10 +282,10 @@ X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = True
 # TLS is usually terminated by a proxy in front of the app: these are the operator's call.
-SECURE_SSL_REDIRECT = _read("SECURE_SSL_REDIRECT", env.bool, False)
+SECURE_SSL_REDIRECT = _flag("SECURE_SSL_REDIRECT", False)
 SECURE_HSTS_SECONDS = _read("SECURE_HSTS_SECONDS", env.int, 0)
-if _read("TRUST_X_FORWARDED_PROTO", env.bool, False):
+if _flag("TRUST_X_FORWARDED_PROTO", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 if not DEBUG:
-    SESSION_COOKIE_SECURE = _read("SESSION_COOKIE_SECURE", env.bool, True)
-    CSRF_COOKIE_SECURE = _read("CSRF_COOKIE_SECURE", env.bool, True)
+    SESSION_COOKIE_SECURE = _flag("SESSION_COOKIE_SECURE", True)
+    CSRF_COOKIE_SECURE = _flag("CSRF_COOKIE_SECURE", True)

@@ -14,7 +14,7 @@ def start(**overrides: str) -> subprocess.CompletedProcess:
     env = {
         key: value
         for key, value in os.environ.items()
-        if key not in {"DATABASE_URL", "SECRET_KEY", "DEBUG", "TICK_LIMIT"}
+        if key not in {"DATABASE_URL", "SECRET_KEY", "DEBUG", "TICK_LIMIT", "LOG_FORMAT"}
     }
     env.update({"DJANGO_SETTINGS_MODULE": "config.settings", "SECRET_KEY": "s" * 50})
     env.update(overrides)
@@ -41,6 +41,10 @@ def test_good_settings_start():
         ({"SECRET_KEY": ""}, "SECRET_KEY"),
         ({"TICK_LIMIT": "many"}, "TICK_LIMIT"),
         ({"TICK_LIMIT": "0"}, "TICK_LIMIT"),
+        ({"LOG_FORMAT": "xml"}, "LOG_FORMAT"),
+        ({"PRUNE_BATCH_SIZE": "0"}, "PRUNE_BATCH_SIZE"),
+        ({"METRICS_ENABLED": "perhaps"}, "METRICS_ENABLED"),
+        ({"DEBUG": "ture"}, "DEBUG"),
     ],
 )
 def test_bad_settings_stop_start_up_naming_the_variable(overrides, variable):
