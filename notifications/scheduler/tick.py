@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import DatabaseError
 
+from config.database import connection_lost
 from config.logfmt import logfmt_line
 from jobs.leasing import ClaimSpec, Clock, claim
 from jobs.totals import worker_totals_add
@@ -69,6 +70,17 @@ class TickSummary:
         return logfmt_line("run_tick", {**self.counts(), "duration_s": self.duration})
 
 
+class DatabaseLost(Exception):
+    """The tick lost its database connection. It claimed nothing more, let the rows in
+    flight finish and wrote none of them back (counted as errors: they stay claimed until
+    their lease expires, then any tick retries them). `summary` is what it did; the
+    database error is the cause."""
+
+    def __init__(self, summary: TickSummary) -> None:
+        super().__init__("the tick lost its database connection")
+        self.summary = summary
+
+
 @dataclass(frozen=True)
 class TickConfig:
     limit: int
@@ -108,7 +120,8 @@ def run_tick(
 ) -> TickSummary:
     """Run one tick. `now` fixes the clock (tests); None uses the one shared clock.
     Stops claiming after `time_budget` seconds, after `limit` rows, when nothing is due,
-    or when `stop` is set; then finishes and writes back the rows in flight."""
+    or when `stop` is set; then finishes and writes back the rows in flight. Raises
+    DatabaseLost when the database connection is lost."""
     config = TickConfig.from_settings(limit=limit, time_budget=time_budget, concurrency=concurrency)
     tick = _Tick(config, Clock(now), senders or default_senders(), stop or threading.Event())
     summary = tick.run()
@@ -124,6 +137,7 @@ class _Tick:
         self.finished: list[RowPlan] = []
         self.exhausted = False
         self.endpoints: dict = {}
+        self.lost: DatabaseError | None = None
 
     def run(self) -> TickSummary:
         rows = ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="tick-row")
@@ -146,12 +160,15 @@ class _Tick:
             rows.shutdown(wait=False, cancel_futures=True)
             channels.shutdown(wait=False, cancel_futures=True)
         self.summary.duration = self.clock.elapsed()
+        if self.lost is not None:
+            raise DatabaseLost(self.summary) from self.lost
         return self.summary
 
     def _may_claim(self) -> bool:
         free = self.config.concurrency - len(self.in_flight)
         return (
             not self.exhausted
+            and self.lost is None
             and not self.stop.is_set()
             and self.summary.claimed < self.config.limit
             and self.clock.elapsed() < self.config.time_budget
@@ -163,10 +180,21 @@ class _Tick:
         free = self.config.concurrency - len(self.in_flight)
         wanted = min(free, self.config.limit - self.summary.claimed)
         now = self.clock.now()
-        claimed = notification_claim(now=now, lease=self.config.lease, limit=wanted)
+        try:
+            claimed = notification_claim(now=now, lease=self.config.lease, limit=wanted)
+        except DatabaseError as exc:
+            if self._lose(exc):
+                return
+            raise
         self.exhausted = len(claimed) < wanted
         self.summary.claimed += len(claimed)
-        endpoints = self._endpoints({row.webhook_endpoint_id for row in claimed} - {None})
+        try:
+            endpoints = self._endpoints({row.webhook_endpoint_id for row in claimed} - {None})
+        except DatabaseError as exc:
+            if self._lose(exc):
+                self.summary.errors += len(claimed)
+                return
+            raise
         for row in claimed:
             poison = outcomes.is_poison(
                 unfinished_claims=row.unfinished_claims,
@@ -185,6 +213,13 @@ class _Tick:
                 timeout=self.config.channel_timeout,
             )
             self.in_flight[future] = (row, row.claim_token)
+
+    def _lose(self, exc: DatabaseError) -> bool:
+        """Whether `exc` cost the tick its connection; from then on it claims and writes
+        nothing (reconnecting could claim rows it might never write back)."""
+        if self.lost is None and connection_lost(exc):
+            self.lost = exc
+        return self.lost is not None
 
     def _endpoints(self, ids: set) -> dict:
         """The claimed rows' endpoints: one query for those this tick has not loaded yet."""
@@ -220,12 +255,16 @@ class _Tick:
         batch, self.finished = self.finished, []
         if not batch:
             return
+        if self.lost is not None:
+            self.summary.errors += len(batch)
+            return
         try:
             fenced = write_back(batch, now=self.clock.now())
         except DatabaseError as exc:
             # The rows stay claimed and become claimable again when their leases expire.
             logger.error("write-back of %d rows failed: %s", len(batch), type(exc).__name__)
             self.summary.errors += len(batch)
+            self._lose(exc)
             return
         self.summary.fenced_out += len(fenced)
         for plan in batch:

@@ -9,14 +9,21 @@ import time
 from io import StringIO
 from pathlib import Path
 
+import psycopg
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import DatabaseError, OperationalError, connection
 from django.utils import timezone
 
 from notifications.models import Delivery, Notification
+from notifications.scheduler.tick import DatabaseLost, TickSummary
 from tests.conftest import requires_postgres
-from tests.notifications.factories import make_endpoint, make_notification, make_tenant
+from tests.notifications.factories import (
+    make_endpoint,
+    make_notification,
+    make_notifications,
+    make_tenant,
+)
 from tests.support.http_server import Reply, recording_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +52,106 @@ def test_prints_exactly_one_summary_line(db, settings):
 def test_bad_arguments_are_a_clear_command_error(db, arguments):
     with pytest.raises(CommandError, match="must be a positive"):
         call_command("run_tick", *arguments)
+
+
+def session_ended() -> OperationalError:
+    """What Django raises when the server terminated the session (pg_terminate_backend)."""
+    message = "terminating connection due to administrator command\nserver closed the connection"
+    error = OperationalError(message)
+    error.__cause__ = psycopg.errors.AdminShutdown(message)
+    return error
+
+
+def fail_with(error: Exception):
+    def fail(*args, **kwargs):
+        raise error
+
+    return fail
+
+
+def test_a_lost_database_is_one_error_line_and_a_failed_command(db, monkeypatch):
+    monkeypatch.setattr(
+        "notifications.scheduler.tick.notification_claim", fail_with(session_ended())
+    )
+    out = StringIO()
+
+    with pytest.raises(CommandError) as raised:
+        call_command("run_tick", stdout=out)
+
+    assert str(raised.value) == (
+        "run_tick: lost the database connection "
+        "(terminating connection due to administrator command)"
+    )
+    assert out.getvalue().startswith("event=run_tick claimed=0 ")
+
+
+def test_a_tick_that_loses_its_database_stops_claiming(db, settings, monkeypatch):
+    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
+    settings.TICK_CONCURRENCY = 1
+    monkeypatch.setattr("notifications.scheduler.tick.write_back", fail_with(session_ended()))
+    tenant = make_tenant()
+    out = StringIO()
+    with recording_server() as server:
+        endpoint = make_endpoint(tenant=tenant, url=server.url)
+        make_notifications(4, tenant=tenant, endpoint=endpoint, next_fire_at=timezone.now())
+
+        with pytest.raises(CommandError, match="lost the database connection"):
+            call_command("run_tick", stdout=out)
+
+    # The second row was claimed before the first one's write-back found the database
+    # gone (new rows start first); nothing was claimed after that.
+    assert len(server.received()) == 2
+    assert out.getvalue().startswith("event=run_tick claimed=2 delivered=0 ")
+    assert " errors=2 " in out.getvalue()
+    # Those two stay claimed until their lease ends; the others were left alone.
+    assert Notification.objects.filter(claimed_until__isnull=False).count() == 2
+    assert Notification.objects.filter(claim_token=0).count() == 2
+
+
+def test_a_write_back_that_fails_with_the_database_still_there_does_not_stop_the_tick(
+    db, settings, monkeypatch
+):
+    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
+    settings.TICK_CONCURRENCY = 1
+    monkeypatch.setattr(
+        "notifications.scheduler.tick.write_back", fail_with(DatabaseError("disk full"))
+    )
+    tenant = make_tenant()
+    out = StringIO()
+    with recording_server() as server:
+        endpoint = make_endpoint(tenant=tenant, url=server.url)
+        make_notifications(3, tenant=tenant, endpoint=endpoint, next_fire_at=timezone.now())
+
+        call_command("run_tick", stdout=out)
+
+    assert len(server.received()) == 3
+    assert out.getvalue().startswith("event=run_tick claimed=3 delivered=0 ")
+    assert " errors=3 " in out.getvalue()
+
+
+def test_loop_reports_a_lost_database_and_keeps_ticking(db, monkeypatch):
+    ticks: list[int] = []
+
+    def tick(*, limit, stop):
+        ticks.append(1)
+        if len(ticks) == 1:
+            raise DatabaseLost(TickSummary(claimed=2, errors=2)) from session_ended()
+        stop.set()
+        return TickSummary(claimed=1, delivered=1)
+
+    monkeypatch.setattr("notifications.management.commands.run_tick.run_tick", tick)
+    out, err = StringIO(), StringIO()
+
+    call_command("run_tick", "--loop", "--interval", "0.01", stdout=out, stderr=err)
+
+    assert len(ticks) == 2
+    first, second = out.getvalue().splitlines()
+    assert first.startswith("event=run_tick claimed=2 delivered=0 ")
+    assert second.startswith("event=run_tick claimed=1 delivered=1 ")
+    assert err.getvalue() == (
+        "run_tick: lost the database connection "
+        "(terminating connection due to administrator command)\n"
+    )
 
 
 @requires_postgres

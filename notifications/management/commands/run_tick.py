@@ -2,6 +2,8 @@
 
 Cron mode (default) runs one tick and exits 0; --loop ticks every --interval seconds.
 SIGTERM/SIGINT stop claiming, let in-flight rows finish and be written back, then exit 0.
+A lost database connection ends the tick early: cron mode prints its summary and one
+error line and exits 1; --loop reports it and ticks again at the next interval.
 """
 
 import signal
@@ -9,9 +11,10 @@ import threading
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import close_old_connections
+from django.db import InterfaceError, OperationalError, close_old_connections
 
-from notifications.scheduler.tick import run_tick
+from config.database import database_error_line
+from notifications.scheduler.tick import DatabaseLost, TickSummary, run_tick
 
 
 class Command(BaseCommand):
@@ -33,8 +36,12 @@ class Command(BaseCommand):
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
         while True:
-            summary = run_tick(limit=limit, stop=stop)
-            self.stdout.write(summary.line())
+            try:
+                summary = run_tick(limit=limit, stop=stop)
+            except (DatabaseLost, OperationalError, InterfaceError) as exc:
+                summary = self._database_failed(exc, loop=loop)
+            else:
+                self.stdout.write(summary.line())
             if not loop:
                 return
             # Between ticks, like between requests: drop a broken or expired connection.
@@ -42,3 +49,15 @@ class Command(BaseCommand):
             # Ticks start `interval` apart; a long tick still leaves a one-second pause.
             if stop.wait(max(1.0, interval - summary.duration)):
                 return
+
+    def _database_failed(self, exc: Exception, *, loop: bool) -> TickSummary:
+        """Report a tick that the database failed: its summary (if it got that far) and
+        one line naming the error. Cron mode fails with it (no traceback); --loop goes on,
+        and the next tick starts on a new connection."""
+        if isinstance(exc, DatabaseLost):
+            self.stdout.write(exc.summary.line())
+        line = database_error_line("run_tick", exc.__cause__ or exc)
+        if not loop:
+            raise CommandError(line) from exc
+        self.stderr.write(line)
+        return exc.summary if isinstance(exc, DatabaseLost) else TickSummary()
