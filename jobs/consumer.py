@@ -25,6 +25,7 @@ from django.db import (
     connections,
 )
 
+from config.database import connection_lost
 from config.logfmt import logfmt_line
 from jobs.handlers import JobError, handler_for
 from jobs.leasing import ClaimSpec, Clock, claim
@@ -64,7 +65,8 @@ def jobs_claim(*, now: datetime, limit: int) -> list[Job]:
 
 def job_process(job: Job, *, clock: Clock) -> Outcome:
     """Run one claimed job through its handler and record the outcome, fenced on the
-    job's claim token. A handler's failure is recorded, never raised."""
+    job's claim token. A handler's failure is recorded, never raised; a lost database
+    connection is raised."""
     if job.attempts > job.max_attempts:
         return _checked(job, "crashed", job_crashed(job=job, now=clock.now()))
     handler = handler_for(job.kind)
@@ -92,6 +94,10 @@ def job_process(job: Job, *, clock: Clock) -> Outcome:
         )
         return _checked(job, "failure", outcome)
     except Exception as exc:
+        if isinstance(exc, DatabaseError) and connection_lost(exc):
+            # The job did not fail, the database went away: record nothing (no "internal
+            # error", no backoff); the job is reclaimed when its lease expires.
+            raise
         logger.exception("job %s (%s) raised %s", job.id, job.kind, type(exc).__name__)
         outcome = job_fail(
             job=job,

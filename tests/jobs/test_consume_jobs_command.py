@@ -2,6 +2,7 @@
 
 import io
 import re
+from datetime import timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -9,6 +10,7 @@ from django.utils import timezone
 
 from jobs.models import Job, JobStatus
 from tests.jobs.factories import make_job
+from tests.notifications.test_tick_command import fail_with, session_ended
 
 
 @pytest.fixture(autouse=True)
@@ -64,3 +66,26 @@ def test_once_with_nothing_ready_reports_zeros(db):
 def test_bad_flags_are_refused_with_a_clear_message(db, flags, message):
     with pytest.raises(CommandError, match=message):
         call_command("consume_jobs", *flags)
+
+
+def test_once_stops_on_a_lost_database_with_one_error_line_and_leaves_the_job_claimed(
+    alice, monkeypatch
+):
+    job = make_job(alice.tenant, now=timezone.now() - timedelta(minutes=1))
+    make_job(alice.tenant, now=timezone.now())
+    monkeypatch.setattr("jobs.consumer.job_complete", fail_with(session_ended()))
+    out = io.StringIO()
+
+    with pytest.raises(CommandError) as raised:
+        call_command("consume_jobs", "--once", stdout=out)
+
+    assert str(raised.value) == (
+        "consume_jobs: lost the database connection "
+        "(terminating connection due to administrator command)"
+    )
+    # No failure recorded for the job (the database failed, not the job): it stays
+    # claimed and is reclaimed when its lease expires. No further job was claimed.
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.last_error) == (JobStatus.ENQUEUED, 1, "")
+    assert job.claimed_until > timezone.now()
+    assert Job.objects.filter(status=JobStatus.PENDING).count() == 1

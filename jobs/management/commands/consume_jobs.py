@@ -1,4 +1,7 @@
-"""`manage.py consume_jobs --once | --loop`: drain the jobs outbox (see jobs.consumer)."""
+"""`manage.py consume_jobs --once | --loop`: drain the jobs outbox (see jobs.consumer).
+
+A database error ends --once with one error line and exit status 1 (the job in flight is
+reclaimed when its lease expires); --loop logs it and polls again."""
 
 import signal
 import threading
@@ -7,7 +10,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import InterfaceError, OperationalError
 
+from config.database import database_error_line
 from jobs.consumer import Worker, jobs_drain
 from jobs.leasing import Clock
 
@@ -41,9 +46,12 @@ class Command(BaseCommand):
             if loop:
                 worker.run()
                 return
-            summary = jobs_drain(
-                clock=Clock(), limit=limit, max_seconds=max_seconds, should_stop=worker.stopping
-            )
+            try:
+                summary = jobs_drain(
+                    clock=Clock(), limit=limit, max_seconds=max_seconds, should_stop=worker.stopping
+                )
+            except (OperationalError, InterfaceError) as exc:
+                raise CommandError(database_error_line("consume_jobs", exc)) from exc
         self.stdout.write(summary.line())
 
 
