@@ -87,10 +87,10 @@ def test_a_stopped_tick_past_its_lease_is_fenced_out_on_every_row(workers, repor
     assert first_summary["fenced_out"] == ROWS
     assert second_summary["claimed"] == second_summary["delivered"] == ROWS
     assert second_summary["fenced_out"] == 0
-    assert {line.partition(" notifications.scheduler ")[2] for line in fenced_lines} == {
-        f"fenced out on backoff for row {row.pk}, claim_token=1" for row in rows
-    }
     assert len(fenced_lines) == ROWS
+    for row in rows:
+        message = f"fenced out on backoff for row {row.pk}, claim_token=1"
+        assert sum(message in line for line in fenced_lines) == 1, first.stderr
     # Both ticks called every row once, for the same occurrence.
     assert received == {f"notification_{row.pk}_1": 2 for row in rows}
     # The rows show the second tick's outcome only: advanced, no error, nothing claimed.
