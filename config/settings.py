@@ -272,9 +272,17 @@ LOGGING = {
         "logfmt": {"()": "config.logfmt.LogfmtFormatter"},
         "json": {"()": "config.logfmt.JsonFormatter"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT},
+        "discard": {"class": "logging.NullHandler"},
+    },
     "root": {"handlers": ["console"], "level": _read("LOG_LEVEL", env.str, "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # A request for a host not in ALLOWED_HOSTS already gets a 400; scanners send them
+        # by the thousand, and a traceback each would bury the logs worth reading.
+        "django.security.DisallowedHost": {"handlers": ["discard"], "propagate": False},
+    },
 }
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
