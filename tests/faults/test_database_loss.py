@@ -30,7 +30,7 @@ TICK_ENV = {
     "CLAIM_LEASE_SECONDS": str(LEASE),
     "TICK_CONCURRENCY": str(CONCURRENCY),
 }
-JOB_LEASE = 4
+JOB_LEASE = 6
 JOBS_ENV = {"JOB_LEASE_SECONDS": str(JOB_LEASE), "PROVISIONING_TIMEOUT_SECONDS": "3"}
 
 
@@ -127,6 +127,7 @@ def test_consumer_whose_database_session_is_terminated_stops_and_loses_nothing(
 
         early = workers("consume_jobs", "--once", app="fault_db_jobs_b", env=env)
         early_result = early.finish(timeout=30)
+        early_done = timezone.now()
         wait_past(after_loss.claimed_until, timeout=JOB_LEASE + 10)
         second = workers("consume_jobs", "--once", app="fault_db_jobs_c", env=env)
         second_result = second.finish(timeout=30)
@@ -154,6 +155,7 @@ def test_consumer_whose_database_session_is_terminated_stops_and_loses_nothing(
     assert after_loss.attempts == 1
     assert after_loss.project.status == ProjectStatus.PROVISIONING
     assert early_result.returncode == 0, early_result.stderr
+    assert early_done < after_loss.claimed_until, "the early run should end within the lease"
     assert early_result.summary("consume_jobs")["claimed"] == 0
     assert second_result.returncode == 0, second_result.stderr
     assert second_result.summary("consume_jobs")["completed"] == 1

@@ -23,8 +23,9 @@ pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True), pytest
 ROWS = 300
 KILL_AFTER = 60  # requests received
 HOLD = 0.5  # seconds the server holds each request of the tick that gets killed
-LEASE = 8
-ENV = {"CHANNEL_TIMEOUT_SECONDS": "3", "CLAIM_LEASE_SECONDS": str(LEASE)}
+# Room for the tick started right after the kill to finish before the lease ends.
+LEASE = 10
+ENV = {"CHANNEL_TIMEOUT_SECONDS": "5", "CLAIM_LEASE_SECONDS": str(LEASE)}
 
 
 def test_sigkilled_tick_loses_nothing_and_its_rows_wait_for_their_lease(workers, report):
@@ -82,7 +83,9 @@ def test_sigkilled_tick_loses_nothing_and_its_rows_wait_for_their_lease(workers,
         redelivered=len(redelivered),
         duplicates=sum(received.values()) - len(received),
         lost=lost,
+        lease_s=LEASE,
         delivered_before_lease=at_once_result.summary()["delivered"],
+        before_lease_tick_seconds=at_once_result.seconds,
         held_rows_touched_before_lease=len(touched_early),
         delivered_after_lease=after_lease_result.summary()["delivered"],
         seconds=seconds,
