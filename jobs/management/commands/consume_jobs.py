@@ -3,16 +3,13 @@
 A database error ends --once with one error line and exit status 1 (the job in flight is
 reclaimed when its lease expires); --loop logs it and polls again."""
 
-import signal
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import InterfaceError, OperationalError
 
 from config.database import database_error_line
+from config.signals import stop_on_signals
 from jobs.consumer import Worker, jobs_drain
 from jobs.leasing import Clock
 
@@ -42,7 +39,7 @@ class Command(BaseCommand):
         worker = Worker(
             limit=limit, max_seconds=max_seconds, interval=interval, report=self.stdout.write
         )
-        with _stop_on_signals(worker.stop):
+        with stop_on_signals(worker.stop):
             if loop:
                 worker.run()
                 return
@@ -64,20 +61,3 @@ def _validate(*, once: bool, loop: bool, limit: int, max_seconds: float, interva
         raise CommandError("--max-seconds must be a positive number of seconds.")
     if interval <= 0:
         raise CommandError("--interval must be a positive number of seconds.")
-
-
-@contextmanager
-def _stop_on_signals(stop: Callable[[], None]) -> Iterator[None]:
-    """SIGTERM and SIGINT call `stop` (the job in flight finishes); handlers are restored
-    afterwards. Signals can only be handled in the main thread; elsewhere nothing is set."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-    for sig in previous:
-        signal.signal(sig, lambda signum, frame: stop())
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

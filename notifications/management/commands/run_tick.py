@@ -6,7 +6,6 @@ A lost database connection ends the tick early: cron mode prints its summary and
 error line and exits 1; --loop reports it and ticks again at the next interval.
 """
 
-import signal
 import threading
 from typing import Any
 
@@ -14,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import InterfaceError, OperationalError, close_old_connections
 
 from config.database import database_error_line
+from config.signals import stop_on_signals
 from notifications.scheduler.tick import DatabaseLost, TickSummary, run_tick
 
 
@@ -33,8 +33,12 @@ class Command(BaseCommand):
         if interval <= 0:
             raise CommandError("--interval must be a positive number of seconds")
         stop = threading.Event()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: stop.set())
+        with stop_on_signals(stop.set):
+            self._run(limit=limit, loop=loop, interval=interval, stop=stop)
+
+    def _run(
+        self, *, limit: int | None, loop: bool, interval: float, stop: threading.Event
+    ) -> None:
         while True:
             try:
                 summary = run_tick(limit=limit, stop=stop)

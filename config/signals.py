@@ -1,0 +1,33 @@
+"""Graceful stop on SIGTERM and SIGINT for the worker commands."""
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextmanager
+def stop_on_signals(stop: Callable[[], None]) -> Iterator[None]:
+    """While inside, SIGTERM and SIGINT call `stop()`; the previous handlers come back on
+    exit. Signals reach only the main thread, so elsewhere (tests) nothing is installed.
+
+    `stop()` runs in a short-lived thread, not in the handler: a handler runs in the main
+    thread between two bytecodes, possibly inside `Event.wait()` while that thread holds
+    the event's lock, and an `Event.set()` there would wait for that lock forever."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handle(signum: int, frame: object) -> None:
+        threading.Thread(target=stop, name="stop-on-signal", daemon=True).start()
+
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, handle)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
