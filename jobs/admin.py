@@ -7,6 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
+from config.readonly_admin import ReadOnlyModelAdmin
 from jobs.models import Job, JobStatus, WorkerTotal
 from jobs.services import JobNotRetryable, job_retry
 
@@ -69,19 +70,10 @@ class JobAdmin(admin.ModelAdmin):
 
 
 @admin.register(WorkerTotal)
-class WorkerTotalAdmin(admin.ModelAdmin):
+class WorkerTotalAdmin(ReadOnlyModelAdmin):
     """The workers' cumulative counters, for support staff without a Prometheus: read-only,
     since only the workers themselves may count."""
 
     list_display = ("worker", "name", "total", "updated_at")
     list_filter = ("worker",)
     ordering = ("worker", "name")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: WorkerTotal | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: WorkerTotal | None = None) -> bool:
-        return False

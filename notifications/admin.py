@@ -12,6 +12,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.timezone import now as utc_now
 
+from config.readonly_admin import ReadOnlyModelAdmin
 from notifications import endpoints, services
 from notifications.models import Delivery, Notification, NotificationQuerySet, WebhookEndpoint
 
@@ -169,7 +170,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(admin.ModelAdmin):
+class DeliveryAdmin(ReadOnlyModelAdmin):
     list_display = [
         "attempted_at",
         "notification_id",
@@ -187,12 +188,3 @@ class DeliveryAdmin(admin.ModelAdmin):
     # lookup: Delivery has no foreign key to the notification on purpose).
     search_fields = ["=notification_id"]
     ordering = ["-attempted_at"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Delivery | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Delivery | None = None) -> bool:
-        return False
