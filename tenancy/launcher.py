@@ -19,10 +19,12 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import IO, TextIO
+
+from config.signals import stop_on_signals
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -113,17 +115,15 @@ class Supervisor:
         self._width = max(len(name) for name in [label, *(spec.name for spec in specs)])
         self._out_lock = threading.Lock()
         self._children: list[_Child] = []
-        # A plain counter rather than a threading.Event: a signal handler that takes a
-        # lock the interrupted main thread already holds would deadlock.
         self._stop_requests = 0
 
     def stop(self) -> None:
         """Request a stop; a further request while stopping kills the children at once.
-        Safe to call from a signal handler or another thread."""
+        Safe to call from another thread."""
         self._stop_requests += 1
 
     def run(self) -> Ending:
-        with self._stop_on_signals():
+        with stop_on_signals(self.stop, signals=STOP_SIGNALS):
             died: tuple[str, int] | None = None
             try:
                 self._start_all()
@@ -209,20 +209,6 @@ class Supervisor:
         with self._out_lock, suppress(OSError, ValueError):
             self.out.write(f"{name:<{self._width}} | {line}\n")
             self.out.flush()
-
-    @contextmanager
-    def _stop_on_signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
-        for sig in STOP_SIGNALS:
-            signal.signal(sig, lambda signum, frame: self.stop())
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
 
 
 def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
