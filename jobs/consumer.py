@@ -12,8 +12,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import ClassVar
 
 import psycopg
 from django.conf import settings
@@ -26,12 +27,11 @@ from django.db import (
 )
 
 from config.database import connection_lost
-from config.logfmt import logfmt_line
 from jobs.handlers import JobError, handler_for
 from jobs.leasing import ClaimSpec, Clock, claim
 from jobs.models import ErrorCategory, Job
 from jobs.services import Outcome, job_complete, job_crashed, job_fail
-from jobs.totals import worker_totals_add
+from jobs.totals import WorkerSummary
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def _checked(job: Job, branch: str, outcome: Outcome) -> Outcome:
 
 
 @dataclass
-class BatchSummary:
+class BatchSummary(WorkerSummary):
     claimed: int = 0
     completed: int = 0
     retried: int = 0
@@ -126,15 +126,10 @@ class BatchSummary:
     fenced_out: int = 0
     duration: float = 0.0
 
+    worker: ClassVar[str] = "consume_jobs"
+
     def count(self, outcome: Outcome) -> None:
         setattr(self, outcome.value, getattr(self, outcome.value) + 1)
-
-    def counts(self) -> dict[str, int]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "duration"}
-
-    def line(self) -> str:
-        """`event=consume_jobs claimed=… duration_s=…`, one logfmt line."""
-        return logfmt_line("consume_jobs", {**self.counts(), "duration_s": self.duration})
 
 
 def jobs_drain(
@@ -159,7 +154,7 @@ def jobs_drain(
     summary.duration = time.monotonic() - started
     if summary.claimed:
         # Idle polls of --loop are not batches: counting them would write every interval.
-        worker_totals_add("consume_jobs", summary.counts(), now=clock.now())
+        summary.add_to_totals(now=clock.now())
     return summary
 
 

@@ -2,13 +2,34 @@
 
 import logging
 from collections.abc import Mapping
+from dataclasses import fields
 from datetime import datetime
+from typing import ClassVar
 
 from django.db import DatabaseError, connection
 
+from config.logfmt import logfmt_line
 from jobs.models import WorkerTotal
 
 logger = logging.getLogger(__name__)
+
+
+class WorkerSummary:
+    """Base of a worker's summary dataclass: integer counters plus `duration` (seconds).
+    Subclasses name their `worker`; the same counts feed the summary line and the totals."""
+
+    worker: ClassVar[str]
+    duration: float
+
+    def counts(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "duration"}
+
+    def line(self) -> str:
+        """`event=<worker> <counter>=… duration_s=…`, one structured line."""
+        return logfmt_line(self.worker, {**self.counts(), "duration_s": self.duration})
+
+    def add_to_totals(self, *, now: datetime) -> None:
+        worker_totals_add(self.worker, self.counts(), now=now)
 
 
 def worker_totals_add(worker: str, counts: Mapping[str, int], *, now: datetime) -> None:

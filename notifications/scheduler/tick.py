@@ -8,16 +8,16 @@ claimed only when a worker slot is free for it, so its lease starts when its wor
 import logging
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import ClassVar
 
 from django.conf import settings
 from django.db import DatabaseError
 
 from config.database import connection_lost
-from config.logfmt import logfmt_line
 from jobs.leasing import ClaimSpec, Clock, claim
-from jobs.totals import worker_totals_add
+from jobs.totals import WorkerSummary
 from notifications.models import Notification, WebhookEndpoint
 from notifications.scheduler import outcomes
 from notifications.scheduler.deliver import Senders, default_senders, deliver_row
@@ -47,7 +47,7 @@ def notification_claim(*, now: datetime, lease: timedelta, limit: int) -> list[N
 
 
 @dataclass
-class TickSummary:
+class TickSummary(WorkerSummary):
     """What one tick did. Each claimed row is counted once: delivered, partial, failed
     (backing off), dead_lettered, or errors (its processing or its write-back batch raised;
     it stays claimed until its lease expires). fenced_out counts outcomes dropped because
@@ -62,12 +62,7 @@ class TickSummary:
     errors: int = 0
     duration: float = 0.0
 
-    def counts(self) -> dict[str, int]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "duration"}
-
-    def line(self) -> str:
-        """`event=run_tick claimed=… errors=… duration_s=…`, one logfmt line."""
-        return logfmt_line("run_tick", {**self.counts(), "duration_s": self.duration})
+    worker: ClassVar[str] = "run_tick"
 
 
 class DatabaseLost(Exception):
@@ -125,7 +120,7 @@ def run_tick(
     config = TickConfig.from_settings(limit=limit, time_budget=time_budget, concurrency=concurrency)
     tick = _Tick(config, Clock(now), senders or default_senders(), stop or threading.Event())
     summary = tick.run()
-    worker_totals_add("run_tick", summary.counts(), now=tick.clock.now())
+    summary.add_to_totals(now=tick.clock.now())
     return summary
 
 
