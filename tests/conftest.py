@@ -1,6 +1,7 @@
 """Shared fixtures: Alice owns tenant A, Bob is a member of A, Charlie owns tenant B and must
 never see anything of A's."""
 
+import socket
 from dataclasses import dataclass
 
 import pytest
@@ -51,6 +52,16 @@ def bob(alice) -> Actor:
 @pytest.fixture
 def charlie(db) -> Actor:
     return make_owner("Tenant B", "charlie@example.com")
+
+
+@pytest.fixture
+def public_dns(monkeypatch) -> None:
+    """Every hostname resolves to one public address; nothing reaches a real resolver."""
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.216.34", port or 443))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
 
 
 @pytest.fixture

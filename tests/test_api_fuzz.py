@@ -3,7 +3,6 @@ in process through the WSGI application, plus table tests derived from that docu
 
 import json
 import re
-import socket
 import uuid
 import zlib
 
@@ -24,6 +23,9 @@ from notifications.models import Delivery, Notification, WebhookEndpoint
 from projects.models import Project
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
+
+# Webhook endpoint URLs are resolved for the SSRF check: one public address, no resolver.
+pytestmark = pytest.mark.usefixtures("public_dns")
 
 # Examples per operation for the fuzzing phase (positive and negative). The coverage phase
 # adds its own fixed set of boundary cases and one request per undeclared method.
@@ -78,16 +80,6 @@ CONFIG = SchemathesisConfig.from_dict(
 )
 
 schema = schemathesis.openapi.from_wsgi("/v1/schema", application, config=CONFIG)
-
-
-@pytest.fixture(autouse=True)
-def public_dns(monkeypatch):
-    """Every hostname resolves to one public address; nothing reaches a real resolver."""
-
-    def getaddrinfo(host, port, *args, **kwargs):
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.216.34", port or 443))]
-
-    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
 
 
 @pytest.fixture(autouse=True)

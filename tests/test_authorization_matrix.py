@@ -9,7 +9,6 @@ Charlie receives contains A's ids. A last test proves the table lists every rout
 configuration serves, so a new endpoint cannot ship without its row."""
 
 import re
-import socket
 import uuid
 
 import pytest
@@ -23,19 +22,12 @@ from tests.jobs.factories import make_job
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_project
 
+# Webhook endpoint URLs are resolved for the SSRF check: one public address, no resolver.
+pytestmark = pytest.mark.usefixtures("public_dns")
+
 OWNER = ("owner",)
 # Routes outside the tenant API: public by design, each with its own tests.
 PUBLIC = {"/healthz", "/metrics", "/v1/schema", "/v1/docs"}
-
-
-@pytest.fixture(autouse=True)
-def public_dns(monkeypatch):
-    """Every hostname resolves to one public address; nothing reaches a real resolver."""
-
-    def getaddrinfo(host, port, *args, **kwargs):
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.216.34", port or 443))]
-
-    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
 
 
 def _project_id(actor):

@@ -17,11 +17,6 @@ from tests.notifications.factories import make_endpoint, make_notification, make
 NOW = datetime(2030, 3, 4, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture
-def tenant(db):
-    return make_tenant()
-
-
 def _email(tenant, **fields):
     defaults = {"next_fire_at": NOW, "channels": ["email"], "email_to": ["a@example.com"]}
     return make_notification(tenant=tenant, **{**defaults, **fields})

@@ -10,13 +10,10 @@ from notifications.scheduler.tick import notification_claim, run_tick
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
 from tests.support.http_server import recording_server
 
+pytestmark = pytest.mark.usefixtures("local_channels")
+
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=45)
-
-
-@pytest.fixture(autouse=True)
-def _local_channels(settings):
-    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
 
 
 def crash_repeatedly(times: int) -> datetime:

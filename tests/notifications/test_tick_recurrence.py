@@ -7,18 +7,10 @@ import pytest
 
 from notifications.models import Notification
 from notifications.scheduler.tick import run_tick
-from tests.notifications.factories import make_endpoint, make_notification, make_tenant
+from tests.notifications.factories import make_endpoint, make_notification
 from tests.support.http_server import Reply, recording_server
 
-
-@pytest.fixture(autouse=True)
-def _local_channels(settings):
-    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
-
-
-@pytest.fixture
-def tenant(db):
-    return make_tenant()
+pytestmark = pytest.mark.usefixtures("local_channels")
 
 
 def test_late_tick_fires_a_missed_occurrence_once_then_skips_to_the_future(tenant):

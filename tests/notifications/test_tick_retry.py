@@ -9,20 +9,12 @@ from notifications.models import Delivery, DeliveryOutcome, NotificationState
 from notifications.scheduler.deliver import Senders
 from notifications.scheduler.tick import run_tick
 from notifications.transports.base import DeliveryResult
-from tests.notifications.factories import make_endpoint, make_notification, make_tenant
+from tests.notifications.factories import make_endpoint, make_notification
 from tests.support.http_server import Reply, recording_server
 
+pytestmark = pytest.mark.usefixtures("local_channels")
+
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
-
-
-@pytest.fixture(autouse=True)
-def _local_channels(settings):
-    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
-
-
-@pytest.fixture
-def tenant(db):
-    return make_tenant()
 
 
 def test_full_failures_back_off_one_then_five_minutes_then_dead_letter(tenant):

@@ -14,23 +14,19 @@ from notifications.models import (
     WebhookEndpoint,
 )
 from notifications.scheduler.tick import run_tick
-from tests.notifications.factories import make_endpoint, make_notification, make_tenant
+from tests.notifications.factories import make_endpoint, make_notification
 from tests.support.http_server import Reply, recording_server
+
+pytestmark = pytest.mark.usefixtures("local_channels")
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 DAILY = "FREQ=DAILY"
 
 
 @pytest.fixture(autouse=True)
-def _local_channels(settings):
-    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
+def _local_mail(settings):
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     settings.RESEND_API_KEY = ""
-
-
-@pytest.fixture
-def tenant(db):
-    return make_tenant()
 
 
 def test_one_shot_success_deletes_the_row_and_logs_the_delivery(tenant):
