@@ -77,14 +77,16 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "dbqueue",
     "tenancy",
     "projects",
     "jobs",
     "notifications",
+    "operations",
 ]
 
 MIDDLEWARE = [
-    "config.problems.RequestSizeLimitMiddleware",
+    "web.problems.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -181,7 +183,7 @@ REST_FRAMEWORK = {
         "rest_framework.throttling.UserRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {"user": THROTTLE_RATE_USER, "anon": THROTTLE_RATE_ANON},
-    "EXCEPTION_HANDLER": "config.problems.problem_exception_handler",
+    "EXCEPTION_HANDLER": "web.problems.problem_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "tenancy.schema.TickworkAutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
@@ -269,8 +271,8 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "logfmt": {"()": "config.logfmt.LogfmtFormatter"},
-        "json": {"()": "config.logfmt.JsonFormatter"},
+        "logfmt": {"()": "dbqueue.logfmt.LogfmtFormatter"},
+        "json": {"()": "dbqueue.logfmt.JsonFormatter"},
     },
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT},

@@ -2,13 +2,13 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from config.health import healthz
-from config.metrics import metrics
+from operations.health import healthz
+from operations.metrics import metrics
 
-handler400 = "config.problems.bad_request"
-handler403 = "config.problems.permission_denied"
-handler404 = "config.problems.not_found"
-handler500 = "config.problems.server_error"
+handler400 = "web.problems.bad_request"
+handler403 = "web.problems.permission_denied"
+handler404 = "web.problems.not_found"
+handler500 = "web.problems.server_error"
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

@@ -7,8 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from config.readonly_admin import ReadOnlyModelAdmin
-from jobs.models import Job, JobStatus, WorkerTotal
+from jobs.models import Job, JobStatus
 from jobs.services import JobNotRetryable, job_retry
 
 
@@ -67,13 +66,3 @@ class JobAdmin(admin.ModelAdmin):
                 f"{skipped} job(s) skipped: only {JobStatus.FAILED} jobs can be retried.",
                 messages.WARNING,
             )
-
-
-@admin.register(WorkerTotal)
-class WorkerTotalAdmin(ReadOnlyModelAdmin):
-    """The workers' cumulative counters, for support staff without a Prometheus: read-only,
-    since only the workers themselves may count."""
-
-    list_display = ("worker", "name", "total", "updated_at")
-    list_filter = ("worker",)
-    ordering = ("worker", "name")

@@ -26,12 +26,13 @@ from django.db import (
     connections,
 )
 
-from config.database import connection_lost
+from dbqueue.claims import ClaimSpec, claim
+from dbqueue.clock import Clock
+from dbqueue.database import connection_lost
+from dbqueue.totals import WorkerSummary
 from jobs.handlers import JobError, handler_for
-from jobs.leasing import ClaimSpec, Clock, claim
 from jobs.models import ErrorCategory, Job
 from jobs.services import Outcome, job_complete, job_crashed, job_fail
-from jobs.totals import WorkerSummary
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from django.conf import settings
 from jobs.models import ErrorCategory, Job
 from notifications.models import Channel, Notification, WebhookEndpoint
 from notifications.transports.base import TRANSIENT_4XX, parse_retry_after
-from notifications.transports.http import HttpError, post
+from outbound.http import HttpError, post
 from projects.models import Project, ProjectStatus
 
 PROVISION = "provision"

@@ -2,8 +2,8 @@
 
 from rest_framework import serializers
 
-from config.fields import NullableCharField, NullableChoiceField
 from jobs.models import ErrorCategory, Job
+from web.fields import NullableCharField, NullableChoiceField
 
 
 class JobSerializer(serializers.ModelSerializer):

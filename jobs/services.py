@@ -1,7 +1,7 @@
 """The writes of the jobs outbox: fenced outcomes of a claimed job, the support retry, pruning.
 
 Every outcome of a claimed job is one short transaction conditional on the claim token the
-claim returned (`jobs.leasing.fenced_update`); `False`/`Outcome.FENCED_OUT` means the job was
+claim returned (`dbqueue.claims.fenced_update`); `False`/`Outcome.FENCED_OUT` means the job was
 reclaimed after our lease ran out, so the stale outcome changed nothing.
 """
 
@@ -15,8 +15,8 @@ from enum import StrEnum
 from django.conf import settings
 from django.db import transaction
 
-from config.batches import delete_in_batches
-from jobs.leasing import fenced_update
+from dbqueue.batches import delete_in_batches
+from dbqueue.claims import fenced_update
 from jobs.models import ErrorCategory, Job, JobStatus
 from notifications.models import Delivery
 from notifications.scheduler import outcomes

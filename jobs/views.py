@@ -15,11 +15,11 @@ from rest_framework import exceptions, generics
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.pagination import NewestFirstCursorPagination
-from config.problems import ProblemError
 from jobs.models import Job, JobStatus
 from jobs.serializers import JobSerializer
 from jobs.services import JobNotRetryable, job_retry
+from web.pagination import NewestFirstCursorPagination
+from web.problems import ProblemError
 
 
 def tenant_jobs(request: Request) -> QuerySet[Job]:

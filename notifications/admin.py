@@ -12,9 +12,9 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.timezone import now as utc_now
 
-from config.readonly_admin import ReadOnlyModelAdmin
-from notifications import endpoints, services
+from notifications import services, webhook_endpoints
 from notifications.models import Delivery, Notification, NotificationQuerySet, WebhookEndpoint
+from web.admin import ReadOnlyModelAdmin
 
 RECENT_DELIVERIES = 20
 
@@ -159,7 +159,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
 
     def _switch(self, request: HttpRequest, queryset: QuerySet, *, enabled: bool) -> None:
         for endpoint in queryset.select_related("tenant"):
-            endpoints.webhook_endpoint_update(
+            webhook_endpoints.webhook_endpoint_update(
                 tenant=endpoint.tenant,
                 endpoint_id=endpoint.id,
                 enabled=enabled,

@@ -11,9 +11,9 @@ from typing import Any
 from django.utils.timezone import now as utc_now
 from rest_framework import serializers
 
-from config.fields import NullableCharField, StrictBooleanField
 from notifications.models import Channel, Delivery, Notification, NotificationState
 from notifications.services import MAX_RECIPIENTS
+from web.fields import NullableCharField, StrictBooleanField
 
 EARLIEST_FIRE_AT = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_FIRE_AT_AHEAD = timedelta(days=36_525)

@@ -19,9 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.pagination import NewestFirstCursorPagination
-from config.problems import ProblemError
-from notifications import endpoints, services
+from notifications import services, webhook_endpoints
 from notifications.models import Delivery, Notification, NotificationState, WebhookEndpoint
 from notifications.serializers import (
     DeliverySerializer,
@@ -32,6 +30,8 @@ from notifications.serializers import (
     WebhookEndpointSerializer,
     WebhookEndpointWriteSerializer,
 )
+from web.pagination import NewestFirstCursorPagination
+from web.problems import ProblemError
 
 
 class DeliveryPagination(NewestFirstCursorPagination):
@@ -215,7 +215,7 @@ class WebhookEndpointListView(GenericAPIView):
         serializer = WebhookEndpointWriteSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         with domain_errors():
-            endpoint = endpoints.webhook_endpoint_create(
+            endpoint = webhook_endpoints.webhook_endpoint_create(
                 tenant=request.tenant, **serializer.validated_data
             )
         data = WebhookEndpointSecretSerializer(endpoint).data
@@ -239,7 +239,7 @@ class WebhookEndpointDetailView(APIView):
         serializer = WebhookEndpointWriteSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         with domain_errors():
-            endpoint = endpoints.webhook_endpoint_update(
+            endpoint = webhook_endpoints.webhook_endpoint_update(
                 tenant=request.tenant, endpoint_id=pk, **serializer.validated_data
             )
         return Response(WebhookEndpointSerializer(endpoint).data)
@@ -247,7 +247,7 @@ class WebhookEndpointDetailView(APIView):
     @extend_schema(responses={204: None})
     def delete(self, request: Request, pk: uuid.UUID) -> Response:
         with domain_errors():
-            endpoints.webhook_endpoint_delete(tenant=request.tenant, endpoint_id=pk)
+            webhook_endpoints.webhook_endpoint_delete(tenant=request.tenant, endpoint_id=pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -257,7 +257,7 @@ class WebhookEndpointRotateSecretView(APIView):
     @extend_schema(request=None, responses={200: WebhookEndpointSecretSerializer})
     def post(self, request: Request, pk: uuid.UUID) -> Response:
         with domain_errors():
-            endpoint = endpoints.webhook_endpoint_rotate_secret(
+            endpoint = webhook_endpoints.webhook_endpoint_rotate_secret(
                 tenant=request.tenant, endpoint_id=pk
             )
         return Response(WebhookEndpointSecretSerializer(endpoint).data)

@@ -5,8 +5,8 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.fields import StrictCharField
 from projects.models import Project, ProjectStatus
+from web.fields import StrictCharField
 
 MAX_INVITES = 50
 

@@ -16,12 +16,12 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, models, transaction
 
-from config.batches import delete_in_batches
-from config.problems import ProblemError
+from dbqueue.batches import delete_in_batches
 from jobs.models import Job
 from projects.models import OperationKey, Project
 from projects.serializers import ProjectSerializer
 from tenancy.models import Tenant
+from web.problems import ProblemError
 
 MAX_KEY_LENGTH = 255
 PROVISION_KIND = "provision"

@@ -8,8 +8,6 @@ from rest_framework import generics
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.pagination import NewestFirstCursorPagination
-from config.problems import ProblemError
 from projects.models import Project
 from projects.serializers import ProjectCreateSerializer, ProjectSerializer
 from projects.services import (
@@ -20,6 +18,8 @@ from projects.services import (
     request_fingerprint,
 )
 from tenancy.schema import LOCATION_HEADER, REPLAYED_HEADER
+from web.pagination import NewestFirstCursorPagination
+from web.problems import ProblemError
 
 
 class ProjectListCreateView(generics.ListAPIView):

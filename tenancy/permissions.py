@@ -7,9 +7,9 @@ from rest_framework import exceptions
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from config.problems import ProblemError
 from tenancy.models import Role
 from tenancy.services import TenantSelectionError, membership_resolve
+from web.problems import ProblemError
 
 
 def _owner_required(view: Any, method: str) -> bool:

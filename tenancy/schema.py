@@ -15,8 +15,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
-from config.problems import PROBLEM_CONTENT_TYPE
 from tenancy.permissions import IsTenantMember
+from web.problems import PROBLEM_CONTENT_TYPE
 
 COMMON_PROBLEM_STATUSES = (400, 401, 403, 404, 405, 406, 413, 415, 429, 500)
 

@@ -15,9 +15,10 @@ from typing import ClassVar
 from django.conf import settings
 from django.db import DatabaseError
 
-from config.database import connection_lost
-from jobs.leasing import ClaimSpec, Clock, claim
-from jobs.totals import WorkerSummary
+from dbqueue.claims import ClaimSpec, claim
+from dbqueue.clock import Clock
+from dbqueue.database import connection_lost
+from dbqueue.totals import WorkerSummary
 from notifications.models import Notification, WebhookEndpoint
 from notifications.scheduler import outcomes
 from notifications.scheduler.deliver import Senders, default_senders, deliver_row

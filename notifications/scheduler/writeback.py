@@ -11,7 +11,7 @@ from datetime import datetime
 
 from django.db import transaction
 
-from jobs.leasing import fenced_delete_many, fenced_update_many
+from dbqueue.claims import fenced_delete_many, fenced_update_many
 from notifications.models import Delivery, Notification, WebhookEndpoint
 from notifications.scheduler.plan import Branch, RowPlan
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
-from .http import HttpError
+from outbound.http import HttpError
 
 # An endpoint must not be able to park a notification for years (or overflow a datetime)
 # with an absurd Retry-After; a day is far beyond any sane rate-limit window.

@@ -13,7 +13,8 @@ from django.conf import settings
 from django.core import mail
 from django.core.mail.backends.base import BaseEmailBackend
 
-from . import http
+from outbound import http
+
 from .base import (
     DeliveryResult,
     EmailMessage,

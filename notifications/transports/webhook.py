@@ -9,7 +9,8 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from . import http
+from outbound import http
+
 from .base import (
     TRANSIENT_4XX,
     DeliveryResult,

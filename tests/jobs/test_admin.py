@@ -1,10 +1,8 @@
 """The jobs admin: find failed jobs, retry them; claim columns cannot be edited."""
 
 from django.urls import reverse
-from django.utils import timezone
 
-from jobs.models import JobStatus, WorkerTotal
-from jobs.totals import worker_totals_add
+from jobs.models import JobStatus
 from projects.models import Project, ProjectStatus
 from tests.jobs.factories import make_job, reload
 
@@ -59,17 +57,3 @@ def test_the_retry_action_retries_failed_jobs_and_skips_the_others(admin_client,
     assert (stored.status, stored.attempts, stored.last_error) == (JobStatus.PENDING, 0, "")
     assert stored.project.status == ProjectStatus.PROVISIONING
     assert reload(completed).status == JobStatus.COMPLETED
-
-
-def test_worker_totals_are_listed_read_only(admin_client, db):
-    worker_totals_add("run_tick", {"delivered": 7}, now=timezone.now())
-    total = WorkerTotal.objects.get(worker="run_tick", name="delivered")
-
-    listing = admin_client.get("/admin/jobs/workertotal/")
-    change = admin_client.post(f"/admin/jobs/workertotal/{total.pk}/change/", {"total": 0})
-
-    assert listing.status_code == 200
-    assert b"delivered" in listing.content
-    assert change.status_code == 403
-    assert admin_client.get("/admin/jobs/workertotal/add/").status_code == 403
-    assert WorkerTotal.objects.get(pk=total.pk).total == 7

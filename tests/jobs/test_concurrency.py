@@ -9,8 +9,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from dbqueue.clock import Clock
 from jobs.consumer import BatchSummary, Worker, jobs_drain
-from jobs.leasing import Clock
 from jobs.models import Job, JobStatus
 from tests.conftest import requires_postgres
 from tests.jobs.factories import make_job

@@ -5,9 +5,9 @@ from datetime import timedelta
 
 import pytest
 
+from dbqueue.clock import Clock
 from jobs.consumer import job_process, jobs_claim, jobs_drain
 from jobs.handlers import HANDLERS, Handler, JobError
-from jobs.leasing import Clock
 from jobs.models import ErrorCategory, JobStatus
 from jobs.services import Outcome
 from notifications.models import Notification

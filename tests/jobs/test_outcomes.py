@@ -4,9 +4,9 @@ from datetime import timedelta
 
 import pytest
 
+from dbqueue.clock import Clock
 from jobs.consumer import jobs_claim, jobs_drain
 from jobs.handlers import HANDLERS, Handler, JobError
-from jobs.leasing import Clock
 from jobs.models import ErrorCategory, Job, JobStatus
 from jobs.services import backoff_seconds, safe_error_text
 from projects.models import ProjectStatus

@@ -2,9 +2,9 @@
 
 import pytest
 
+from dbqueue.clock import Clock
 from jobs.consumer import job_process, jobs_claim, jobs_drain
 from jobs.handlers import provision_activate
-from jobs.leasing import Clock
 from jobs.models import JobStatus
 from jobs.services import Outcome
 from notifications.models import Channel, Notification

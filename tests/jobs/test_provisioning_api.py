@@ -7,8 +7,8 @@ import pytest
 import requests
 import responses
 
+from dbqueue.clock import Clock
 from jobs.consumer import jobs_drain
-from jobs.leasing import Clock
 from jobs.models import ErrorCategory, JobStatus
 from projects.models import ProjectStatus
 from tests.jobs.factories import NOW, make_job, reload

@@ -5,8 +5,8 @@ from datetime import timedelta
 
 import pytest
 
+from dbqueue.clock import Clock
 from jobs.consumer import jobs_drain
-from jobs.leasing import Clock
 from jobs.models import Job, JobStatus
 from projects.models import Project, ProjectStatus
 from tests.jobs.factories import NOW, make_job, reload

@@ -8,8 +8,8 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from jobs.leasing import fenced_update
-from notifications import endpoints, services
+from dbqueue.claims import fenced_update
+from notifications import services, webhook_endpoints
 from notifications.models import Notification, WebhookEndpoint
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
@@ -163,7 +163,7 @@ def test_disabling_an_endpoint_records_why(tenant, monkeypatch):
     monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: pytest.fail("no DNS expected"))
     endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/")
 
-    endpoints.webhook_endpoint_update(
+    webhook_endpoints.webhook_endpoint_update(
         tenant=tenant, endpoint_id=endpoint.id, enabled=False, disabled_reason="by support"
     )
 
@@ -175,10 +175,10 @@ def test_rotation_twice_keeps_only_the_latest_previous_secret(tenant, settings):
     settings.WEBHOOK_SECRET_GRACE_SECONDS = 60
     endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/")
 
-    first = endpoints.webhook_endpoint_rotate_secret(
+    first = webhook_endpoints.webhook_endpoint_rotate_secret(
         tenant=tenant, endpoint_id=endpoint.id, now=NOW
     )
-    second = endpoints.webhook_endpoint_rotate_secret(
+    second = webhook_endpoints.webhook_endpoint_rotate_secret(
         tenant=tenant, endpoint_id=endpoint.id, now=NOW + timedelta(seconds=10)
     )
 
@@ -192,11 +192,11 @@ def test_deleting_an_endpoint_detaches_its_notifications(tenant):
     endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/")
     notification = make_notification(tenant=tenant, next_fire_at=timezone.now(), endpoint=endpoint)
 
-    endpoints.webhook_endpoint_delete(tenant=tenant, endpoint_id=endpoint.id)
+    webhook_endpoints.webhook_endpoint_delete(tenant=tenant, endpoint_id=endpoint.id)
 
     assert Notification.objects.get(pk=notification.pk).webhook_endpoint_id is None
     with pytest.raises(WebhookEndpoint.DoesNotExist):
-        endpoints.webhook_endpoint_delete(tenant=tenant, endpoint_id=endpoint.id)
+        webhook_endpoints.webhook_endpoint_delete(tenant=tenant, endpoint_id=endpoint.id)
 
 
 @requires_postgres
@@ -209,7 +209,7 @@ def test_concurrent_rotations_take_turns_so_every_shown_secret_was_stored():
     def rotate() -> None:
         try:
             barrier.wait(timeout=10)
-            rotated = endpoints.webhook_endpoint_rotate_secret(
+            rotated = webhook_endpoints.webhook_endpoint_rotate_secret(
                 tenant=endpoint.tenant, endpoint_id=endpoint.id
             )
             shown.append(rotated.secret)
@@ -237,7 +237,7 @@ def test_an_update_racing_a_delete_finds_the_endpoint_missing_instead_of_failing
     def update() -> None:
         try:
             deleted_under_lock.wait(timeout=10)
-            endpoints.webhook_endpoint_update(
+            webhook_endpoints.webhook_endpoint_update(
                 tenant=endpoint.tenant, endpoint_id=endpoint.id, enabled=False
             )
             outcome.append("updated")

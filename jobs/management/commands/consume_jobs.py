@@ -8,10 +8,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import InterfaceError, OperationalError
 
-from config.database import database_error_line
-from config.signals import stop_on_signals
+from dbqueue.clock import Clock
+from dbqueue.database import database_error_line
+from dbqueue.signals import stop_on_signals
 from jobs.consumer import Worker, jobs_drain
-from jobs.leasing import Clock
 
 
 class Command(BaseCommand):

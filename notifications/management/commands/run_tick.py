@@ -12,8 +12,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import InterfaceError, OperationalError, close_old_connections
 
-from config.database import database_error_line
-from config.signals import stop_on_signals
+from dbqueue.database import database_error_line
+from dbqueue.signals import stop_on_signals
 from notifications.scheduler.tick import DatabaseLost, TickSummary, run_tick
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tenancy.launcher import PortUnavailable, ProcessSpec, Supervisor, port_check
+from operations.supervisor import PortUnavailable, ProcessSpec, Supervisor, port_check
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTED = re.compile(r"\| started (.*); Ctrl-C")

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from jobs.leasing import database_now
+from dbqueue.clock import database_now
 from jobs.stats import job_queue_stats
 from notifications.stats import notification_queue_stats
 

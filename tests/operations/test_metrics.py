@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 from django.utils import timezone
 
-from jobs.totals import worker_totals_add
-from tests.jobs.test_queue_status import fill_queues
+from dbqueue.totals import worker_totals_add
+from tests.operations.test_queue_status import fill_queues
 
 SAMPLE = re.compile(r'^[a-z_]+(\{[a-z_]+="[a-z_]+"(,[a-z_]+="[a-z_]+")*\})? -?\d+(\.\d+)?$')
 

@@ -24,7 +24,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import IO, TextIO
 
-from config.signals import stop_on_signals
+from dbqueue.signals import stop_on_signals
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 

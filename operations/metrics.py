@@ -14,11 +14,11 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from config.problems import problem_response
-from jobs.leasing import database_now
+from dbqueue.clock import database_now
+from dbqueue.totals import worker_totals
 from jobs.stats import job_queue_stats
-from jobs.totals import worker_totals
 from notifications.stats import notification_queue_stats
+from web.problems import problem_response
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -12,14 +12,12 @@ changed means the row was reclaimed after our lease ran out ("fenced out") and t
 outcome must be dropped.
 """
 
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from django.db import connection, models
-from django.utils import timezone
 
 M = TypeVar("M", bound=models.Model)
 
@@ -160,34 +158,3 @@ def _fenced_update_group(
             params,
         )
         return {pk_field.to_python(row[0]) for row in cursor.fetchall()}
-
-
-class Clock:
-    """One clock for due checks and leases.
-
-    On PostgreSQL it is the database's, so workers on machines with skewed clocks agree: the
-    offset to the server's `clock_timestamp()` is read once and applied to the local
-    monotonic clock, so a lease taken late in a long run starts when that row's work starts.
-    On SQLite (one machine) it is the local clock. A fixed `now` (tests) never moves.
-    """
-
-    def __init__(self, now: datetime | None = None) -> None:
-        self._fixed = now is not None
-        self._origin = now if now is not None else database_now()
-        self._started = time.monotonic()
-
-    def now(self) -> datetime:
-        if self._fixed:
-            return self._origin
-        return self._origin + timedelta(seconds=time.monotonic() - self._started)
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self._started
-
-
-def database_now() -> datetime:
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT clock_timestamp()")
-            return cursor.fetchone()[0]
-    return timezone.now()

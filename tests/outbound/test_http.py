@@ -9,8 +9,8 @@ from contextlib import contextmanager
 import pytest
 import urllib3.util.connection
 
-from notifications.transports import http
-from tests.notifications.test_ssrf import fake_resolver
+from outbound import http
+from tests.outbound.test_ssrf import fake_resolver
 from tests.support.http_server import Reply, recording_server
 
 

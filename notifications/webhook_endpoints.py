@@ -14,7 +14,7 @@ from django.utils.timezone import now as utc_now
 from notifications.models import WebhookEndpoint
 from notifications.services import InvalidInput
 from notifications.transports.signing import generate_secret
-from notifications.transports.ssrf import UnsafeWebhookUrl, validate_webhook_url
+from outbound.ssrf import UnsafeWebhookUrl, validate_webhook_url
 from tenancy.models import Tenant
 
 

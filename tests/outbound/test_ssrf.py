@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from notifications.transports.ssrf import UnsafeWebhookUrl, is_public_address, validate_webhook_url
+from outbound.ssrf import UnsafeWebhookUrl, is_public_address, validate_webhook_url
 
 NON_PUBLIC = [
     "127.0.0.1",

@@ -8,8 +8,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from config.logfmt import logfmt_line
-from jobs.leasing import database_now
+from dbqueue.clock import database_now
+from dbqueue.logfmt import logfmt_line
 from jobs.services import RetentionPolicy, retention_prune
 
 

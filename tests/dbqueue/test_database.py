@@ -1,4 +1,4 @@
-"""config.database: which database errors mean the session is gone, and the worker's line."""
+"""dbqueue.database: which database errors mean the session is gone, and the worker's line."""
 
 import sqlite3
 
@@ -6,7 +6,7 @@ import psycopg
 import pytest
 from django.db import IntegrityError, OperationalError
 
-from config.database import connection_lost, database_error_line
+from dbqueue.database import connection_lost, database_error_line
 
 
 def django_error(cause: Exception, kind: type[Exception] = OperationalError) -> Exception:

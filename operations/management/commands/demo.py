@@ -2,7 +2,7 @@
 
 Migrates, creates (or reuses) the demo tenant and its owner, prints a fresh token and curl
 examples, then runs the development server, `run_tick --loop` and `consume_jobs --loop`
-under tenancy.launcher until Ctrl-C (or SIGTERM). `--no-serve` stops after the set-up.
+under operations.supervisor until Ctrl-C (or SIGTERM). `--no-serve` stops after the set-up.
 """
 
 import os
@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tenancy.launcher import (
+from operations.supervisor import (
     PortUnavailable,
     ProcessSpec,
     Supervisor,

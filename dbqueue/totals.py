@@ -8,8 +8,8 @@ from typing import ClassVar
 
 from django.db import DatabaseError, connection
 
-from config.logfmt import logfmt_line
-from jobs.models import WorkerTotal
+from dbqueue.logfmt import logfmt_line
+from dbqueue.models import WorkerTotal
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ import os
 import signal
 import threading
 
-from config.signals import stop_on_signals
+from dbqueue.signals import stop_on_signals
 
 
 def test_each_stop_signal_calls_stop_outside_the_main_thread_and_handlers_return():

@@ -5,10 +5,10 @@ from datetime import UTC, datetime
 import pytest
 from django.utils import timezone
 
+from dbqueue.clock import Clock
+from dbqueue.models import WorkerTotal
+from dbqueue.totals import worker_totals, worker_totals_add
 from jobs.consumer import jobs_drain
-from jobs.leasing import Clock
-from jobs.models import WorkerTotal
-from jobs.totals import worker_totals, worker_totals_add
 from notifications.scheduler.deliver import Senders
 from notifications.scheduler.tick import run_tick
 from notifications.transports.base import DeliveryResult

@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from notifications.transports import http
-from tests.notifications.test_ssrf import fake_resolver
+from outbound import http
+from tests.outbound.test_ssrf import fake_resolver
 
 HOSTNAME = "hooks.example.test"
 

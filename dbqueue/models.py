@@ -1,0 +1,24 @@
+"""The one table the queue machinery owns: the workers' cumulative counters."""
+
+from django.db import models
+from django.utils import timezone
+
+
+class WorkerTotal(models.Model):
+    """A cumulative counter of a worker (run_tick, consume_jobs, …) for /metrics: runs, rows
+    claimed and each outcome since installation. Not tenant data. Every finished tick and
+    every batch that claimed work adds to these rows in one statement; counters survive
+    restarts and `prune`, as Prometheus counters must."""
+
+    worker = models.CharField(max_length=32)
+    name = models.CharField(max_length=32)
+    total = models.BigIntegerField(default=0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["worker", "name"], name="worker_total_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.worker} {self.name}={self.total}"
