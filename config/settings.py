@@ -216,7 +216,8 @@ CLAIM_LEASE_SECONDS = _positive(
 CHANNEL_TIMEOUT_SECONDS = _positive(
     "CHANNEL_TIMEOUT_SECONDS", _read("CHANNEL_TIMEOUT_SECONDS", env.float, 10.0)
 )
-MAX_ATTEMPTS = int(_positive("MAX_ATTEMPTS", _read("MAX_ATTEMPTS", env.int, 3)))
+# The environment keeps the seed's name (MAX_ATTEMPTS); the setting says whose attempts they are.
+NOTIFICATION_MAX_ATTEMPTS = int(_positive("MAX_ATTEMPTS", _read("MAX_ATTEMPTS", env.int, 3)))
 BACKOFF_SECONDS = _seconds_list("BACKOFF_SECONDS", "60,300,1800")
 TICK_CONCURRENCY = int(_positive("TICK_CONCURRENCY", _read("TICK_CONCURRENCY", env.int, 16)))
 TICK_TIME_BUDGET_SECONDS = _positive(

@@ -1,20 +1,25 @@
-"""Claims with leases and fencing tokens: the one mechanism run_tick and consume_jobs share.
+"""Claims with leases and fencing tokens: the one mechanism every queue table shares.
 
 A queue table has `claimed_until` (the lease) and `claim_token` (the fence). A claim is ONE
 statement that picks ready rows, sets `claimed_until = now + lease`, increments
 `claim_token` and returns the claimed rows — token included — from that same statement, so
-no later read can see a newer claimant's token. On PostgreSQL the pick is
-`FOR UPDATE SKIP LOCKED`, so concurrent claimers take disjoint rows without waiting; on
-SQLite the statement runs under the single writer lock, which gives the same guarantee.
+no later read can see a newer claimant's token. Which rows are ready is the queue's own
+queryset (`ClaimSpec.ready`), compiled into the claim: the predicate is written once. On
+PostgreSQL the pick is `FOR UPDATE SKIP LOCKED`, so concurrent claimers take disjoint rows
+without waiting; on SQLite the statement runs under the single writer lock, which gives the
+same guarantee.
 
 Every write-back is conditional on `(pk, claim_token)` and clears `claimed_until`; zero rows
 changed means the row was reclaimed after our lease ran out ("fenced out") and the stale
-outcome must be dropped.
+outcome must be dropped. A change made outside a claim (a support retry, an edit) goes
+through `guarded_update`, which refuses a row under a running lease and bumps the token so
+that a worker whose lease ran out cannot overwrite it afterwards.
 """
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from enum import Enum
 from typing import Any, TypeVar
 
 from django.db import connection, models
@@ -22,24 +27,26 @@ from django.db import connection, models
 M = TypeVar("M", bound=models.Model)
 
 
+class ClaimValue(Enum):
+    """Values a claim assigns that only the claim itself knows."""
+
+    NOW = "now"
+    LEASE_UNTIL = "lease_until"
+    INCREMENT = "increment"
+
+
 @dataclass(frozen=True)
 class ClaimSpec:
-    """What makes a row of `model` claimable, as SQL over its own columns.
+    """How a queue claims: `ready(now)` is the queryset of claimable rows, `order_by` the
+    claim order, and `on_claim` further columns the claim sets (a value, or a ClaimValue)."""
 
-    `ready_sql` may use `%(now)s`; `order_by` is a column list; `extra_assignments` are
-    further `column = expression` pieces applied by the claim (e.g. counting an attempt).
-    """
-
-    model: type[models.Model]
-    ready_sql: str
-    order_by: str
-    extra_assignments: str = ""
+    ready: Callable[[datetime], models.QuerySet]
+    order_by: tuple[str, ...]
+    on_claim: Mapping[str, Any] = field(default_factory=dict)
 
 
-def claim(
-    spec: ClaimSpec, *, now: datetime, lease: timedelta, limit: int, params: dict[str, Any]
-) -> list[Any]:
-    """Claim up to `limit` ready rows (oldest by `order_by`) and return them as model
+def claim(spec: ClaimSpec, *, now: datetime, lease: timedelta, limit: int) -> list[Any]:
+    """Claim up to `limit` ready rows (first by `order_by`) and return them as model
     instances, in no particular order.
 
     The returned instances carry the new `claim_token` and `claimed_until`; a row another
@@ -47,36 +54,48 @@ def claim(
     """
     if limit <= 0:
         return []
-    table = connection.ops.quote_name(spec.model._meta.db_table)
-    pk = connection.ops.quote_name(spec.model._meta.pk.column)
-    assignments = "claimed_until = %(lease_until)s, claim_token = claim_token + 1"
-    if spec.extra_assignments:
-        assignments += ", " + spec.extra_assignments
+    picked = spec.ready(now).order_by(*spec.order_by).values("pk")[:limit]
+    model = picked.model
+    pick_sql, pick_params = picked.query.sql_with_params()
+    lease_until = now + lease
+    assignments, set_params = _assignments(
+        model,
+        {"claimed_until": lease_until, "claim_token": ClaimValue.INCREMENT, **spec.on_claim},
+        now=now,
+        lease_until=lease_until,
+    )
+    table = connection.ops.quote_name(model._meta.db_table)
+    pk = connection.ops.quote_name(model._meta.pk.column)
     if connection.vendor == "postgresql":
         sql = (
-            f"WITH picked AS (SELECT {pk} FROM {table} WHERE {spec.ready_sql} "
-            f"ORDER BY {spec.order_by} LIMIT %(limit)s FOR UPDATE SKIP LOCKED) "
+            f"WITH picked AS ({pick_sql} FOR UPDATE SKIP LOCKED) "
             f"UPDATE {table} AS claimed SET {assignments} FROM picked "
             f"WHERE claimed.{pk} = picked.{pk} RETURNING claimed.*"
         )
+        params = [*pick_params, *set_params]
     else:
-        sql = (
-            f"UPDATE {table} SET {assignments} WHERE {pk} IN (SELECT {pk} FROM {table} "
-            f"WHERE {spec.ready_sql} ORDER BY {spec.order_by} LIMIT %(limit)s) RETURNING *"
-        )
-    bound = {**params, "now": now, "lease_until": now + lease, "limit": limit}
-    rows = list(spec.model._default_manager.raw(sql, _adapt(bound)))
-    return rows
+        sql = f"UPDATE {table} SET {assignments} WHERE {pk} IN ({pick_sql}) RETURNING *"
+        params = [*set_params, *pick_params]
+    return list(model._default_manager.raw(sql, params))
 
 
-def _adapt(params: dict[str, Any]) -> dict[str, Any]:
-    """Datetimes as the backend stores them (SQLite keeps text in its own format)."""
-    return {
-        key: connection.ops.adapt_datetimefield_value(value)
-        if isinstance(value, datetime)
-        else value
-        for key, value in params.items()
-    }
+def _assignments(
+    model: type[models.Model], values: Mapping[str, Any], *, now: datetime, lease_until: datetime
+) -> tuple[str, list[Any]]:
+    pieces, params = [], []
+    for name, value in values.items():
+        field_ = model._meta.get_field(name)
+        column = connection.ops.quote_name(field_.column)
+        if value is ClaimValue.INCREMENT:
+            pieces.append(f"{column} = {column} + 1")
+            continue
+        if value is ClaimValue.NOW:
+            value = now
+        elif value is ClaimValue.LEASE_UNTIL:
+            value = lease_until
+        pieces.append(f"{column} = %s")
+        params.append(field_.get_db_prep_save(value, connection))
+    return ", ".join(pieces), params
 
 
 def fenced_update(model: type[M], *, pk: Any, token: int, **changes: Any) -> bool:
@@ -85,12 +104,6 @@ def fenced_update(model: type[M], *, pk: Any, token: int, **changes: Any) -> boo
         claimed_until=None, **changes
     )
     return updated == 1
-
-
-def fenced_delete(model: type[M], *, pk: Any, token: int) -> bool:
-    """Delete the row only if our claim is still the latest one."""
-    deleted, _ = model._default_manager.filter(pk=pk, claim_token=token).delete()
-    return deleted > 0
 
 
 def fenced_delete_many(model: type[M], claims: Iterable[tuple[Any, int]]) -> set[Any]:
@@ -134,17 +147,17 @@ def _fenced_update_group(
     keys = [pk_field.get_db_prep_value(key, connection) for key, _, _ in group]
     assignments, params = ["claimed_until = NULL"], []
     for name in columns:
-        field = meta.get_field(name)
-        values = [field.get_db_prep_save(changes[name], connection) for _, _, changes in group]
+        field_ = meta.get_field(name)
+        values = [field_.get_db_prep_save(changes[name], connection) for _, _, changes in group]
         # PostgreSQL types a CASE from its branches, so NULLs and text need the column type.
-        cast = f"CAST(%s AS {field.cast_db_type(connection)})"
+        cast = f"CAST(%s AS {field_.cast_db_type(connection)})"
         slot = cast if connection.vendor == "postgresql" else "%s"
         if all(value == values[0] for value in values):
-            assignments.append(f"{quote(field.column)} = {slot}")
+            assignments.append(f"{quote(field_.column)} = {slot}")
             params.append(values[0])
             continue
         whens = " ".join([f"WHEN %s THEN {slot}"] * len(group))
-        assignments.append(f"{quote(field.column)} = CASE {quote(pk_field.column)} {whens} END")
+        assignments.append(f"{quote(field_.column)} = CASE {quote(pk_field.column)} {whens} END")
         for key, value in zip(keys, values, strict=True):
             params.extend([key, value])
     pk = quote(pk_field.column)
@@ -158,3 +171,18 @@ def _fenced_update_group(
             params,
         )
         return {pk_field.to_python(row[0]) for row in cursor.fetchall()}
+
+
+def guarded_update(rows: models.QuerySet, *, token: int, now: datetime, **values: Any) -> bool:
+    """Write `values` to the row in `rows` (one row, already scoped by its caller: pk,
+    tenant, state) unless a lease is running on it or it was claimed since it was read with
+    `token`. Bumps the claim token, so a worker whose lease ran out before this write
+    cannot overwrite it afterwards: its fenced write-back now matches no row. False when
+    nothing was written (claimed, re-claimed, gone, or not in the expected state)."""
+    unclaimed = models.Q(claimed_until__isnull=True) | models.Q(claimed_until__lt=now)
+    written = (
+        rows.filter(claim_token=token)
+        .filter(unclaimed)
+        .update(claim_token=models.F("claim_token") + 1, **values)
+    )
+    return written == 1

@@ -3,7 +3,7 @@
 Jobs are claimed one at a time, right before they run, so each lease starts when that job's
 work starts. A claim counts the attempt; a job whose claims used up its attempts without
 ever producing an outcome (it kills its worker) is dead-lettered as `crashed` instead of
-being run again. The `Worker` repeats batches until told to stop: it polls, and on
+being run again. `jobs_worker` repeats batches until told to stop: it polls, and on
 PostgreSQL it also wakes on the `tickwork_jobs` notification that the jobs table's trigger
 sends when a job is committed.
 """
@@ -16,43 +16,35 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import ClassVar
 
-import psycopg
 from django.conf import settings
-from django.db import (
-    DEFAULT_DB_ALIAS,
-    DatabaseError,
-    close_old_connections,
-    connection,
-    connections,
-)
+from django.db import DatabaseError, connection
 
-from dbqueue.claims import ClaimSpec, claim
+from dbqueue.claims import ClaimSpec, ClaimValue, claim
 from dbqueue.clock import Clock
 from dbqueue.database import connection_lost
+from dbqueue.listen import ListenWaiter
 from dbqueue.totals import WorkerSummary
-from jobs.handlers import JobError, handler_for
-from jobs.models import ErrorCategory, Job
+from dbqueue.worker import ConnectionLost, Worker
+from jobs.models import ErrorCategory, Job, JobStatus
+from jobs.registry import JobError, handler_for
 from jobs.services import Outcome, job_complete, job_crashed, job_fail
 
 logger = logging.getLogger(__name__)
 
 NOTIFY_CHANNEL = "tickwork_jobs"
-# How often a waiting worker looks at its stop flag.
-_STOP_CHECK_SECONDS = 0.5
 
 JOB_CLAIM = ClaimSpec(
-    model=Job,
-    ready_sql=(
-        "status IN ('pending', 'enqueued') AND next_attempt_at <= %(now)s"
-        " AND (claimed_until IS NULL OR claimed_until < %(now)s)"
-    ),
-    order_by="next_attempt_at",
+    ready=lambda now: Job.objects.ready(now=now),
+    order_by=("next_attempt_at",),
     # While enqueued, next_attempt_at is the lease expiry: job_ready_idx then serves both
     # due pending jobs and orphaned enqueued ones.
-    extra_assignments=(
-        "status = 'enqueued', attempts = attempts + 1, next_attempt_at = %(lease_until)s,"
-        " last_attempt_at = %(now)s, updated_at = %(now)s"
-    ),
+    on_claim={
+        "status": JobStatus.ENQUEUED,
+        "attempts": ClaimValue.INCREMENT,
+        "next_attempt_at": ClaimValue.LEASE_UNTIL,
+        "last_attempt_at": ClaimValue.NOW,
+        "updated_at": ClaimValue.NOW,
+    },
 )
 
 
@@ -61,7 +53,7 @@ def jobs_claim(*, now: datetime, limit: int) -> list[Job]:
     expired lease (orphaned). Each returned job carries its new claim token and counts
     the attempt."""
     lease = timedelta(seconds=settings.JOB_LEASE_SECONDS)
-    return claim(JOB_CLAIM, now=now, lease=lease, limit=limit, params={})
+    return claim(JOB_CLAIM, now=now, lease=lease, limit=limit)
 
 
 def job_process(job: Job, *, clock: Clock) -> Outcome:
@@ -141,17 +133,25 @@ def jobs_drain(
     should_stop: Callable[[], bool] = lambda: False,
 ) -> BatchSummary:
     """One bounded batch: claim and run jobs until none is ready, `limit` jobs were
-    claimed, `max_seconds` passed or `should_stop()`; the job in flight always finishes."""
+    claimed, `max_seconds` passed or `should_stop()`; the job in flight always finishes.
+    Raises ConnectionLost (with the batch's summary) when the database connection is lost:
+    the job in flight is then left to its lease."""
     summary = BatchSummary()
     started = time.monotonic()
-    while summary.claimed < limit and time.monotonic() - started < max_seconds:
-        if should_stop():
-            break
-        claimed = jobs_claim(now=clock.now(), limit=1)
-        if not claimed:
-            break
-        summary.claimed += 1
-        summary.count(job_process(claimed[0], clock=clock))
+    try:
+        while summary.claimed < limit and time.monotonic() - started < max_seconds:
+            if should_stop():
+                break
+            claimed = jobs_claim(now=clock.now(), limit=1)
+            if not claimed:
+                break
+            summary.claimed += 1
+            summary.count(job_process(claimed[0], clock=clock))
+    except DatabaseError as exc:
+        if not connection_lost(exc):
+            raise
+        summary.duration = time.monotonic() - started
+        raise ConnectionLost(summary) from exc
     summary.duration = time.monotonic() - started
     if summary.claimed:
         # Idle polls of --loop are not batches: counting them would write every interval.
@@ -159,107 +159,27 @@ def jobs_drain(
     return summary
 
 
-class Worker:
-    """Runs batches until `stop()`: after each batch it waits up to `interval` seconds,
-    or less when PostgreSQL notifies that a job was committed. `notified_wakeups` and
-    `timed_wakeups` count how each wait ended."""
+def jobs_worker(
+    *,
+    limit: int,
+    max_seconds: float,
+    interval: float,
+    report: Callable[[str], None],
+    report_error: Callable[[str], None],
+) -> Worker:
+    """The consume_jobs worker: each pass is one `jobs_drain` batch on a fresh clock."""
 
-    def __init__(
-        self, *, limit: int, max_seconds: float, interval: float, report: Callable[[str], None]
-    ) -> None:
-        self.limit = limit
-        self.max_seconds = max_seconds
-        self.interval = interval
-        self.report = report
-        self.notified_wakeups = 0
-        self.timed_wakeups = 0
-        self.idle = threading.Event()  # set while waiting between batches
-        self._stop = threading.Event()
+    def batch(stop: threading.Event) -> BatchSummary:
+        return jobs_drain(
+            clock=Clock(), limit=limit, max_seconds=max_seconds, should_stop=stop.is_set
+        )
 
-    def stop(self) -> None:
-        self._stop.set()
-
-    def stopping(self) -> bool:
-        return self._stop.is_set()
-
-    def run(self) -> None:
-        # Listen before the first batch, so no job committed after a batch's last claim
-        # can go unnoticed until the next poll.
-        waiter = _ListenWaiter() if connection.vendor == "postgresql" else _PollWaiter()
-        try:
-            waiter.open()
-            while not self._stop.is_set():
-                self._batch()
-                self.idle.set()
-                woken = waiter.wait(self.interval, self._stop)
-                self.idle.clear()
-                if woken:
-                    self.notified_wakeups += 1
-                elif not self._stop.is_set():
-                    self.timed_wakeups += 1
-        finally:
-            waiter.close()
-
-    def _batch(self) -> None:
-        try:
-            summary = jobs_drain(
-                clock=Clock(),
-                limit=self.limit,
-                max_seconds=self.max_seconds,
-                should_stop=self._stop.is_set,
-            )
-        except DatabaseError:
-            logger.exception("consume_jobs: batch failed; trying again after the interval")
-            return
-        finally:
-            close_old_connections()
-        if summary.claimed:
-            self.report(summary.line())
-
-
-class _PollWaiter:
-    def open(self) -> None:
-        pass
-
-    def wait(self, timeout: float, stop: threading.Event) -> bool:
-        stop.wait(timeout)
-        return False
-
-    def close(self) -> None:
-        pass
-
-
-class _ListenWaiter:
-    """LISTEN on a dedicated connection; a lost connection degrades to polling until it
-    can be opened again."""
-
-    def __init__(self) -> None:
-        self._db = None
-
-    def wait(self, timeout: float, stop: threading.Event) -> bool:
-        deadline = time.monotonic() + timeout
-        while not stop.is_set() and (remaining := deadline - time.monotonic()) > 0:
-            slice_seconds = min(remaining, _STOP_CHECK_SECONDS)
-            try:
-                raw = self.open()
-                if list(raw.notifies(timeout=slice_seconds, stop_after=1)):
-                    list(raw.notifies(timeout=0))  # one batch serves the whole burst
-                    return True
-            except (DatabaseError, psycopg.Error):
-                logger.warning("consume_jobs: LISTEN connection lost; polling meanwhile")
-                self.close()
-                stop.wait(slice_seconds)
-        return False
-
-    def open(self) -> "psycopg.Connection":
-        """The listening connection, opened (and LISTENing) if it is not already."""
-        if self._db is None:
-            self._db = connections.create_connection(DEFAULT_DB_ALIAS)
-            self._db.ensure_connection()
-            self._db.connection.execute(f"LISTEN {NOTIFY_CHANNEL}")
-        return self._db.connection
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+    waiter = ListenWaiter(NOTIFY_CHANNEL) if connection.vendor == "postgresql" else None
+    return Worker(
+        "consume_jobs",
+        batch,
+        interval=interval,
+        report=report,
+        report_error=report_error,
+        waiter=waiter,
+    )

@@ -1,28 +1,30 @@
-"""The writes of the jobs outbox: fenced outcomes of a claimed job, the support retry, pruning.
+"""The writes of the jobs outbox: enqueueing, fenced outcomes of a claimed job, the support
+retry, pruning. Only this module writes jobs.
 
 Every outcome of a claimed job is one short transaction conditional on the claim token the
-claim returned (`dbqueue.claims.fenced_update`); `False`/`Outcome.FENCED_OUT` means the job was
-reclaimed after our lease ran out, so the stale outcome changed nothing.
+claim returned (`dbqueue.claims.fenced_update`); `False`/`Outcome.FENCED_OUT` means the job
+was reclaimed after our lease ran out, so the stale outcome changed nothing. What a job's
+dead letter or retry means for its project is the projects app's business: it listens to
+`job_dead_lettered` and `job_retried`, sent inside the same transaction.
 """
 
 import re
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
+from dbqueue.backoff import retry_delay
 from dbqueue.batches import delete_in_batches
 from dbqueue.claims import fenced_update
 from jobs.models import ErrorCategory, Job, JobStatus
-from notifications.models import Delivery
-from notifications.scheduler import outcomes
-from projects.models import Project, ProjectStatus
-from projects.services import operation_keys_purge
+from jobs.registry import job_dead_lettered, job_retried
 from tenancy.models import Tenant
+from web.errors import Conflict
 
 _ERROR_MAX = 500
 _QUERY_STRING = re.compile(r"(https?://[^\s?#]*)[?#]\S*", re.IGNORECASE)
@@ -37,8 +39,10 @@ class Outcome(StrEnum):
     FENCED_OUT = "fenced_out"
 
 
-class JobNotRetryable(Exception):
+class JobNotRetryable(Conflict):
     """Only a `failed` job can be retried; `status` is the job's current status."""
+
+    kind = "job-not-retryable"
 
     def __init__(self, status: str) -> None:
         super().__init__(f"Only a failed job can be retried; this job is {status}.")
@@ -52,10 +56,28 @@ def safe_error_text(text: str) -> str:
     return text[:_ERROR_MAX]
 
 
-def backoff_seconds(*, attempts: int, schedule: Sequence[int]) -> int:
-    """The wait before the next attempt after `attempts` attempts (1-based); the schedule's
-    last step repeats once it is exhausted (the scheduler's rule, counted from 1)."""
-    return outcomes.backoff_seconds(error_count_before=attempts - 1, steps=schedule)
+def job_enqueue(
+    *,
+    tenant: Tenant,
+    kind: str,
+    payload: dict[str, Any],
+    now: datetime,
+    project_id: uuid.UUID | None = None,
+    job_id: uuid.UUID | None = None,
+) -> Job:
+    """Insert a pending job, due now, inside the caller's transaction: the outbox guarantee
+    (the job commits with the row it is about, or not at all)."""
+    return Job.objects.create(
+        id=job_id or uuid.uuid4(),
+        tenant=tenant,
+        project_id=project_id,
+        kind=kind,
+        payload=payload,
+        max_attempts=settings.JOB_MAX_ATTEMPTS,
+        next_attempt_at=now,
+        created_at=now,
+        updated_at=now,
+    )
 
 
 def job_complete(*, job: Job, now: datetime, apply: Callable[[], None] | None = None) -> bool:
@@ -88,13 +110,13 @@ def job_fail(
 
     Back to `pending` after the backoff (at least `retry_after` seconds), or — when the
     error is permanent or the attempts are used up — `failed` (the dead letter) with its
-    project `failed` too.
+    `job_dead_lettered` signal (its project turns `failed`).
     """
     changes = {"last_error_category": category, "last_error": safe_error_text(error)}
     if permanent or job.attempts >= job.max_attempts:
         return _dead_letter(job=job, now=now, **changes)
-    delay = outcomes.retry_delay(
-        error_count_before=job.attempts - 1,
+    delay = retry_delay(
+        failures_before=job.attempts - 1,
         steps=settings.JOB_BACKOFF_SECONDS,
         retry_after=retry_after,
     )
@@ -134,15 +156,14 @@ def _dead_letter(*, job: Job, now: datetime, **changes: object) -> Outcome:
             **changes,
         )
         if failed:
-            Project.objects.filter(pk=job.project_id).update(
-                status=ProjectStatus.FAILED, updated_at=now
-            )
+            job_dead_lettered.send(sender=Job, job=job, now=now)
     return Outcome.FAILED if failed else Outcome.FENCED_OUT
 
 
 def job_retry(*, tenant: Tenant, job_id: uuid.UUID, now: datetime) -> Job:
     """Make the tenant's failed job run again exactly like a new one: pending and due now,
-    attempts and errors cleared, its project back to `provisioning`.
+    attempts and errors cleared; `job_retried` is sent with it (its project goes back to
+    `provisioning`).
 
     Raises Job.DoesNotExist when the tenant has no such job and JobNotRetryable when the
     job is not `failed`. The claim token is kept: it only ever grows, so a claimant from
@@ -162,41 +183,12 @@ def job_retry(*, tenant: Tenant, job_id: uuid.UUID, now: datetime) -> Job:
         job = Job.objects.get(pk=job_id, tenant=tenant)
         if not updated:
             raise JobNotRetryable(job.status)
-        Project.objects.filter(pk=job.project_id).update(
-            status=ProjectStatus.PROVISIONING, updated_at=now
-        )
+        job_retried.send(sender=Job, job=job, now=now)
     return job
 
 
-@dataclass(frozen=True)
-class RetentionPolicy:
-    """How old finished rows must be before `prune` deletes them, and its batch size."""
-
-    jobs_days: int
-    deliveries_days: int
-    batch_size: int
-
-
-@dataclass(frozen=True)
-class PruneCounts:
-    jobs: int
-    deliveries: int
-    operation_keys: int
-
-
-def retention_prune(*, now: datetime, policy: RetentionPolicy) -> PruneCounts:
-    """Delete completed jobs and delivery-log rows past their retention, and expired
-    operation keys, in bounded batches. Live rows are never candidates: pending, enqueued
-    and failed jobs (dead letters wait for support staff) stay, as do the notifications
-    themselves; the delivery log is history only."""
-    finished_jobs = Job.objects.filter(
-        status=JobStatus.COMPLETED, completed_at__lt=now - timedelta(days=policy.jobs_days)
-    )
-    old_deliveries = Delivery.objects.filter(
-        attempted_at__lt=now - timedelta(days=policy.deliveries_days)
-    )
-    return PruneCounts(
-        jobs=delete_in_batches(finished_jobs, batch_size=policy.batch_size),
-        deliveries=delete_in_batches(old_deliveries, batch_size=policy.batch_size),
-        operation_keys=operation_keys_purge(now=now, batch_size=policy.batch_size),
-    )
+def jobs_prune_completed(*, before: datetime, batch_size: int) -> int:
+    """Delete jobs completed before `before`, in short batches; returns the count. Pending,
+    enqueued and failed jobs (dead letters wait for support staff) are never candidates."""
+    finished = Job.objects.filter(status=JobStatus.COMPLETED, completed_at__lt=before)
+    return delete_in_batches(finished, batch_size=batch_size)

@@ -11,15 +11,15 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import exceptions, generics
+from rest_framework import generics
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from jobs.models import Job, JobStatus
 from jobs.serializers import JobSerializer
-from jobs.services import JobNotRetryable, job_retry
+from jobs.services import job_retry
+from web.errors import InvalidInput
 from web.pagination import NewestFirstCursorPagination
-from web.problems import ProblemError
 
 
 def tenant_jobs(request: Request) -> QuerySet[Job]:
@@ -49,7 +49,7 @@ class JobListView(generics.ListAPIView):
             return jobs
         if wanted not in JobStatus.values:
             allowed = ", ".join(JobStatus.values)
-            raise exceptions.ValidationError({"status": [f"Must be one of: {allowed}."]})
+            raise InvalidInput({"status": [f"Must be one of: {allowed}."]})
         return jobs.filter(status=wanted)
 
 
@@ -71,10 +71,5 @@ class JobRetryView(generics.GenericAPIView):
 
     @extend_schema(operation_id="jobs_retry", request=None, responses={200: JobSerializer})
     def post(self, request: Request, id: UUID) -> Response:
-        try:
-            job = job_retry(tenant=request.tenant, job_id=id, now=timezone.now())
-        except Job.DoesNotExist:
-            raise exceptions.NotFound() from None
-        except JobNotRetryable as exc:
-            raise ProblemError(409, str(exc), kind="job-not-retryable") from None
+        job = job_retry(tenant=request.tenant, job_id=id, now=timezone.now())
         return Response(JobSerializer(job).data)

@@ -7,19 +7,13 @@ from django.conf import settings
 from django.db import models
 from django.utils.timezone import now as utc_now
 
-from projects.models import Project
+from notifications.scheduler.outcomes import DeadLetterReason
 from tenancy.models import Tenant
 
 
 class Channel(models.TextChoices):
     EMAIL = "email", "Email"
     WEBHOOK = "webhook", "Webhook"
-
-
-class DeadLetterReason(models.TextChoices):
-    EXHAUSTED = "exhausted", "Retries exhausted"
-    PERMANENT = "permanent", "Permanent error"
-    CRASHED = "crashed", "Crashed the worker repeatedly"
 
 
 class NotificationState(models.TextChoices):
@@ -64,16 +58,21 @@ class WebhookEndpoint(models.Model):
 
 class NotificationQuerySet(models.QuerySet["Notification"]):
     def due(self, *, now: datetime) -> "NotificationQuerySet":
-        return self.filter(next_fire_at__lte=now, error_count__lt=settings.MAX_ATTEMPTS).filter(
-            models.Q(claimed_until__isnull=True) | models.Q(claimed_until__lt=now)
-        )
+        return self.filter(
+            next_fire_at__lte=now, error_count__lt=settings.NOTIFICATION_MAX_ATTEMPTS
+        ).filter(models.Q(claimed_until__isnull=True) | models.Q(claimed_until__lt=now))
 
     def in_flight(self, *, now: datetime) -> "NotificationQuerySet":
         return self.filter(claimed_until__gte=now)
 
+    def scheduled(self) -> "NotificationQuerySet":
+        return self.filter(next_fire_at__isnull=False, error_count=0)
+
     def backing_off(self) -> "NotificationQuerySet":
         return self.filter(
-            next_fire_at__isnull=False, error_count__gt=0, error_count__lt=settings.MAX_ATTEMPTS
+            next_fire_at__isnull=False,
+            error_count__gt=0,
+            error_count__lt=settings.NOTIFICATION_MAX_ATTEMPTS,
         )
 
     def dead_lettered(self) -> "NotificationQuerySet":
@@ -82,8 +81,23 @@ class NotificationQuerySet(models.QuerySet["Notification"]):
     def parked(self) -> "NotificationQuerySet":
         return self.filter(
             models.Q(next_fire_at__isnull=True, dead_letter_reason="")
-            | models.Q(next_fire_at__isnull=False, error_count__gte=settings.MAX_ATTEMPTS)
+            | models.Q(
+                next_fire_at__isnull=False, error_count__gte=settings.NOTIFICATION_MAX_ATTEMPTS
+            )
         )
+
+    def in_state(self, state: str) -> "NotificationQuerySet":
+        """The rows whose derived `Notification.state` is `state` (a NotificationState);
+        the API's `?state=` filter and the admin's filter both use this."""
+        return getattr(self, _STATE_FILTERS[NotificationState(state)])()
+
+
+_STATE_FILTERS = {
+    NotificationState.SCHEDULED: "scheduled",
+    NotificationState.BACKING_OFF: "backing_off",
+    NotificationState.DEAD_LETTERED: "dead_lettered",
+    NotificationState.PARKED: "parked",
+}
 
 
 class Notification(models.Model):
@@ -98,7 +112,11 @@ class Notification(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="notifications")
     project = models.ForeignKey(
-        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="notifications"
+        "projects.Project",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="notifications",
     )
     channels = models.JSONField(default=list)
     email_to = models.JSONField(default=list, blank=True)
@@ -123,7 +141,10 @@ class Notification(models.Model):
     # NULL after a clean success, as the API reports it.
     last_error = models.CharField(max_length=500, null=True, blank=True)  # noqa: DJ001
     dead_letter_reason = models.CharField(
-        max_length=16, choices=DeadLetterReason.choices, blank=True, default=""
+        max_length=16,
+        choices=[(reason.value, reason.label) for reason in DeadLetterReason],
+        blank=True,
+        default="",
     )
     claimed_until = models.DateTimeField(null=True, blank=True)
     claim_token = models.BigIntegerField(default=0)
@@ -165,7 +186,7 @@ class Notification(models.Model):
             if self.dead_letter_reason:
                 return NotificationState.DEAD_LETTERED
             return NotificationState.PARKED
-        if self.error_count >= settings.MAX_ATTEMPTS:
+        if self.error_count >= settings.NOTIFICATION_MAX_ATTEMPTS:
             return NotificationState.PARKED
         if self.error_count > 0:
             return NotificationState.BACKING_OFF

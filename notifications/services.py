@@ -7,67 +7,135 @@ running) raises `NotificationClaimed`: changing it under a worker would race the
 write-back.
 """
 
+import hashlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
-from django.db.models import F, Q
+from django.db.models import QuerySet
 from django.utils.timezone import now as utc_now
 
+from dbqueue.batches import delete_in_batches
+from dbqueue.claims import guarded_update
 from notifications.models import (
     Channel,
+    Delivery,
     Notification,
-    NotificationQuerySet,
     NotificationState,
     WebhookEndpoint,
 )
 from notifications.recurrence import InvalidRecurrence, next_occurrence, validate_rrule
 from notifications.recurrence import validate_timezone as validate_tz_name
-from projects.models import Project
 from tenancy.models import Tenant
+from web.errors import Conflict, InvalidInput
 
 MAX_RECIPIENTS = 50
+SUBJECT_MAX = Notification._meta.get_field("subject").max_length
 _SCHEDULE_FIELDS = frozenset({"fire_at", "rrule", "timezone"})
 _CONTENT_FIELDS = frozenset({"subject", "body", "channels", "email_to", "webhook_endpoint_id"})
 UPDATABLE_FIELDS = _SCHEDULE_FIELDS | _CONTENT_FIELDS
 _ENDPOINT_MISSING = "No webhook endpoint with this id exists in this tenant."
 
 
-class InvalidInput(ValueError):
-    """The request cannot be applied; `errors` maps field names to client-safe messages."""
-
-    def __init__(self, errors: dict[str, list[str]]) -> None:
-        super().__init__("; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in errors.items()))
-        self.errors = errors
-
-
-class NotificationClaimed(Exception):
+class NotificationClaimed(Conflict):
     """run_tick holds the row right now (or claimed it while the change was being made);
     retry once its lease has ended."""
 
+    kind = "notification-claimed"
 
-class NotificationNotParked(Exception):
+    def __init__(self) -> None:
+        super().__init__(
+            "The notification is being delivered right now; try again when the delivery ends."
+        )
+
+
+class NotificationNotParked(Conflict):
     """Only a parked or dead-lettered notification can be unparked."""
 
+    def __init__(self) -> None:
+        super().__init__("Only a parked or dead-lettered notification can be unparked.")
 
-class ScheduleFinished(Exception):
+
+class ScheduleFinished(Conflict):
     """The recurring schedule has no occurrence left to resume at."""
 
+    def __init__(self) -> None:
+        super().__init__("The recurring schedule has no occurrence left to resume at.")
 
-def notifications_in_state(queryset: NotificationQuerySet, state: str) -> NotificationQuerySet:
-    """The rows whose derived `Notification.state` is `state` (a NotificationState value)."""
-    if state == NotificationState.SCHEDULED:
-        return queryset.filter(next_fire_at__isnull=False, error_count=0)
-    if state == NotificationState.BACKING_OFF:
-        return queryset.backing_off()
-    if state == NotificationState.DEAD_LETTERED:
-        return queryset.dead_lettered()
-    if state == NotificationState.PARKED:
-        return queryset.parked()
-    raise ValueError(f"unknown state {state!r}")
+
+def _tenant_projects(tenant: Tenant) -> QuerySet:
+    # notifications sits below projects: the Project model is reached through this app's own
+    # foreign key, not imported.
+    project_model = Notification._meta.get_field("project").related_model
+    return project_model._default_manager.filter(tenant=tenant)
+
+
+@dataclass(frozen=True)
+class Announcement:
+    """What a producer (e.g. a project's provisioning) tells a tenant: an email to
+    `addresses` and a webhook `event` ({"type", "data"}) to each enabled endpoint."""
+
+    addresses: Sequence[str]
+    email_subject: str
+    email_body: str
+    event: dict[str, Any]
+    event_subject: str
+
+
+def notifications_announce(
+    *, tenant_id: UUID, project_id: UUID, source_key: str, announcement: Announcement, now: datetime
+) -> None:
+    """Create the one-shot notifications of `announcement`, due now, in one insert.
+
+    Each row's source key extends `source_key` (`…:invite:<address digest>`,
+    `…:event:<endpoint id>`), so a producer that runs twice creates nothing the second
+    time. Addresses are checked as the API checks them (InvalidInput)."""
+    errors = _recipient_errors([Channel.EMAIL], list(announcement.addresses))
+    if announcement.addresses and errors:
+        raise InvalidInput(errors)
+    common = {
+        "tenant_id": tenant_id,
+        "project_id": project_id,
+        "next_fire_at": now,
+        "recurrence_anchor": now,
+        "occurrence": 1,
+        "timezone": "UTC",
+        "created_at": now,
+        "updated_at": now,
+    }
+    emails = [
+        Notification(
+            channels=[Channel.EMAIL],
+            email_to=[address],
+            subject=announcement.email_subject[:SUBJECT_MAX],
+            body=announcement.email_body,
+            source_key=f"{source_key}:invite:{_digest(address)}",
+            **common,
+        )
+        for address in announcement.addresses
+    ]
+    endpoints = WebhookEndpoint.objects.filter(tenant_id=tenant_id, enabled=True)
+    events = [
+        Notification(
+            channels=[Channel.WEBHOOK],
+            webhook_endpoint_id=endpoint_id,
+            webhook_event=announcement.event,
+            subject=announcement.event_subject[:SUBJECT_MAX],
+            source_key=f"{source_key}:event:{endpoint_id}",
+            **common,
+        )
+        for endpoint_id in endpoints.values_list("id", flat=True)
+    ]
+    Notification.objects.bulk_create(emails + events, ignore_conflicts=True)
+
+
+def _digest(address: str) -> str:
+    # Keeps the key short and keeps the address itself out of an identifier.
+    return hashlib.sha256(address.lower().encode()).hexdigest()[:32]
 
 
 def notification_create(
@@ -95,14 +163,11 @@ def notification_create(
         rrule=rrule,
         timezone=timezone,
     )
-    project = None
-    if project_id is not None:
-        project = Project.objects.filter(pk=project_id, tenant=tenant).first()
-        if project is None:
-            raise InvalidInput({"project_id": ["No project with this id exists in this tenant."]})
+    if project_id is not None and not _tenant_projects(tenant).filter(pk=project_id).exists():
+        raise InvalidInput({"project_id": ["No project with this id exists in this tenant."]})
     return Notification.objects.create(
         tenant=tenant,
-        project=project,
+        project_id=project_id,
         subject=subject,
         body=body,
         recurrence_anchor=fire_at,
@@ -214,27 +279,14 @@ def _rearmed(*, next_fire_at: datetime) -> dict[str, Any]:
 def _guarded_update(
     notification: Notification, *, values: dict[str, Any], now: datetime
 ) -> Notification:
-    """Write `values` unless a claim is running or was taken since the row was read.
-
-    The claim token is bumped, so a worker whose lease ran out before this write cannot
-    overwrite it afterwards: its fenced write-back now matches no row.
-    """
+    """Write `values` unless a claim is running or was taken since the row was read
+    (NotificationClaimed); a row deleted meanwhile raises DoesNotExist."""
     if notification.is_claimed(now=now):
         raise NotificationClaimed
     values = {**values, "updated_at": now}
-    unclaimed = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
-    written = (
-        Notification.objects.filter(
-            pk=notification.pk,
-            tenant_id=notification.tenant_id,
-            claim_token=notification.claim_token,
-        )
-        .filter(unclaimed)
-        .update(claim_token=F("claim_token") + 1, **values)
-    )
-    if written != 1:
-        # Deleted in between answers 404; claimed (or re-claimed and released) answers 409.
-        Notification.objects.only("pk").get(pk=notification.pk, tenant_id=notification.tenant_id)
+    rows = Notification.objects.filter(pk=notification.pk, tenant_id=notification.tenant_id)
+    if not guarded_update(rows, token=notification.claim_token, now=now, **values):
+        rows.only("pk").get()
         raise NotificationClaimed
     for field, value in values.items():
         setattr(notification, field, value)
@@ -302,3 +354,10 @@ def _recipient_errors(channels: list[str], email_to: list[str]) -> dict[str, lis
         except ValidationError:
             return {"email_to": [f"{address[:100]!r} is not a valid email address."]}
     return {}
+
+
+def deliveries_prune(*, before: datetime, batch_size: int) -> int:
+    """Delete delivery-log rows attempted before `before`, in short batches; returns the
+    count. The log is history only: no notification depends on it."""
+    old = Delivery.objects.filter(attempted_at__lt=before)
+    return delete_in_batches(old, batch_size=batch_size)

@@ -5,16 +5,13 @@ answers 404 exactly like a missing one.
 """
 
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from django.core.exceptions import ObjectDoesNotExist
+from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import NotFound
-from rest_framework.generics import GenericAPIView
+from rest_framework.generics import ListAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -30,8 +27,8 @@ from notifications.serializers import (
     WebhookEndpointSerializer,
     WebhookEndpointWriteSerializer,
 )
+from web.errors import InvalidInput
 from web.pagination import NewestFirstCursorPagination
-from web.problems import ProblemError
 
 
 class DeliveryPagination(NewestFirstCursorPagination):
@@ -48,41 +45,26 @@ def _location(description: str) -> OpenApiParameter:
     )
 
 
-def _invalid(errors: dict[str, list[str]]) -> ProblemError:
-    return ProblemError(
-        400, "The request has invalid fields.", kind="validation-error", errors=errors
-    )
-
-
-@contextmanager
-def domain_errors() -> Iterator[None]:
-    """Map the services' domain errors to problem answers."""
-    try:
-        yield
-    except ObjectDoesNotExist:
-        raise NotFound() from None
-    except services.InvalidInput as exc:
-        raise _invalid(exc.errors) from None
-    except services.NotificationClaimed:
-        raise ProblemError(
-            409,
-            "The notification is being delivered right now; try again when the delivery ends.",
-            kind="notification-claimed",
-        ) from None
-
-
 def _created(data: dict[str, Any], location: str) -> Response:
     return Response(data, status=status.HTTP_201_CREATED, headers={"Location": location})
 
 
 def _notification(request: Request, pk: uuid.UUID) -> Notification:
-    with domain_errors():
-        return Notification.objects.get(pk=pk, tenant=request.tenant)
+    return Notification.objects.get(pk=pk, tenant=request.tenant)
 
 
-class NotificationListView(GenericAPIView):
+class NotificationListView(ListAPIView):
     pagination_class = NewestFirstCursorPagination
     serializer_class = NotificationSerializer
+
+    def get_queryset(self) -> QuerySet[Notification]:
+        queryset = Notification.objects.filter(tenant=self.request.tenant)
+        state = self.request.query_params.get("state")
+        if state is None:
+            return queryset
+        if state not in NotificationState.values:
+            raise InvalidInput({"state": [f"Must be one of {NotificationState.values}."]})
+        return queryset.in_state(state)
 
     @extend_schema(
         operation_id="notifications_list",
@@ -90,14 +72,7 @@ class NotificationListView(GenericAPIView):
         responses={200: NotificationSerializer(many=True)},
     )
     def get(self, request: Request) -> Response:
-        queryset = Notification.objects.filter(tenant=request.tenant)
-        state = request.query_params.get("state")
-        if state is not None:
-            if state not in NotificationState.values:
-                raise _invalid({"state": [f"Must be one of {NotificationState.values}."]})
-            queryset = services.notifications_in_state(queryset, state)
-        page = self.paginate_queryset(queryset)
-        return self.get_paginated_response(NotificationSerializer(page, many=True).data)
+        return self.list(request)
 
     @extend_schema(
         operation_id="notifications_create",
@@ -108,10 +83,9 @@ class NotificationListView(GenericAPIView):
     def post(self, request: Request) -> Response:
         serializer = NotificationWriteSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        with domain_errors():
-            notification = services.notification_create(
-                tenant=request.tenant, **serializer.service_arguments()
-            )
+        notification = services.notification_create(
+            tenant=request.tenant, **serializer.service_arguments()
+        )
         data = NotificationSerializer(notification).data
         return _created(data, f"/v1/notifications/{notification.id}")
 
@@ -131,16 +105,14 @@ class NotificationDetailView(APIView):
     def patch(self, request: Request, pk: uuid.UUID) -> Response:
         serializer = NotificationPatchSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
-        with domain_errors():
-            notification = services.notification_update(
-                tenant=request.tenant, notification_id=pk, changes=serializer.service_arguments()
-            )
+        notification = services.notification_update(
+            tenant=request.tenant, notification_id=pk, changes=serializer.service_arguments()
+        )
         return Response(NotificationSerializer(notification).data)
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, pk: uuid.UUID) -> Response:
-        with domain_errors():
-            services.notification_delete(tenant=request.tenant, notification_id=pk)
+        services.notification_delete(tenant=request.tenant, notification_id=pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -149,12 +121,11 @@ class NotificationRetryView(APIView):
 
     @extend_schema(request=None, responses={200: NotificationSerializer})
     def post(self, request: Request, pk: uuid.UUID) -> Response:
-        with domain_errors():
-            notification = services.notification_retry(tenant=request.tenant, notification_id=pk)
+        notification = services.notification_retry(tenant=request.tenant, notification_id=pk)
         return Response(NotificationSerializer(notification).data)
 
 
-class NotificationDeliveriesView(GenericAPIView):
+class NotificationDeliveriesView(ListAPIView):
     pagination_class = DeliveryPagination
     serializer_class = DeliverySerializer
 
@@ -163,14 +134,16 @@ class NotificationDeliveriesView(GenericAPIView):
         responses={200: DeliverySerializer(many=True)},
     )
     def get(self, request: Request, pk: uuid.UUID) -> Response:
-        if not Notification.objects.filter(pk=pk, tenant=request.tenant).exists():
-            raise NotFound()
-        deliveries = Delivery.objects.filter(tenant=request.tenant, notification_id=pk)
-        page = self.paginate_queryset(deliveries)
-        return self.get_paginated_response(DeliverySerializer(page, many=True).data)
+        return self.list(request)
+
+    def get_queryset(self) -> QuerySet[Delivery]:
+        pk = self.kwargs["pk"]
+        if not Notification.objects.filter(pk=pk, tenant=self.request.tenant).exists():
+            raise Notification.DoesNotExist
+        return Delivery.objects.filter(tenant=self.request.tenant, notification_id=pk)
 
 
-class DeliveryListView(GenericAPIView):
+class DeliveryListView(ListAPIView):
     pagination_class = DeliveryPagination
     serializer_class = DeliverySerializer
 
@@ -180,19 +153,21 @@ class DeliveryListView(GenericAPIView):
         responses={200: DeliverySerializer(many=True)},
     )
     def get(self, request: Request) -> Response:
-        deliveries = Delivery.objects.filter(tenant=request.tenant)
-        raw_id = request.query_params.get("notification_id")
-        if raw_id is not None:
-            try:
-                notification_id = uuid.UUID(raw_id)
-            except ValueError:
-                raise _invalid({"notification_id": ["Must be a UUID."]}) from None
-            deliveries = deliveries.filter(notification_id=notification_id)
-        page = self.paginate_queryset(deliveries)
-        return self.get_paginated_response(DeliverySerializer(page, many=True).data)
+        return self.list(request)
+
+    def get_queryset(self) -> QuerySet[Delivery]:
+        deliveries = Delivery.objects.filter(tenant=self.request.tenant)
+        raw_id = self.request.query_params.get("notification_id")
+        if raw_id is None:
+            return deliveries
+        try:
+            notification_id = uuid.UUID(raw_id)
+        except ValueError:
+            raise InvalidInput({"notification_id": ["Must be a UUID."]}) from None
+        return deliveries.filter(notification_id=notification_id)
 
 
-class WebhookEndpointListView(GenericAPIView):
+class WebhookEndpointListView(ListAPIView):
     owner_methods = ("*",)
     pagination_class = NewestFirstCursorPagination
     serializer_class = WebhookEndpointSerializer
@@ -202,8 +177,10 @@ class WebhookEndpointListView(GenericAPIView):
         responses={200: WebhookEndpointSerializer(many=True)},
     )
     def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(WebhookEndpoint.objects.filter(tenant=request.tenant))
-        return self.get_paginated_response(WebhookEndpointSerializer(page, many=True).data)
+        return self.list(request)
+
+    def get_queryset(self) -> QuerySet[WebhookEndpoint]:
+        return WebhookEndpoint.objects.filter(tenant=self.request.tenant)
 
     @extend_schema(
         operation_id="webhook_endpoints_create",
@@ -214,10 +191,9 @@ class WebhookEndpointListView(GenericAPIView):
     def post(self, request: Request) -> Response:
         serializer = WebhookEndpointWriteSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        with domain_errors():
-            endpoint = webhook_endpoints.webhook_endpoint_create(
-                tenant=request.tenant, **serializer.validated_data
-            )
+        endpoint = webhook_endpoints.webhook_endpoint_create(
+            tenant=request.tenant, **serializer.validated_data
+        )
         data = WebhookEndpointSecretSerializer(endpoint).data
         return _created(data, f"/v1/webhook-endpoints/{endpoint.id}")
 
@@ -227,8 +203,7 @@ class WebhookEndpointDetailView(APIView):
 
     @extend_schema(responses={200: WebhookEndpointSerializer})
     def get(self, request: Request, pk: uuid.UUID) -> Response:
-        with domain_errors():
-            endpoint = WebhookEndpoint.objects.get(pk=pk, tenant=request.tenant)
+        endpoint = WebhookEndpoint.objects.get(pk=pk, tenant=request.tenant)
         return Response(WebhookEndpointSerializer(endpoint).data)
 
     @extend_schema(
@@ -238,16 +213,14 @@ class WebhookEndpointDetailView(APIView):
     def patch(self, request: Request, pk: uuid.UUID) -> Response:
         serializer = WebhookEndpointWriteSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
-        with domain_errors():
-            endpoint = webhook_endpoints.webhook_endpoint_update(
-                tenant=request.tenant, endpoint_id=pk, **serializer.validated_data
-            )
+        endpoint = webhook_endpoints.webhook_endpoint_update(
+            tenant=request.tenant, endpoint_id=pk, **serializer.validated_data
+        )
         return Response(WebhookEndpointSerializer(endpoint).data)
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, pk: uuid.UUID) -> Response:
-        with domain_errors():
-            webhook_endpoints.webhook_endpoint_delete(tenant=request.tenant, endpoint_id=pk)
+        webhook_endpoints.webhook_endpoint_delete(tenant=request.tenant, endpoint_id=pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -256,8 +229,7 @@ class WebhookEndpointRotateSecretView(APIView):
 
     @extend_schema(request=None, responses={200: WebhookEndpointSecretSerializer})
     def post(self, request: Request, pk: uuid.UUID) -> Response:
-        with domain_errors():
-            endpoint = webhook_endpoints.webhook_endpoint_rotate_secret(
-                tenant=request.tenant, endpoint_id=pk
-            )
+        endpoint = webhook_endpoints.webhook_endpoint_rotate_secret(
+            tenant=request.tenant, endpoint_id=pk
+        )
         return Response(WebhookEndpointSecretSerializer(endpoint).data)

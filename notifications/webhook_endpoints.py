@@ -12,10 +12,10 @@ from django.db import transaction
 from django.utils.timezone import now as utc_now
 
 from notifications.models import WebhookEndpoint
-from notifications.services import InvalidInput
 from notifications.transports.signing import generate_secret
 from outbound.ssrf import UnsafeWebhookUrl, validate_webhook_url
 from tenancy.models import Tenant
+from web.errors import InvalidInput
 
 
 def webhook_endpoint_create(

@@ -8,6 +8,9 @@ from django.utils import timezone
 
 from tenancy.models import Tenant
 
+# The job kind that provisions a new project (projects.provisioning registers its handler).
+PROVISION_KIND = "provision"
+
 
 class ProjectStatus(models.TextChoices):
     PROVISIONING = "provisioning", "Provisioning"
@@ -53,7 +56,8 @@ class OperationKey(models.Model):
     project = models.ForeignKey(
         Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    response_status = models.PositiveSmallIntegerField()
+    # Every create answers 202 (the work is asynchronous); kept with the stored answer.
+    response_status = models.PositiveSmallIntegerField(default=202)
     response_body = models.JSONField()
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     expires_at = models.DateTimeField()

@@ -1,4 +1,5 @@
-"""The idempotent create-project operation and the reads of the projects API.
+"""The writes of projects — the idempotent create, activation and failure — and the reads of
+the projects API. Only this module writes projects.
 
 Idempotency follows the IETF draft "The Idempotency-Key HTTP Header Field": the key is
 scoped to the tenant, the first request's outcome is stored with a fingerprint of the
@@ -8,6 +9,7 @@ request and replayed for identical retries until the key expires.
 import hashlib
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -17,19 +19,28 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, models, transaction
 
 from dbqueue.batches import delete_in_batches
-from jobs.models import Job
-from projects.models import OperationKey, Project
-from projects.serializers import ProjectSerializer
+from jobs.models import Job, JobStatus
+from jobs.services import job_enqueue
+from projects.models import PROVISION_KIND, OperationKey, Project, ProjectStatus
 from tenancy.models import Tenant
-from web.problems import ProblemError
+from web.errors import InvalidInput, Unprocessable
 
 MAX_KEY_LENGTH = 255
-PROVISION_KIND = "provision"
 _PURGE_BATCH = 5000
 
 
-class InvalidIdempotencyKey(ValueError):
+class InvalidIdempotencyKey(InvalidInput):
     """The Idempotency-Key header is missing or not an acceptable key; the message says why."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__({"Idempotency-Key": [message]}, message=message, kind="idempotency-key")
+
+
+class IdempotencyKeyReused(Unprocessable):
+    kind = "idempotency-key-reused"
+
+    def __init__(self) -> None:
+        super().__init__("This Idempotency-Key was already used with a different request.")
 
 
 def idempotency_key_parse(raw: str | None) -> str:
@@ -94,12 +105,12 @@ def project_queryset(*, tenant: Tenant) -> models.QuerySet[Project]:
 
 
 @dataclass(frozen=True)
-class CreateOutcome:
-    """What to answer: `status` and `body` as first answered; `replayed` for a retry."""
+class ProjectCreated:
+    """The project a create made (or made before, for a replay) and its rendering as first
+    answered, stored with the key so a retry gets exactly the same answer."""
 
-    status: int
-    body: dict[str, Any]
-    project_id: str
+    project_id: uuid.UUID
+    rendering: dict[str, Any]
     replayed: bool
 
 
@@ -111,12 +122,15 @@ def project_create(
     invite: list[str],
     key: str,
     fingerprint: str,
+    render: Callable[[Project], dict[str, Any]],
     now: datetime,
-) -> CreateOutcome:
-    """Create a project with its pending provision job, once per (tenant, key).
+) -> ProjectCreated:
+    """Create a project with its pending provision job, once per (tenant, key); `render`
+    gives the answer to store for replays (the new project carries `provision_job_id`
+    and `provision_job_status`, like `project_queryset`'s rows).
 
-    A retry with the same fingerprint replays the stored outcome; a different fingerprint
-    raises ProblemError(422). An expired key is replaced. A database error other than the
+    A retry with the same fingerprint replays the stored rendering; a different fingerprint
+    raises IdempotencyKeyReused. An expired key is replaced. A database error other than the
     key's uniqueness propagates (a 5xx), it is never taken for a duplicate.
     """
     for _ in range(2):
@@ -128,6 +142,7 @@ def project_create(
                 invite=invite,
                 key=key,
                 fingerprint=fingerprint,
+                render=render,
                 now=now,
             )
         except IntegrityError:
@@ -149,8 +164,9 @@ def _insert(
     invite: list[str],
     key: str,
     fingerprint: str,
+    render: Callable[[Project], dict[str, Any]],
     now: datetime,
-) -> CreateOutcome:
+) -> ProjectCreated:
     project = Project(
         id=uuid.uuid4(),
         tenant=tenant,
@@ -159,20 +175,10 @@ def _insert(
         created_at=now,
         updated_at=now,
     )
-    job = Job(
-        id=uuid.uuid4(),
-        tenant=tenant,
-        project_id=project.id,
-        kind=PROVISION_KIND,
-        payload={"invite": invite},
-        max_attempts=settings.JOB_MAX_ATTEMPTS,
-        next_attempt_at=now,
-        created_at=now,
-        updated_at=now,
-    )
-    project.provision_job_id = job.id
-    project.provision_job_status = job.status
-    body = json.loads(json.dumps(ProjectSerializer(project).data))
+    job_id = uuid.uuid4()
+    project.provision_job_id = job_id
+    project.provision_job_status = JobStatus.PENDING
+    rendering = json.loads(json.dumps(render(project)))
     ttl = timedelta(seconds=settings.IDEMPOTENCY_KEY_TTL_SECONDS)
     with transaction.atomic():
         # The key goes first: on PostgreSQL a concurrent identical insert waits on the
@@ -183,27 +189,28 @@ def _insert(
             key=key,
             fingerprint=fingerprint,
             project_id=project.id,
-            response_status=202,
-            response_body=body,
+            response_body=rendering,
             created_at=now,
             expires_at=now + ttl,
         )
         project.save(force_insert=True)
-        job.save(force_insert=True)
-    return CreateOutcome(status=202, body=body, project_id=str(project.id), replayed=False)
-
-
-def _replay(existing: OperationKey, *, fingerprint: str) -> CreateOutcome:
-    if existing.fingerprint != fingerprint:
-        raise ProblemError(
-            422,
-            "This Idempotency-Key was already used with a different request.",
-            kind="idempotency-key-reused",
+        job_enqueue(
+            tenant=tenant,
+            kind=PROVISION_KIND,
+            payload={"invite": invite},
+            project_id=project.id,
+            job_id=job_id,
+            now=now,
         )
-    return CreateOutcome(
-        status=existing.response_status,
-        body=existing.response_body,
-        project_id=str(existing.response_body["id"]),
+    return ProjectCreated(project_id=project.id, rendering=rendering, replayed=False)
+
+
+def _replay(existing: OperationKey, *, fingerprint: str) -> ProjectCreated:
+    if existing.fingerprint != fingerprint:
+        raise IdempotencyKeyReused
+    return ProjectCreated(
+        project_id=uuid.UUID(existing.response_body["id"]),
+        rendering=existing.response_body,
         replayed=True,
     )
 
@@ -213,3 +220,19 @@ def operation_keys_purge(*, now: datetime, batch_size: int = _PURGE_BATCH) -> in
     return delete_in_batches(
         OperationKey.objects.filter(expires_at__lte=now), batch_size=batch_size
     )
+
+
+def project_activate(*, project_id: uuid.UUID, now: datetime) -> Project:
+    """Mark the project active (its workspace is provisioned); returns it with its creator."""
+    Project.objects.filter(pk=project_id).update(status=ProjectStatus.ACTIVE, updated_at=now)
+    return Project.objects.select_related("created_by").get(pk=project_id)
+
+
+def project_fail(*, project_id: uuid.UUID, now: datetime) -> None:
+    """Mark the project failed: its provisioning was dead-lettered."""
+    Project.objects.filter(pk=project_id).update(status=ProjectStatus.FAILED, updated_at=now)
+
+
+def project_reprovision(*, project_id: uuid.UUID, now: datetime) -> None:
+    """Put a failed project back to provisioning: support staff retried its job."""
+    Project.objects.filter(pk=project_id).update(status=ProjectStatus.PROVISIONING, updated_at=now)

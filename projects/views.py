@@ -4,14 +4,13 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import generics
+from rest_framework import generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from projects.models import Project
 from projects.serializers import ProjectCreateSerializer, ProjectSerializer
 from projects.services import (
-    InvalidIdempotencyKey,
     idempotency_key_parse,
     project_create,
     project_queryset,
@@ -19,7 +18,6 @@ from projects.services import (
 )
 from tenancy.schema import LOCATION_HEADER, REPLAYED_HEADER
 from web.pagination import NewestFirstCursorPagination
-from web.problems import ProblemError
 
 
 class ProjectListCreateView(generics.ListAPIView):
@@ -43,15 +41,10 @@ class ProjectListCreateView(generics.ListAPIView):
         },
     )
     def post(self, request: Request) -> Response:
-        try:
-            key = idempotency_key_parse(request.headers.get("Idempotency-Key"))
-        except InvalidIdempotencyKey as exc:
-            raise ProblemError(
-                400, str(exc), kind="idempotency-key", errors={"Idempotency-Key": [str(exc)]}
-            ) from None
+        key = idempotency_key_parse(request.headers.get("Idempotency-Key"))
         serializer = ProjectCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        outcome = project_create(
+        created = project_create(
             tenant=request.tenant,
             user=request.user,
             key=key,
@@ -60,13 +53,14 @@ class ProjectListCreateView(generics.ListAPIView):
             fingerprint=request_fingerprint(
                 method=request.method, path=request.path, body=serializer.validated_data
             ),
+            render=lambda project: ProjectSerializer(project).data,
             now=timezone.now(),
             **serializer.validated_data,
         )
-        headers = {"Location": f"/v1/projects/{outcome.project_id}"}
-        if outcome.replayed:
+        headers = {"Location": f"/v1/projects/{created.project_id}"}
+        if created.replayed:
             headers["Idempotent-Replayed"] = "true"
-        return Response(outcome.body, status=outcome.status, headers=headers)
+        return Response(created.rendering, status=status.HTTP_202_ACCEPTED, headers=headers)
 
 
 @extend_schema(parameters=[OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH)])

@@ -8,8 +8,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from tenancy.models import Role
-from tenancy.services import TenantSelectionError, membership_resolve
-from web.problems import ProblemError
+from tenancy.services import membership_resolve
 
 
 def _owner_required(view: Any, method: str) -> bool:
@@ -28,14 +27,9 @@ class IsTenantMember(BasePermission):
     def has_permission(self, request: Request, view: Any) -> bool:
         if request.user is None or not request.user.is_authenticated:
             raise exceptions.NotAuthenticated()
-        try:
-            membership = membership_resolve(
-                user=request.user, tenant_header=request.headers.get("X-Tenant-ID")
-            )
-        except TenantSelectionError as exc:
-            if exc.status == 403:
-                raise exceptions.PermissionDenied(str(exc)) from None
-            raise ProblemError(400, str(exc), kind="tenant-selection") from None
+        membership = membership_resolve(
+            user=request.user, tenant_header=request.headers.get("X-Tenant-ID")
+        )
         if _owner_required(view, request.method) and membership.role != Role.OWNER:
             raise exceptions.PermissionDenied("This action is reserved to the tenant's owners.")
         request.membership = membership

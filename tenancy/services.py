@@ -11,6 +11,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from tenancy.models import ApiToken, Membership, Role, Tenant
+from web.errors import DomainError, Forbidden
 
 # Writing last_used_at on every request would turn every read into a write; a few minutes
 # of precision is what an operator needs to spot an unused token.
@@ -21,12 +22,14 @@ class TokenRejected(Exception):
     """The presented bearer token is unknown, malformed, expired or revoked."""
 
 
-class TenantSelectionError(Exception):
-    """The request does not name a tenant it may act in. `status` is 400 or 403."""
+class TenantNotChosen(DomainError):
+    """The request does not say which tenant it acts in (or says it unreadably)."""
 
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+    kind = "tenant-selection"
+
+
+class NotAMember(Forbidden):
+    """The caller is not a member of the tenant the request selects."""
 
 
 def token_authenticate(*, plaintext: str, now: datetime) -> tuple[AbstractBaseUser, ApiToken]:
@@ -58,17 +61,17 @@ def membership_resolve(*, user: AbstractBaseUser, tenant_header: str | None) -> 
         try:
             tenant_id = uuid.UUID(tenant_header.strip())
         except ValueError:
-            raise TenantSelectionError(400, "X-Tenant-ID must be a tenant UUID.") from None
+            raise TenantNotChosen("X-Tenant-ID must be a tenant UUID.") from None
         try:
             return memberships.get(tenant_id=tenant_id)
         except Membership.DoesNotExist:
-            raise TenantSelectionError(403, "You are not a member of this tenant.") from None
+            raise NotAMember("You are not a member of this tenant.") from None
     candidates = list(memberships[:2])
     if not candidates:
-        raise TenantSelectionError(403, "You are not a member of any tenant.")
+        raise NotAMember("You are not a member of any tenant.")
     if len(candidates) > 1:
-        raise TenantSelectionError(
-            400, "You belong to several tenants: choose one with the X-Tenant-ID header."
+        raise TenantNotChosen(
+            "You belong to several tenants: choose one with the X-Tenant-ID header."
         )
     return candidates[0]
 

@@ -11,11 +11,13 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, RequestDataTooBig
 from django.core.handlers.wsgi import LimitedStream
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
+
+from web.errors import Conflict, DomainError, Forbidden, InvalidInput, NotFound, Unprocessable
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +57,19 @@ _TYPES = {
 }
 
 
+# The one mapping from the services' error families to HTTP.
+_DOMAIN_STATUSES: tuple[tuple[type[DomainError], int], ...] = (
+    (InvalidInput, 400),
+    (Forbidden, 403),
+    (NotFound, 404),
+    (Conflict, 409),
+    (Unprocessable, 422),
+    (DomainError, 400),
+)
+
+
 class ProblemError(exceptions.APIException):
-    """A domain error that already knows its HTTP status and problem kind."""
+    """An error raised by the web layer itself (outside any service) with its status."""
 
     def __init__(
         self,
@@ -124,9 +137,11 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     # Imported here: rest_framework.views imports the permission classes, which import us.
     from rest_framework.views import exception_handler
 
-    if isinstance(exc, RequestDataTooBig):
+    if isinstance(exc, DomainError):
+        exc = _domain_problem(exc)
+    elif isinstance(exc, RequestDataTooBig):
         exc = ProblemError(413, f"The request body exceeds {settings.MAX_REQUEST_BYTES} bytes.")
-    elif isinstance(exc, Http404):
+    elif isinstance(exc, Http404 | ObjectDoesNotExist):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
@@ -153,6 +168,11 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     response.data = problem_body(response.status_code, detail, kind=kind, errors=errors)
     response.content_type = PROBLEM_CONTENT_TYPE
     return response
+
+
+def _domain_problem(exc: DomainError) -> ProblemError:
+    status_code = next((code for family, code in _DOMAIN_STATUSES if isinstance(exc, family)))
+    return ProblemError(status_code, str(exc), kind=exc.kind, errors=exc.errors)
 
 
 def _is_api(request: HttpRequest) -> bool:

@@ -1,7 +1,7 @@
 """Pure decisions of the scheduler: classify a row's channel results, pick the backoff, decide
 whether to dead-letter, and summarise errors safely. No Django, no I/O."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -56,26 +56,24 @@ def classify(results: Mapping[str, ChannelResult]) -> Classification:
     )
 
 
-def backoff_seconds(*, error_count_before: int, steps: Sequence[int]) -> int:
-    """The wait after a full failure: step `error_count_before` (0-based), clamped at the last
-    step, so a longer MAX_ATTEMPTS keeps using the longest wait."""
-    return steps[min(max(error_count_before, 0), len(steps) - 1)]
-
-
-def retry_delay(
-    *, error_count_before: int, steps: Sequence[int], retry_after: float | None
-) -> float:
-    """Seconds until the retry: the backoff step, or longer if the receiver asked for it."""
-    delay = float(backoff_seconds(error_count_before=error_count_before, steps=steps))
-    if retry_after is not None:
-        delay = max(delay, retry_after)
-    return delay
-
-
 class DeadLetterReason(StrEnum):
+    """Why an occurrence was dead-lettered: the one definition the model's choices, the
+    delivery log and the API share."""
+
     EXHAUSTED = "exhausted"
     PERMANENT = "permanent"
     CRASHED = "crashed"
+
+    @property
+    def label(self) -> str:
+        return _DEAD_LETTER_LABELS[self]
+
+
+_DEAD_LETTER_LABELS = {
+    DeadLetterReason.EXHAUSTED: "Retries exhausted",
+    DeadLetterReason.PERMANENT: "Permanent error",
+    DeadLetterReason.CRASHED: "Crashed the worker repeatedly",
+}
 
 
 def dead_letter_reason(

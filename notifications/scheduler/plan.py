@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from dbqueue.backoff import retry_delay
 from notifications.models import Delivery, DeliveryOutcome, Notification
 from notifications.recurrence import next_occurrence
 from notifications.scheduler import outcomes
@@ -172,8 +173,8 @@ def plan_delivery(delivery: RowDelivery, *, token: int, now: datetime, policy: P
                 row, token, reason=reason, summary=summary, error_count=failures, now=now
             )
         else:
-            delay = outcomes.retry_delay(
-                error_count_before=row.error_count, steps=policy.backoff, retry_after=c.retry_after
+            delay = retry_delay(
+                failures_before=row.error_count, steps=policy.backoff, retry_after=c.retry_after
             )
             changes = {
                 "next_fire_at": now + timedelta(seconds=delay),

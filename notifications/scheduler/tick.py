@@ -7,6 +7,7 @@ claimed only when a worker slot is free for it, so its lease starts when its wor
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -15,10 +16,11 @@ from typing import ClassVar
 from django.conf import settings
 from django.db import DatabaseError
 
-from dbqueue.claims import ClaimSpec, claim
+from dbqueue.claims import ClaimSpec, ClaimValue, claim
 from dbqueue.clock import Clock
 from dbqueue.database import connection_lost
 from dbqueue.totals import WorkerSummary
+from dbqueue.worker import ConnectionLost, Worker
 from notifications.models import Notification, WebhookEndpoint
 from notifications.scheduler import outcomes
 from notifications.scheduler.deliver import Senders, default_senders, deliver_row
@@ -28,23 +30,16 @@ from notifications.scheduler.writeback import write_back
 logger = logging.getLogger("notifications.scheduler")
 
 DUE = ClaimSpec(
-    model=Notification,
-    ready_sql=(
-        "next_fire_at IS NOT NULL AND next_fire_at <= %(now)s"
-        " AND error_count < %(max_attempts)s"
-        " AND (claimed_until IS NULL OR claimed_until < %(now)s)"
-    ),
-    order_by="next_fire_at",
+    ready=lambda now: Notification.objects.due(now=now),
+    order_by=("next_fire_at",),
     # Reset by every write-back, so it counts claims that died before producing an outcome.
-    extra_assignments="unfinished_claims = unfinished_claims + 1",
+    on_claim={"unfinished_claims": ClaimValue.INCREMENT},
 )
 
 
 def notification_claim(*, now: datetime, lease: timedelta, limit: int) -> list[Notification]:
     """Claim up to `limit` due rows (oldest first); each carries its new claim_token."""
-    return claim(
-        DUE, now=now, lease=lease, limit=limit, params={"max_attempts": settings.MAX_ATTEMPTS}
-    )
+    return claim(DUE, now=now, lease=lease, limit=limit)
 
 
 @dataclass
@@ -64,17 +59,6 @@ class TickSummary(WorkerSummary):
     duration: float = 0.0
 
     worker: ClassVar[str] = "run_tick"
-
-
-class DatabaseLost(Exception):
-    """The tick lost its database connection. It claimed nothing more, let the rows in
-    flight finish and wrote none of them back (counted as errors: they stay claimed until
-    their lease expires, then any tick retries them). `summary` is what it did; the
-    database error is the cause."""
-
-    def __init__(self, summary: TickSummary) -> None:
-        super().__init__("the tick lost its database connection")
-        self.summary = summary
 
 
 @dataclass(frozen=True)
@@ -97,7 +81,9 @@ class TickConfig:
             concurrency=settings.TICK_CONCURRENCY if concurrency is None else concurrency,
             lease=timedelta(seconds=settings.CLAIM_LEASE_SECONDS),
             channel_timeout=settings.CHANNEL_TIMEOUT_SECONDS,
-            policy=Policy(max_attempts=settings.MAX_ATTEMPTS, backoff=settings.BACKOFF_SECONDS),
+            policy=Policy(
+                max_attempts=settings.NOTIFICATION_MAX_ATTEMPTS, backoff=settings.BACKOFF_SECONDS
+            ),
         )
         for name in ("limit", "time_budget", "concurrency"):
             if getattr(config, name) <= 0:
@@ -117,7 +103,9 @@ def run_tick(
     """Run one tick. `now` fixes the clock (tests); None uses the one shared clock.
     Stops claiming after `time_budget` seconds, after `limit` rows, when nothing is due,
     or when `stop` is set; then finishes and writes back the rows in flight. Raises
-    DatabaseLost when the database connection is lost."""
+    ConnectionLost when the database connection is lost: it then claims nothing more, lets
+    the rows in flight finish and writes none of them back (counted as errors: they stay
+    claimed until their leases expire)."""
     config = TickConfig.from_settings(limit=limit, time_budget=time_budget, concurrency=concurrency)
     tick = _Tick(config, Clock(now), senders or default_senders(), stop or threading.Event())
     summary = tick.run()
@@ -157,7 +145,7 @@ class _Tick:
             channels.shutdown(wait=False, cancel_futures=True)
         self.summary.duration = self.clock.elapsed()
         if self.lost is not None:
-            raise DatabaseLost(self.summary) from self.lost
+            raise ConnectionLost(self.summary) from self.lost
         return self.summary
 
     def _may_claim(self) -> bool:
@@ -266,3 +254,18 @@ class _Tick:
         for plan in batch:
             bucket = plan.bucket.value
             setattr(self.summary, bucket, getattr(self.summary, bucket) + 1)
+
+
+def tick_worker(
+    *,
+    limit: int | None,
+    interval: float,
+    report: Callable[[str], None],
+    report_error: Callable[[str], None],
+) -> Worker:
+    """The run_tick worker: each pass is one tick."""
+
+    def tick(stop: threading.Event) -> TickSummary:
+        return run_tick(limit=limit, stop=stop)
+
+    return Worker("run_tick", tick, interval=interval, report=report, report_error=report_error)

@@ -14,14 +14,13 @@ from django.core import mail
 from django.core.mail.backends.base import BaseEmailBackend
 
 from outbound import http
+from outbound.statuses import parse_retry_after, status_category
 
 from .base import (
     DeliveryResult,
     EmailMessage,
     http_error_result,
     internal_error_result,
-    parse_retry_after,
-    status_category,
 )
 
 logger = logging.getLogger(__name__)

@@ -10,15 +10,13 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from outbound import http
+from outbound.statuses import TRANSIENT_4XX, parse_retry_after, status_category
 
 from .base import (
-    TRANSIENT_4XX,
     DeliveryResult,
     WebhookMessage,
     http_error_result,
     internal_error_result,
-    parse_retry_after,
-    status_category,
 )
 from .signing import sign
 

@@ -10,7 +10,7 @@ from django.db import connection
 from django.utils import timezone
 
 from dbqueue.clock import Clock
-from jobs.consumer import BatchSummary, Worker, jobs_drain
+from jobs.consumer import BatchSummary, jobs_drain, jobs_worker
 from jobs.models import Job, JobStatus
 from tests.conftest import requires_postgres
 from tests.jobs.factories import make_job
@@ -62,8 +62,10 @@ def test_concurrent_consumers_complete_every_job_exactly_once(alice, settings):
 def test_a_waiting_worker_wakes_on_notify_long_before_its_poll_interval(alice, settings):
     settings.PROVISIONING_URL = ""
     lines: list[str] = []
-    worker = Worker(limit=10, max_seconds=30, interval=3600, report=lines.append)
-    thread = in_thread(worker.run)
+    worker = jobs_worker(
+        limit=10, max_seconds=30, interval=3600, report=lines.append, report_error=lines.append
+    )
+    thread = in_thread(worker.run_loop)
     try:
         assert worker.idle.wait(30)  # the first (empty) batch is done; it now waits
         job = make_job(alice.tenant, now=timezone.now())

@@ -55,8 +55,7 @@ def test_once_with_nothing_ready_reports_zeros(db):
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        ((), "--once"),
-        (("--once", "--loop"), "exactly one mode"),
+        (("--once", "--loop"), "not allowed with argument"),
         (("--once", "--limit", "0"), "--limit"),
         (("--once", "--max-seconds", "-1"), "--max-seconds"),
         (("--loop", "--interval", "0"), "--interval"),

@@ -7,8 +7,8 @@ import pytest
 
 from dbqueue.clock import Clock
 from jobs.consumer import job_process, jobs_claim, jobs_drain
-from jobs.handlers import HANDLERS, Handler, JobError
 from jobs.models import ErrorCategory, JobStatus
+from jobs.registry import HANDLERS, Handler, JobError
 from jobs.services import Outcome
 from notifications.models import Notification
 from projects.models import ProjectStatus

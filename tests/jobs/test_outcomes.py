@@ -4,11 +4,12 @@ from datetime import timedelta
 
 import pytest
 
+from dbqueue.backoff import backoff_seconds
 from dbqueue.clock import Clock
 from jobs.consumer import jobs_claim, jobs_drain
-from jobs.handlers import HANDLERS, Handler, JobError
 from jobs.models import ErrorCategory, Job, JobStatus
-from jobs.services import backoff_seconds, safe_error_text
+from jobs.registry import HANDLERS, Handler, JobError
+from jobs.services import safe_error_text
 from projects.models import ProjectStatus
 from tests.jobs.factories import NOW, make_job, reload
 
@@ -46,7 +47,7 @@ def drain_at(moment) -> None:
 
 
 def test_backoff_steps_repeat_the_last_one():
-    assert [backoff_seconds(attempts=n, schedule=BACKOFF) for n in range(1, 7)] == [
+    assert [backoff_seconds(failures_before=n - 1, steps=BACKOFF) for n in range(1, 7)] == [
         10,
         60,
         300,

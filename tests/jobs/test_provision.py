@@ -4,11 +4,11 @@ import pytest
 
 from dbqueue.clock import Clock
 from jobs.consumer import job_process, jobs_claim, jobs_drain
-from jobs.handlers import provision_activate
 from jobs.models import JobStatus
 from jobs.services import Outcome
 from notifications.models import Channel, Notification
 from projects.models import ProjectStatus
+from projects.provisioning import provision_activate
 from tests.jobs.factories import NOW, make_endpoint, make_job, reload
 
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+from dbqueue.backoff import backoff_seconds, retry_delay
 from notifications.scheduler import outcomes
 from notifications.scheduler.outcomes import DeadLetterReason, Verdict
 from notifications.transports.base import DeliveryResult
@@ -78,7 +79,7 @@ def test_transient_failure_dead_letters_when_attempts_run_out(after, expected):
     ("before", "seconds"), [(0, 60), (1, 300), (2, 1800), (3, 1800), (9, 1800)]
 )
 def test_backoff_follows_the_schedule_and_clamps_at_the_last_step(before, seconds):
-    assert outcomes.backoff_seconds(error_count_before=before, steps=DEFAULT_STEPS) == seconds
+    assert backoff_seconds(failures_before=before, steps=DEFAULT_STEPS) == seconds
 
 
 def test_third_step_is_used_only_when_more_than_three_attempts_are_allowed():
@@ -87,17 +88,17 @@ def test_third_step_is_used_only_when_more_than_three_attempts_are_allowed():
     # Third failure: with 3 attempts it dead-letters; with 5 it waits the 30-minute step.
     assert outcomes.dead_letter_reason(result, error_count_after=3, max_attempts=3)
     assert outcomes.dead_letter_reason(result, error_count_after=3, max_attempts=5) is None
-    assert outcomes.retry_delay(error_count_before=2, steps=DEFAULT_STEPS, retry_after=None) == 1800
+    assert retry_delay(failures_before=2, steps=DEFAULT_STEPS, retry_after=None) == 1800
 
 
 def test_retry_after_pushes_the_retry_further_out():
-    delay = outcomes.retry_delay(error_count_before=0, steps=DEFAULT_STEPS, retry_after=120)
+    delay = retry_delay(failures_before=0, steps=DEFAULT_STEPS, retry_after=120)
 
     assert delay == 120
 
 
 def test_retry_after_shorter_than_the_backoff_is_ignored():
-    delay = outcomes.retry_delay(error_count_before=1, steps=DEFAULT_STEPS, retry_after=10)
+    delay = retry_delay(failures_before=1, steps=DEFAULT_STEPS, retry_after=10)
 
     assert delay == 300
 

@@ -15,8 +15,9 @@ from django.core.management import CommandError, call_command
 from django.db import DatabaseError, OperationalError, connection
 from django.utils import timezone
 
+from dbqueue.worker import ConnectionLost
 from notifications.models import Delivery, Notification
-from notifications.scheduler.tick import DatabaseLost, TickSummary
+from notifications.scheduler.tick import TickSummary
 from tests.conftest import requires_postgres
 from tests.notifications.factories import (
     make_endpoint,
@@ -135,11 +136,11 @@ def test_loop_reports_a_lost_database_and_keeps_ticking(db, monkeypatch):
     def tick(*, limit, stop):
         ticks.append(1)
         if len(ticks) == 1:
-            raise DatabaseLost(TickSummary(claimed=2, errors=2)) from session_ended()
+            raise ConnectionLost(TickSummary(claimed=2, errors=2)) from session_ended()
         stop.set()
         return TickSummary(claimed=1, delivered=1)
 
-    monkeypatch.setattr("notifications.management.commands.run_tick.run_tick", tick)
+    monkeypatch.setattr("notifications.scheduler.tick.run_tick", tick)
     out, err = StringIO(), StringIO()
 
     call_command("run_tick", "--loop", "--interval", "0.01", stdout=out, stderr=err)

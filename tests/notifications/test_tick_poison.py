@@ -31,7 +31,7 @@ def test_row_that_crashed_every_claim_is_dead_lettered_without_delivery(db, sett
     with recording_server() as server:
         endpoint = make_endpoint(tenant=tenant, url=server.url)
         row = make_notification(tenant=tenant, endpoint=endpoint, next_fire_at=NOW)
-        later = crash_repeatedly(settings.MAX_ATTEMPTS)
+        later = crash_repeatedly(settings.NOTIFICATION_MAX_ATTEMPTS)
 
         summary = run_tick(now=later)
         again = run_tick(now=later + timedelta(days=1))
@@ -55,7 +55,7 @@ def test_fewer_crashes_than_max_attempts_still_deliver(db, settings):
     with recording_server() as server:
         endpoint = make_endpoint(tenant=tenant, url=server.url)
         make_notification(tenant=tenant, endpoint=endpoint, next_fire_at=NOW)
-        later = crash_repeatedly(settings.MAX_ATTEMPTS - 1)
+        later = crash_repeatedly(settings.NOTIFICATION_MAX_ATTEMPTS - 1)
 
         summary = run_tick(now=later)
 
@@ -66,7 +66,7 @@ def test_fewer_crashes_than_max_attempts_still_deliver(db, settings):
 def test_recurring_poison_row_skips_to_its_next_occurrence(db, settings):
     tenant = make_tenant()
     row = make_notification(tenant=tenant, next_fire_at=NOW, rrule="FREQ=DAILY")
-    later = crash_repeatedly(settings.MAX_ATTEMPTS)
+    later = crash_repeatedly(settings.NOTIFICATION_MAX_ATTEMPTS)
 
     run_tick(now=later)
 

@@ -37,7 +37,7 @@ def test_a_row_that_kills_its_worker_every_time_is_dead_lettered_as_crashed():
     with recording_server(lambda request: Reply(200, delay=30)) as server:
         endpoint = make_endpoint(tenant=tenant, url=server.url)
         row = make_notification(tenant=tenant, endpoint=endpoint, next_fire_at=timezone.now())
-        for attempt in range(1, settings.MAX_ATTEMPTS + 1):
+        for attempt in range(1, settings.NOTIFICATION_MAX_ATTEMPTS + 1):
             tick = start_tick()
             wait_until(lambda n=attempt: len(server.received()) == n, timeout=30)
             tick.kill()
@@ -51,7 +51,7 @@ def test_a_row_that_kills_its_worker_every_time_is_dead_lettered_as_crashed():
 
     assert last.returncode == 0, stderr
     assert "dead_lettered=1" in stdout
-    assert len(server.received()) == settings.MAX_ATTEMPTS  # never delivered again
+    assert len(server.received()) == settings.NOTIFICATION_MAX_ATTEMPTS  # never delivered again
     row.refresh_from_db()
     assert row.state == NotificationState.DEAD_LETTERED
     assert row.dead_letter_reason == "crashed"

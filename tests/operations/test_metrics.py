@@ -17,7 +17,7 @@ SAMPLE = re.compile(r'^[a-z_]+(\{[a-z_]+="[a-z_]+"(,[a-z_]+="[a-z_]+")*\})? -?\d
 def metrics_on(settings):
     settings.METRICS_ENABLED = True
     settings.METRICS_TOKEN = ""
-    settings.MAX_ATTEMPTS = 3
+    settings.NOTIFICATION_MAX_ATTEMPTS = 3
     return settings
 
 

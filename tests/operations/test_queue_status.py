@@ -35,7 +35,7 @@ def fill_queues(tenant, *, now) -> None:
 
 
 def test_job_figures(alice, settings):
-    settings.MAX_ATTEMPTS = 3
+    settings.NOTIFICATION_MAX_ATTEMPTS = 3
     fill_queues(alice.tenant, now=NOW)
 
     assert job_queue_stats(now=NOW) == {
@@ -47,7 +47,7 @@ def test_job_figures(alice, settings):
 
 
 def test_notification_figures(alice, settings):
-    settings.MAX_ATTEMPTS = 3
+    settings.NOTIFICATION_MAX_ATTEMPTS = 3
     fill_queues(alice.tenant, now=NOW)
 
     assert notification_queue_stats(now=NOW) == {
@@ -65,7 +65,7 @@ def test_empty_queues_report_zeros(db):
 
 
 def test_json_output_is_one_object_with_both_queues(alice, settings):
-    settings.MAX_ATTEMPTS = 3
+    settings.NOTIFICATION_MAX_ATTEMPTS = 3
     fill_queues(alice.tenant, now=timezone.now())
     out = io.StringIO()
 

@@ -6,6 +6,7 @@ from django.utils import timezone
 
 from jobs.models import Job
 from projects.models import Project
+from projects.serializers import ProjectSerializer
 from projects.services import project_create
 
 
@@ -18,6 +19,7 @@ def make_project(actor, *, name: str = "Website relaunch", invite: list[str] | N
         invite=invite or [],
         key=f"factory-{uuid.uuid4()}",
         fingerprint="factory",
+        render=lambda project: ProjectSerializer(project).data,
         now=timezone.now(),
     )
     return Project.objects.get(pk=outcome.project_id)

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from dbqueue.clock import database_now
 from dbqueue.logfmt import logfmt_line
-from jobs.services import RetentionPolicy, retention_prune
+from operations.retention import RetentionPolicy, retention_prune
 
 
 class Command(BaseCommand):

@@ -1,0 +1,53 @@
+"""Waking a looping worker on PostgreSQL's LISTEN/NOTIFY instead of waiting out its poll."""
+
+import logging
+import threading
+import time
+
+import psycopg
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+
+logger = logging.getLogger(__name__)
+
+# How often a waiting worker looks at its stop flag.
+_STOP_CHECK_SECONDS = 0.5
+
+
+class ListenWaiter:
+    """LISTEN on `channel` over a dedicated connection; a lost connection degrades to
+    polling until it can be opened again."""
+
+    def __init__(self, channel: str) -> None:
+        self.channel = channel
+        self._db = None
+
+    def wait(self, timeout: float, stop: threading.Event) -> bool:
+        deadline = time.monotonic() + timeout
+        while not stop.is_set() and (remaining := deadline - time.monotonic()) > 0:
+            slice_seconds = min(remaining, _STOP_CHECK_SECONDS)
+            try:
+                raw = self.connect()
+                if list(raw.notifies(timeout=slice_seconds, stop_after=1)):
+                    list(raw.notifies(timeout=0))  # one pass serves the whole burst
+                    return True
+            except (DatabaseError, psycopg.Error):
+                logger.warning("LISTEN %s: connection lost; polling meanwhile", self.channel)
+                self.close()
+                stop.wait(slice_seconds)
+        return False
+
+    def open(self) -> None:
+        self.connect()
+
+    def connect(self) -> "psycopg.Connection":
+        """The listening connection, opened (and LISTENing) if it is not already."""
+        if self._db is None:
+            self._db = connections.create_connection(DEFAULT_DB_ALIAS)
+            self._db.ensure_connection()
+            self._db.connection.execute(f"LISTEN {self.channel}")
+        return self._db.connection
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None

@@ -1,0 +1,61 @@
+"""What each kind of job does: a registry from `Job.kind` to its handler, filled by the apps
+that own the work (`projects` registers `provision`). jobs knows no handler's domain.
+
+A handler has two halves. `perform(job)` makes the external side effects with no
+transaction open and raises JobError for a classified failure. `apply(job, now=...)` makes
+the local writes; the consumer runs it inside the same transaction that marks the job
+completed (fenced on its claim token), so a run that lost its claim applies nothing.
+Both halves are idempotent, keyed by the job id: a job may run more than once (a reclaim
+after a crash), and re-running it must not repeat what the first run did.
+
+What a job's dead letter or support retry means for the row it is about is not jobs'
+business: `job_dead_lettered` and `job_retried` are sent (with `job` and `now`) inside the
+transaction that fails the job for good or puts it back, and the owning app listens.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.dispatch import Signal
+
+from jobs.models import Job
+
+job_dead_lettered = Signal()
+job_retried = Signal()
+
+
+class JobError(Exception):
+    """A classified failure of a job's attempt. `str(exc)` must be safe to store: no
+    secrets, no personal data, no URL query strings."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        category: str,
+        permanent: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.category = category
+        self.permanent = permanent
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Handler:
+    perform: Callable[[Job], None]
+    apply: Callable[..., None]  # apply(job, *, now)
+
+
+HANDLERS: dict[str, Handler] = {}
+
+
+def register(kind: str, handler: Handler) -> None:
+    """Make `handler` run the jobs of `kind` (called from the owning app's `ready()`)."""
+    HANDLERS[kind] = handler
+
+
+def handler_for(kind: str) -> Handler | None:
+    """The handler registered for `kind`, or None: such a job fails permanently."""
+    return HANDLERS.get(kind)

@@ -1,0 +1,40 @@
+"""Retention across the apps: each app deletes its own rows; this decides when."""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from jobs.services import jobs_prune_completed
+from notifications.services import deliveries_prune
+from projects.services import operation_keys_purge
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """How old finished rows must be before `prune` deletes them, and its batch size."""
+
+    jobs_days: int
+    deliveries_days: int
+    batch_size: int
+
+
+@dataclass(frozen=True)
+class PruneCounts:
+    jobs: int
+    deliveries: int
+    operation_keys: int
+
+
+def retention_prune(*, now: datetime, policy: RetentionPolicy) -> PruneCounts:
+    """Delete completed jobs and delivery-log rows past their retention, and expired
+    operation keys, in bounded batches. Live rows are never candidates: pending, enqueued
+    and failed jobs (dead letters wait for support staff) stay, as do the notifications
+    themselves; the delivery log is history only."""
+    return PruneCounts(
+        jobs=jobs_prune_completed(
+            before=now - timedelta(days=policy.jobs_days), batch_size=policy.batch_size
+        ),
+        deliveries=deliveries_prune(
+            before=now - timedelta(days=policy.deliveries_days), batch_size=policy.batch_size
+        ),
+        operation_keys=operation_keys_purge(now=now, batch_size=policy.batch_size),
+    )

@@ -1,0 +1,128 @@
+"""The `provision` job: what happens to a new project after its create commits.
+
+Registered with the jobs registry by this app (`ProjectsConfig.ready`). `perform` calls the
+operator's provisioning API, if one is configured, with the job id as its idempotency key;
+`apply` marks the project active and announces it: one invitation email per invited
+address (the creator when the list is empty) and a `project.activated` event to each
+enabled webhook endpoint of the tenant. A dead-lettered job turns the project `failed`; a
+support retry puts it back to `provisioning`. Every step is keyed by the job id, so a job
+that runs twice creates nothing twice.
+"""
+
+import json
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+
+from jobs.models import ErrorCategory, Job
+from jobs.registry import Handler, JobError
+from notifications.services import Announcement, notifications_announce
+from outbound.http import HttpError, post
+from outbound.statuses import TRANSIENT_4XX, parse_retry_after
+from projects.models import Project
+from projects.services import project_activate, project_fail, project_reprovision
+
+# Beyond the usual retryable 4xx, the provisioning API may still be working on this
+# idempotency key (409).
+_TRANSIENT_4XX = TRANSIENT_4XX | {409}
+_PERMANENT_TRANSPORT = frozenset({ErrorCategory.INVALID_URL, "ssrf_blocked"})
+
+
+def provision_call_api(job: Job) -> None:
+    """POST the project to settings.PROVISIONING_URL with `Idempotency-Key: <job id>`.
+
+    2xx is done. Transient failures (timeouts, connection errors, 5xx, 408/409/425/429)
+    raise a retryable JobError; any other 4xx, a redirect (never followed) or an invalid
+    URL cannot be fixed by retrying and raise a permanent one. Unset URL: nothing to do.
+    """
+    url = settings.PROVISIONING_URL
+    if not url:
+        return
+    project = Project.objects.only("name").get(pk=job.project_id)
+    body = _project_fields(job, name=project.name)
+    headers = {"Content-Type": "application/json", "Idempotency-Key": str(job.id)}
+    try:
+        response = post(
+            url,
+            body=json.dumps(body).encode(),
+            headers=headers,
+            timeout=settings.PROVISIONING_TIMEOUT_SECONDS,
+            vet_addresses=False,  # operator-configured, may well be an internal service
+        )
+    except HttpError as exc:
+        category = exc.category if exc.category in ErrorCategory.values else "internal"
+        raise JobError(
+            f"provisioning API: {exc}",
+            category=category,
+            permanent=exc.category in _PERMANENT_TRANSPORT,
+        ) from None
+    _raise_for_status(response.status, response.headers.get("Retry-After"))
+
+
+def _project_fields(job: Job, *, name: str) -> dict[str, str]:
+    return {"project_id": str(job.project_id), "tenant_id": str(job.tenant_id), "name": name}
+
+
+def _raise_for_status(status: int, retry_after: str | None) -> None:
+    if 200 <= status < 300:
+        return
+    message = f"provisioning API answered HTTP {status}"
+    if status >= 500:
+        raise JobError(
+            message, category=ErrorCategory.HTTP_5XX, retry_after=parse_retry_after(retry_after)
+        )
+    if status >= 400:
+        raise JobError(
+            message,
+            category=ErrorCategory.HTTP_4XX,
+            permanent=status not in _TRANSIENT_4XX,
+            retry_after=parse_retry_after(retry_after),
+        )
+    raise JobError(message, category=ErrorCategory.HTTP_3XX, permanent=True)
+
+
+def provision_activate(job: Job, *, now: datetime) -> None:
+    """Mark the project active and announce it (see the module docstring). Each
+    notification's source key derives from the job id, so a second run inserts nothing."""
+
+    project = project_activate(project_id=job.project_id, now=now)
+    announcement = Announcement(
+        addresses=invite_addresses(job.payload, creator=project.created_by),
+        email_subject=f'You are invited to the project "{project.name}"',
+        email_body=f'You have been invited to join the project "{project.name}" on Tickwork.',
+        event={"type": "project.activated", "data": _project_fields(job, name=project.name)},
+        event_subject=f'Project "{project.name}" activated',
+    )
+    notifications_announce(
+        tenant_id=job.tenant_id,
+        project_id=project.pk,
+        source_key=f"job:{job.id}",
+        announcement=announcement,
+        now=now,
+    )
+
+
+def invite_addresses(payload: dict[str, Any], *, creator: object | None) -> list[str]:
+    """The addresses to invite: the payload's "invite" list without duplicates (compared
+    case-insensitively), else the creator's e-mail, else none."""
+    addresses: dict[str, str] = {}
+    for address in payload.get("invite") or []:
+        if isinstance(address, str) and address.strip():
+            addresses.setdefault(address.strip().lower(), address.strip())
+    if not addresses and creator is not None and getattr(creator, "email", ""):
+        return [creator.email]
+    return list(addresses.values())
+
+
+def project_job_dead_lettered(sender: type, *, job: Job, now: datetime, **kwargs: Any) -> None:
+    """Any job of a project that dead-letters leaves the project `failed`."""
+    project_fail(project_id=job.project_id, now=now)
+
+
+def project_job_retried(sender: type, *, job: Job, now: datetime, **kwargs: Any) -> None:
+    """A support retry of a project's job puts the project back to `provisioning`."""
+    project_reprovision(project_id=job.project_id, now=now)
+
+
+PROVISION = Handler(perform=provision_call_api, apply=provision_activate)
