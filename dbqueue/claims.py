@@ -54,8 +54,17 @@ def claim(spec: ClaimSpec, *, now: datetime, lease: timedelta, limit: int) -> li
     """
     if limit <= 0:
         return []
-    picked = spec.ready(now).order_by(*spec.order_by).values("pk")[:limit]
-    model = picked.model
+    model, sql, params = claim_statement(spec, now=now, lease=lease, limit=limit)
+    return list(model._default_manager.raw(sql, params))
+
+
+def claim_statement(
+    spec: ClaimSpec, *, now: datetime, lease: timedelta, limit: int
+) -> tuple[type[models.Model], str, list[Any]]:
+    """The one statement `claim` runs, with its parameters (EXPLAIN it to see the plan)."""
+    ready = spec.ready(now)
+    model = ready.model
+    picked = ready.order_by(*spec.order_by).values(model._meta.pk.name)[:limit]
     pick_sql, pick_params = picked.query.sql_with_params()
     lease_until = now + lease
     assignments, set_params = _assignments(
@@ -72,11 +81,9 @@ def claim(spec: ClaimSpec, *, now: datetime, lease: timedelta, limit: int) -> li
             f"UPDATE {table} AS claimed SET {assignments} FROM picked "
             f"WHERE claimed.{pk} = picked.{pk} RETURNING claimed.*"
         )
-        params = [*pick_params, *set_params]
-    else:
-        sql = f"UPDATE {table} SET {assignments} WHERE {pk} IN ({pick_sql}) RETURNING *"
-        params = [*set_params, *pick_params]
-    return list(model._default_manager.raw(sql, params))
+        return model, sql, [*pick_params, *set_params]
+    sql = f"UPDATE {table} SET {assignments} WHERE {pk} IN ({pick_sql}) RETURNING *"
+    return model, sql, [*set_params, *pick_params]
 
 
 def _assignments(

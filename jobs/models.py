@@ -6,7 +6,6 @@ from datetime import datetime
 from django.db import models
 from django.utils import timezone
 
-from projects.models import Project
 from tenancy.models import Tenant
 
 
@@ -33,15 +32,6 @@ ACTIVE_STATUSES = (JobStatus.PENDING, JobStatus.ENQUEUED)
 
 
 class JobQuerySet(models.QuerySet["Job"]):
-    def pending(self) -> "JobQuerySet":
-        return self.filter(status=JobStatus.PENDING)
-
-    def in_flight(self, *, now: datetime) -> "JobQuerySet":
-        return self.filter(status=JobStatus.ENQUEUED, claimed_until__gte=now)
-
-    def failed(self) -> "JobQuerySet":
-        return self.filter(status=JobStatus.FAILED)
-
     def ready(self, *, now: datetime) -> "JobQuerySet":
         """Claimable now: pending and due, or enqueued with an expired lease (orphaned)."""
         return self.filter(status__in=ACTIVE_STATUSES, next_attempt_at__lte=now).filter(
@@ -58,7 +48,8 @@ class Job(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="jobs")
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="jobs")
+    # By name, not import: jobs sits below projects and knows no project behaviour.
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="jobs")
     kind = models.CharField(max_length=50)
     payload = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)

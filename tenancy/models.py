@@ -58,13 +58,6 @@ def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
-    def usable(self, *, now: datetime) -> "ApiTokenQuerySet":
-        return self.filter(revoked_at__isnull=True).filter(
-            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now)
-        )
-
-
 class ApiToken(models.Model):
     """A bearer token: `tkw_<lookup>_<secret>`; only the lookup prefix and a digest are kept."""
 
@@ -78,8 +71,6 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
-
-    objects = ApiTokenQuerySet.as_manager()
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name})"

@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
+from dbqueue.claims import claim_statement
 from jobs.consumer import JOB_CLAIM, jobs_claim
 from jobs.models import JobStatus
 from tests.conftest import requires_postgres
@@ -96,11 +97,10 @@ def test_claiming_a_batch_is_one_statement(alice, django_assert_num_queries):
 @requires_postgres
 def test_the_ready_query_is_served_by_the_partial_index(alice):
     make_job(alice.tenant)
-    ready = JOB_CLAIM.ready_sql
-    sql = f"EXPLAIN SELECT id FROM jobs_job WHERE {ready} ORDER BY next_attempt_at LIMIT 10"  # noqa: S608
+    _, sql, params = claim_statement(JOB_CLAIM, now=NOW, lease=timedelta(seconds=60), limit=10)
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute(sql, {"now": NOW})
+        cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
 
     assert "job_ready_idx" in plan

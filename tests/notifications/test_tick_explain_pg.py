@@ -1,11 +1,12 @@
 """The due query is served by the partial index notification_due_idx, so its cost does not
 grow with parked or future rows."""
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
 
+from dbqueue.claims import claim_statement
 from notifications.scheduler.tick import DUE
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_notifications, make_tenant
@@ -40,12 +41,11 @@ def test_due_query_uses_the_partial_index():
     tenant = make_tenant()
     make_notifications(5, tenant=tenant, next_fire_at=NOW)
     fill(tenant.id)
-    # The claim's own due selection (DUE is code-defined SQL; values are bound).
-    where = f"WHERE {DUE.ready_sql} ORDER BY {DUE.order_by}"
-    query = f"SELECT id FROM notifications_notification {where} LIMIT 16 FOR UPDATE"  # noqa: S608
+    # The claim statement itself, as run_tick sends it.
+    _, sql, params = claim_statement(DUE, now=NOW, lease=timedelta(seconds=45), limit=16)
 
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + query, {"now": NOW, "max_attempts": 3})
+        cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
 
     assert "notification_due_idx" in plan
