@@ -64,7 +64,7 @@ def next_fire(notification: Notification, *, now: datetime) -> datetime | None:
     )
 
 
-def _log(notification: Notification, *, at: datetime, **fields: Any) -> Delivery:
+def _delivery_row(notification: Notification, *, at: datetime, **fields: Any) -> Delivery:
     return Delivery(
         notification_id=notification.id,
         tenant_id=notification.tenant_id,
@@ -84,7 +84,7 @@ def _channel_logs(delivery: RowDelivery) -> list[Delivery]:
         else:
             outcome = DeliveryOutcome.FAILED
         logs.append(
-            _log(
+            _delivery_row(
                 delivery.notification,
                 at=delivery.attempted_at,
                 channel=channel,
@@ -138,7 +138,7 @@ def dead_letter(
         "unfinished_claims": 0,
         "updated_at": now,
     }
-    log = _log(
+    log = _delivery_row(
         row,
         at=now,
         channel="",
