@@ -72,7 +72,7 @@ def timed_tick(*, tenant, endpoint, rows: int, concurrency: int):
         tenant=tenant, endpoint=endpoint, count=rows, due_at=timezone.now() - timedelta(1)
     )
     with CaptureQueriesContext(connection) as captured:
-        summary = run_tick(limit=rows, time_budget=3600, concurrency=concurrency)
+        summary = run_tick(max_rows=rows, time_budget=3600, concurrency=concurrency)
     assert summary.delivered == rows, summary.line()
     return summary, captured.captured_queries
 

@@ -223,6 +223,16 @@ TICK_CONCURRENCY = int(_positive("TICK_CONCURRENCY", _read("TICK_CONCURRENCY", e
 TICK_TIME_BUDGET_SECONDS = _positive(
     "TICK_TIME_BUDGET_SECONDS", _read("TICK_TIME_BUDGET_SECONDS", env.float, 40.0)
 )
+# Unset: a tick drains until nothing is due or its budget is spent.
+TICK_MAX_ROWS = _read("TICK_MAX_ROWS", env.int, None)
+if TICK_MAX_ROWS is not None:
+    _positive("TICK_MAX_ROWS", TICK_MAX_ROWS)
+WEBHOOK_ENDPOINT_CONCURRENCY = int(
+    _positive("WEBHOOK_ENDPOINT_CONCURRENCY", _read("WEBHOOK_ENDPOINT_CONCURRENCY", env.int, 4))
+)
+WEBHOOK_CIRCUIT_FAILURES = int(
+    _positive("WEBHOOK_CIRCUIT_FAILURES", _read("WEBHOOK_CIRCUIT_FAILURES", env.int, 5))
+)
 if CLAIM_LEASE_SECONDS < CHANNEL_TIMEOUT_SECONDS + 5:
     raise ImproperlyConfigured(
         "CLAIM_LEASE_SECONDS must exceed CHANNEL_TIMEOUT_SECONDS by at least 5 seconds so a "

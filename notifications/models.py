@@ -23,6 +23,12 @@ class NotificationState(models.TextChoices):
     PARKED = "parked", "Parked"
 
 
+class EndpointHealth(models.TextChoices):
+    HEALTHY = "healthy", "Healthy"
+    FAILING = "failing", "Failing"
+    OPEN = "open", "Circuit open"
+
+
 class WebhookEndpoint(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="webhook_endpoints")
@@ -32,6 +38,11 @@ class WebhookEndpoint(models.Model):
     previous_secret_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
     enabled = models.BooleanField(default=True)
     disabled_reason = models.CharField(max_length=200, blank=True, default="")
+    # The circuit breaker, shared by every tick (scheduler.breaker decides its moves).
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    circuit_open_until = models.DateTimeField(null=True, blank=True)
+    circuit_interval_seconds = models.PositiveIntegerField(default=0)
+    last_failure_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=utc_now, editable=False)
     updated_at = models.DateTimeField(default=utc_now)
 
@@ -42,6 +53,14 @@ class WebhookEndpoint(models.Model):
 
     def __str__(self) -> str:
         return self.url
+
+    def health(self, *, now: datetime) -> str:
+        """healthy, failing (recent transport failures) or open (deliveries deferred)."""
+        if self.circuit_open_until is not None and self.circuit_open_until > now:
+            return EndpointHealth.OPEN
+        if self.consecutive_failures:
+            return EndpointHealth.FAILING
+        return EndpointHealth.HEALTHY
 
     def signing_secrets(self, *, now: datetime) -> list[str]:
         """The secrets that sign a delivery now: the current one, plus the previous one
@@ -129,6 +148,9 @@ class Notification(models.Model):
         on_delete=models.SET_NULL,
         related_name="notifications",
     )
+    # Channels of the current occurrence already finished ({channel: "delivered"|"failed"}):
+    # a channel that was deferred goes later alone, and a finished one is never sent again.
+    channel_state = models.JSONField(default=dict, blank=True)
     # A custom webhook event ({"type", "data"}); empty means the standard notification.fired.
     webhook_event = models.JSONField(null=True, blank=True)
     rrule = models.CharField(max_length=500, blank=True, default="")
@@ -200,6 +222,7 @@ class DeliveryOutcome(models.TextChoices):
     DELIVERED = "delivered", "Delivered"
     FAILED = "failed", "Failed"
     TIMEOUT = "timeout", "Timeout"
+    DEFERRED = "deferred", "Deferred (not attempted)"
     DEAD_LETTERED = "dead_lettered", "Dead-lettered"
 
 

@@ -9,9 +9,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.utils.timezone import now as utc_now
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from notifications.models import Channel, Delivery, Notification, NotificationState
+from notifications.models import (
+    Channel,
+    Delivery,
+    EndpointHealth,
+    Notification,
+    NotificationState,
+    WebhookEndpoint,
+)
 from notifications.services import MAX_RECIPIENTS
 from web.fields import NullableCharField, StrictBooleanField
 
@@ -136,11 +144,34 @@ class WebhookEndpointWriteSerializer(serializers.Serializer):
     enabled = StrictBooleanField(required=False)
 
 
+class EndpointHealthSerializer(serializers.Serializer):
+    """The endpoint's circuit breaker: `open` while its deliveries are deferred (until
+    `open_until`), `failing` after recent transport failures, else `healthy`."""
+
+    state = serializers.ChoiceField(choices=EndpointHealth.choices, read_only=True)
+    consecutive_failures = serializers.IntegerField(read_only=True)
+    open_until = serializers.DateTimeField(read_only=True, allow_null=True)
+    last_failure_at = serializers.DateTimeField(read_only=True, allow_null=True)
+
+
 class WebhookEndpointSerializer(serializers.Serializer):
     id = serializers.UUIDField(read_only=True)
     url = serializers.URLField(read_only=True)
     enabled = serializers.BooleanField(read_only=True)
     created_at = serializers.DateTimeField(read_only=True)
+    health = serializers.SerializerMethodField()
+
+    @extend_schema_field(EndpointHealthSerializer)
+    def get_health(self, endpoint: WebhookEndpoint) -> dict[str, Any]:
+        now = utc_now()
+        return EndpointHealthSerializer(
+            {
+                "state": endpoint.health(now=now),
+                "consecutive_failures": endpoint.consecutive_failures,
+                "open_until": endpoint.circuit_open_until,
+                "last_failure_at": endpoint.last_failure_at,
+            }
+        ).data
 
 
 class WebhookEndpointSecretSerializer(WebhookEndpointSerializer):

@@ -45,19 +45,22 @@ def webhook_endpoint_update(
     now: datetime | None = None,
 ) -> WebhookEndpoint:
     """Change the URL and/or switch the endpoint on or off (enabling clears the reason it
-    was disabled; disabling records `disabled_reason`). An endpoint deleted meanwhile
-    raises DoesNotExist, like a missing one."""
+    was disabled; disabling records `disabled_reason`). A new URL closes the circuit: the
+    failures were another receiver's. An endpoint deleted meanwhile raises DoesNotExist,
+    like a missing one."""
     if url is not None:
         _check_url(url)  # resolves the host: done before the transaction, not inside it
     with transaction.atomic():
         endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint_id, tenant=tenant)
-        if url is not None:
+        fields = ["url", "enabled", "disabled_reason", "updated_at"]
+        if url is not None and url != endpoint.url:
             endpoint.url = url
+            fields += _close_circuit(endpoint)
         if enabled is not None:
             endpoint.enabled = enabled
             endpoint.disabled_reason = "" if enabled else disabled_reason
         endpoint.updated_at = now or utc_now()
-        endpoint.save(update_fields=["url", "enabled", "disabled_reason", "updated_at"])
+        endpoint.save(update_fields=fields)
     return endpoint
 
 
@@ -73,8 +76,9 @@ def webhook_endpoint_rotate_secret(
     *, tenant: Tenant, endpoint_id: UUID, now: datetime | None = None
 ) -> WebhookEndpoint:
     """Replace the secret; the old one keeps signing for WEBHOOK_SECRET_GRACE_SECONDS so
-    receivers can switch over. The row lock makes concurrent rotations take turns, so the
-    secret each caller is shown is the one that was stored."""
+    receivers can switch over. Rotating closes the circuit (a receiver that refused the old
+    signatures gets a fresh chance). The row lock makes concurrent rotations take turns, so
+    the secret each caller is shown is the one that was stored."""
     now = now or utc_now()
     with transaction.atomic():
         endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint_id, tenant=tenant)
@@ -84,10 +88,25 @@ def webhook_endpoint_rotate_secret(
         )
         endpoint.secret = generate_secret()
         endpoint.updated_at = now
+        circuit = _close_circuit(endpoint)
         endpoint.save(
-            update_fields=["secret", "previous_secret", "previous_secret_expires_at", "updated_at"]
+            update_fields=[
+                "secret",
+                "previous_secret",
+                "previous_secret_expires_at",
+                "updated_at",
+                *circuit,
+            ]
         )
     return endpoint
+
+
+def _close_circuit(endpoint: WebhookEndpoint) -> list[str]:
+    """Close the endpoint's circuit breaker; returns the fields it changed."""
+    endpoint.consecutive_failures = 0
+    endpoint.circuit_open_until = None
+    endpoint.circuit_interval_seconds = 0
+    return ["consecutive_failures", "circuit_open_until", "circuit_interval_seconds"]
 
 
 def _check_url(url: str) -> None:

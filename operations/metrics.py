@@ -24,7 +24,16 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 # Every counter a worker reports, so each series exists (at 0) before its first increment.
 WORKER_OUTCOMES = {
-    "run_tick": ("delivered", "partial", "failed", "dead_lettered", "fenced_out", "errors"),
+    "run_tick": (
+        "delivered",
+        "partial",
+        "failed",
+        "deferred",
+        "released",
+        "dead_lettered",
+        "fenced_out",
+        "errors",
+    ),
     "consume_jobs": ("completed", "retried", "failed", "fenced_out"),
 }
 

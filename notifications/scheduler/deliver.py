@@ -6,9 +6,9 @@ becomes a failed DeliveryResult.
 """
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, Future, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -34,12 +34,27 @@ def default_senders() -> Senders:
 
 
 @dataclass(frozen=True)
+class Deferral:
+    """A channel not attempted now: when it may go, and why (e.g. "circuit_open")."""
+
+    until: datetime
+    reason: str
+
+
+@dataclass(frozen=True)
 class RowDelivery:
-    """What one row's delivery produced: one result per channel, in the row's order."""
+    """What one row's delivery produced: one result per channel attempted, in the row's
+    order, and the channels deferred unattempted."""
 
     notification: Notification
     results: dict[str, DeliveryResult]
     attempted_at: datetime
+    deferred: Mapping[str, Deferral] = field(default_factory=dict)
+
+
+def pending_channels(notification: Notification) -> list[str]:
+    """The occurrence's channels not settled yet (a deferred channel goes later alone)."""
+    return [c for c in notification.channels if c not in notification.channel_state]
 
 
 def occurrence_id(notification: Notification) -> str:
@@ -136,13 +151,18 @@ def deliver_row(
     senders: Senders,
     pool: Executor,
     timeout: float,
+    deferred: Mapping[str, Deferral] | None = None,
 ) -> RowDelivery:
-    """Run the row's channels in parallel on `pool`; a channel still running at the
-    deadline (its own timeout plus a small grace) is recorded as a timeout."""
+    """Run the row's pending channels but the `deferred` ones in parallel on `pool`; a
+    channel still running at the deadline (its own timeout plus a small grace) is recorded
+    as a timeout."""
     started = time.monotonic()
+    deferred = deferred or {}
     results: dict[str, DeliveryResult] = {}
     pending: dict[str, Future[DeliveryResult]] = {}
-    for channel in notification.channels:
+    for channel in pending_channels(notification):
+        if channel in deferred:
+            continue
         call = _channel_call(channel, notification, endpoint=endpoint, now=now, senders=senders)
         if isinstance(call, DeliveryResult):
             results[channel] = call
@@ -159,4 +179,6 @@ def deliver_row(
                 f"no answer within {timeout:g}s", "timeout", permanent=False, started=started
             )
     ordered = {c: results[c] for c in notification.channels if c in results}
-    return RowDelivery(notification=notification, results=ordered, attempted_at=now)
+    return RowDelivery(
+        notification=notification, results=ordered, attempted_at=now, deferred=deferred
+    )

@@ -1,5 +1,10 @@
 """Turn one row's delivery (or a poison claim) into the write-back it needs: which fenced
-statement (branch), the new column values, and the delivery-log rows. No database access."""
+statement (branch), the new column values, and the delivery-log rows. No database access.
+
+An occurrence is settled channel by channel: a channel that was deferred (its endpoint's
+circuit is open) was not attempted, so the occurrence stays open for it alone while the
+channels already delivered are remembered in `channel_state` and never sent again. The
+partial-success rule applies to channels that failed."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -11,6 +16,7 @@ from dbqueue.backoff import retry_delay
 from notifications.models import Delivery, DeliveryOutcome, Notification
 from notifications.recurrence import next_occurrence
 from notifications.scheduler import outcomes
+from notifications.scheduler.breaker import Signal
 from notifications.scheduler.deliver import RowDelivery
 from notifications.scheduler.outcomes import Classification, DeadLetterReason, Verdict
 
@@ -19,6 +25,8 @@ class Branch(StrEnum):
     DELETE = "delete"
     ADVANCE = "advance"
     BACKOFF = "backoff"
+    DEFER = "defer"
+    RELEASE = "release"
     DEAD_LETTER = "dead_letter"
 
 
@@ -28,6 +36,8 @@ class Bucket(StrEnum):
     DELIVERED = "delivered"
     PARTIAL = "partial"
     FAILED = "failed"
+    DEFERRED = "deferred"
+    RELEASED = "released"
     DEAD_LETTERED = "dead_lettered"
 
 
@@ -42,6 +52,8 @@ class RowPlan:
     changes: dict[str, Any] = field(default_factory=dict)
     logs: list[Delivery] = field(default_factory=list)
     gone_endpoint_id: Any = None
+    # The webhook attempt's news for its endpoint's circuit, when there is any.
+    endpoint_signal: tuple[Any, Signal] | None = None
 
 
 @dataclass(frozen=True)
@@ -98,8 +110,11 @@ def _channel_logs(delivery: RowDelivery) -> list[Delivery]:
     return logs
 
 
-def _finish(row: Notification, token: int, c: Classification, *, now: datetime) -> RowPlan:
-    """Success or partial: the occurrence is done; a partial is never retried."""
+def _finish(row: Notification, token: int, failed: tuple[str, ...], *, now: datetime) -> RowPlan:
+    """Every channel settled and at least one delivered (or none failed): the occurrence
+    is done; the channels that failed are not retried (a partial success)."""
+    verdict = Verdict.PARTIAL if failed else Verdict.SUCCESS
+    c = Classification(verdict=verdict, failed=failed, all_permanent=False, retry_after=None)
     bucket = Bucket.DELIVERED if c.verdict is Verdict.SUCCESS else Bucket.PARTIAL
     upcoming = next_fire(row, now=now)
     if upcoming is None:
@@ -112,9 +127,35 @@ def _finish(row: Notification, token: int, c: Classification, *, now: datetime) 
         "last_error": None if c.verdict is Verdict.SUCCESS else outcomes.partial_summary(c),
         "dead_letter_reason": "",
         "unfinished_claims": 0,
+        "channel_state": {},
         "updated_at": now,
     }
     return RowPlan(pk=row.pk, token=token, branch=Branch.ADVANCE, bucket=bucket, changes=changes)
+
+
+def _defer(
+    row: Notification, token: int, state: dict[str, str], *, until: datetime, now: datetime
+) -> RowPlan:
+    """Some channels were deferred unattempted: the occurrence stays open for them alone,
+    without an error, at the time they may go."""
+    changes = {
+        "channel_state": state,
+        "next_fire_at": until,
+        "unfinished_claims": 0,
+        "updated_at": now,
+    }
+    return RowPlan(
+        pk=row.pk, token=token, branch=Branch.DEFER, bucket=Bucket.DEFERRED, changes=changes
+    )
+
+
+def plan_release(row: Notification, *, token: int) -> RowPlan:
+    """Give a claimed row back unattempted (its endpoint had no free slot): the lease ends
+    and the claim is not counted against it."""
+    changes = {"unfinished_claims": max(row.unfinished_claims - 1, 0)}
+    return RowPlan(
+        pk=row.pk, token=token, branch=Branch.RELEASE, bucket=Bucket.RELEASED, changes=changes
+    )
 
 
 def dead_letter(
@@ -136,6 +177,7 @@ def dead_letter(
         "last_error": summary[:500],
         "dead_letter_reason": "" if upcoming else reason.value,
         "unfinished_claims": 0,
+        "channel_state": {},
         "updated_at": now,
     }
     log = _delivery_row(
@@ -157,39 +199,78 @@ def dead_letter(
 
 
 def plan_delivery(delivery: RowDelivery, *, token: int, now: datetime, policy: Policy) -> RowPlan:
-    """The write-back for a delivered row, per the partial-success rule."""
+    """The write-back for a delivered (or wholly deferred) row, per the partial-success
+    rule over the occurrence's channels."""
     row = delivery.notification
-    c = outcomes.classify(delivery.results)
-    if c.verdict is not Verdict.FAILURE:
-        plan = _finish(row, token, c, now=now)
+    state = {**row.channel_state, **_settled(delivery)}
+    failed = tuple(c for c in row.channels if state.get(c) == ChannelState.FAILED)
+    delivered = any(value == ChannelState.DELIVERED for value in state.values())
+    if failed and not delivered:
+        plan = _failure(delivery, token, now=now, policy=policy)
+    elif delivery.deferred:
+        until = min(deferral.until for deferral in delivery.deferred.values())
+        plan = _defer(row, token, state, until=until, now=now)
     else:
-        summary = outcomes.error_summary(delivery.results)
-        failures = row.error_count + 1
-        reason = outcomes.dead_letter_reason(
-            c, error_count_after=failures, max_attempts=policy.max_attempts
-        )
-        if reason is not None:
-            plan = dead_letter(
-                row, token, reason=reason, summary=summary, error_count=failures, now=now
-            )
-        else:
-            delay = retry_delay(
-                failures_before=row.error_count, steps=policy.backoff, retry_after=c.retry_after
-            )
-            changes = {
-                "next_fire_at": now + timedelta(seconds=delay),
-                "error_count": failures,
-                "last_error": summary[:500],
-                "unfinished_claims": 0,
-                "updated_at": now,
-            }
-            plan = RowPlan(
-                pk=row.pk, token=token, branch=Branch.BACKOFF, bucket=Bucket.FAILED, changes=changes
-            )
-    plan.logs[:0] = _channel_logs(delivery)
+        plan = _finish(row, token, failed, now=now)
+    plan.logs[:0] = _channel_logs(delivery) + _deferral_logs(delivery)
     if any(r.gone for r in delivery.results.values()):
         plan.gone_endpoint_id = row.webhook_endpoint_id
     return plan
+
+
+class ChannelState(StrEnum):
+    DELIVERED = "delivered"
+    FAILED = "failed"
+
+
+def _settled(delivery: RowDelivery) -> dict[str, str]:
+    return {
+        channel: ChannelState.DELIVERED if result.ok else ChannelState.FAILED
+        for channel, result in delivery.results.items()
+    }
+
+
+def _failure(delivery: RowDelivery, token: int, *, now: datetime, policy: Policy) -> RowPlan:
+    """Nothing of the occurrence was delivered and what was attempted failed: back off, or
+    dead-letter when the attempts are used up or every error is permanent."""
+    row = delivery.notification
+    c = outcomes.classify(delivery.results)
+    summary = outcomes.error_summary(delivery.results)
+    failures = row.error_count + 1
+    reason = outcomes.dead_letter_reason(
+        c, error_count_after=failures, max_attempts=policy.max_attempts
+    )
+    if reason is not None:
+        return dead_letter(
+            row, token, reason=reason, summary=summary, error_count=failures, now=now
+        )
+    delay = retry_delay(
+        failures_before=row.error_count, steps=policy.backoff, retry_after=c.retry_after
+    )
+    changes = {
+        "next_fire_at": now + timedelta(seconds=delay),
+        "error_count": failures,
+        "last_error": summary[:500],
+        "unfinished_claims": 0,
+        "updated_at": now,
+    }
+    return RowPlan(
+        pk=row.pk, token=token, branch=Branch.BACKOFF, bucket=Bucket.FAILED, changes=changes
+    )
+
+
+def _deferral_logs(delivery: RowDelivery) -> list[Delivery]:
+    return [
+        _delivery_row(
+            delivery.notification,
+            at=delivery.attempted_at,
+            channel=channel,
+            outcome=DeliveryOutcome.DEFERRED,
+            error_category=deferral.reason,
+            error=f"deferred until {deferral.until.isoformat()}",
+        )
+        for channel, deferral in delivery.deferred.items()
+    ]
 
 
 def plan_poison(row: Notification, *, token: int, now: datetime) -> RowPlan:

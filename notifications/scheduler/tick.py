@@ -1,30 +1,41 @@
-"""run_tick: claim due notifications a few at a time, deliver them through a bounded pool
+"""run_tick: claim due notifications a batch at a time, deliver them through a bounded pool
 of row workers, write their outcomes back in short fenced batches, and report a summary.
 
-The main thread does all database work; row workers only call the channels. A row is
-claimed only when a worker slot is free for it, so its lease starts when its work starts.
+A tick drains: it claims until nothing is due, its time budget is spent or its optional cap
+is reached. The main thread does all database work; row workers only call the channels. A
+row is claimed only when a worker slot is free for it, so its lease starts when its work
+starts. Each webhook endpoint gets at most a few slots (`EndpointGate`), and its circuit
+breaker defers its rows while it is down, so a dead receiver costs nobody else anything.
 """
 
+import dataclasses
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import ClassVar
+from typing import Any
 
-from django.conf import settings
 from django.db import DatabaseError
 
 from dbqueue.claims import ClaimSpec, ClaimValue, claim
 from dbqueue.clock import Clock
 from dbqueue.database import connection_lost
-from dbqueue.totals import WorkerSummary
 from dbqueue.worker import ConnectionLost, Worker
-from notifications.models import Notification, WebhookEndpoint
+from notifications.models import Channel, Notification, WebhookEndpoint
 from notifications.scheduler import outcomes
-from notifications.scheduler.deliver import Senders, default_senders, deliver_row
-from notifications.scheduler.plan import Policy, RowPlan, plan_delivery, plan_poison
+from notifications.scheduler.breaker import circuit_of
+from notifications.scheduler.deliver import (
+    Deferral,
+    RowDelivery,
+    Senders,
+    default_senders,
+    deliver_row,
+    pending_channels,
+)
+from notifications.scheduler.gate import Admission, EndpointGate
+from notifications.scheduler.plan import RowPlan, plan_delivery, plan_poison, plan_release
+from notifications.scheduler.summary import TickConfig, TickSummary
 from notifications.scheduler.writeback import write_back
 
 logger = logging.getLogger("notifications.scheduler")
@@ -37,76 +48,38 @@ DUE = ClaimSpec(
 )
 
 
-def notification_claim(*, now: datetime, lease: timedelta, limit: int) -> list[Notification]:
-    """Claim up to `limit` due rows (oldest first); each carries its new claim_token."""
-    return claim(DUE, now=now, lease=lease, limit=limit)
-
-
-@dataclass
-class TickSummary(WorkerSummary):
-    """What one tick did. Each claimed row is counted once: delivered, partial, failed
-    (backing off), dead_lettered, or errors (its processing or its write-back batch raised;
-    it stays claimed until its lease expires). fenced_out counts outcomes dropped because
-    the row had been reclaimed meanwhile."""
-
-    claimed: int = 0
-    delivered: int = 0
-    partial: int = 0
-    failed: int = 0
-    dead_lettered: int = 0
-    fenced_out: int = 0
-    errors: int = 0
-    duration: float = 0.0
-
-    worker: ClassVar[str] = "run_tick"
-
-
-@dataclass(frozen=True)
-class TickConfig:
-    limit: int
-    time_budget: float
-    concurrency: int
-    lease: timedelta
-    channel_timeout: float
-    policy: Policy = field(repr=False)
-
-    @classmethod
-    def from_settings(
-        cls, *, limit: int | None, time_budget: float | None, concurrency: int | None
-    ) -> "TickConfig":
-        """Raises ValueError for a limit, budget or concurrency that is not positive."""
-        config = cls(
-            limit=settings.TICK_LIMIT if limit is None else limit,
-            time_budget=settings.TICK_TIME_BUDGET_SECONDS if time_budget is None else time_budget,
-            concurrency=settings.TICK_CONCURRENCY if concurrency is None else concurrency,
-            lease=timedelta(seconds=settings.CLAIM_LEASE_SECONDS),
-            channel_timeout=settings.CHANNEL_TIMEOUT_SECONDS,
-            policy=Policy(
-                max_attempts=settings.NOTIFICATION_MAX_ATTEMPTS, backoff=settings.BACKOFF_SECONDS
-            ),
-        )
-        for name in ("limit", "time_budget", "concurrency"):
-            if getattr(config, name) <= 0:
-                raise ValueError(f"{name} must be greater than zero")
-        return config
+def notification_claim(
+    *, now: datetime, lease: timedelta, limit: int, skip_endpoints: Iterable[Any] = ()
+) -> list[Notification]:
+    """Claim up to `limit` due rows (oldest first); each carries its new claim_token. Rows
+    of `skip_endpoints` (busy in this tick) are left for a later claim."""
+    skipped = set(skip_endpoints)
+    if not skipped:
+        return claim(DUE, now=now, lease=lease, limit=limit)
+    spec = dataclasses.replace(
+        DUE, ready=lambda at: DUE.ready(at).exclude(webhook_endpoint_id__in=skipped)
+    )
+    return claim(spec, now=now, lease=lease, limit=limit)
 
 
 def run_tick(
     *,
     now: datetime | None = None,
-    limit: int | None = None,
+    max_rows: int | None = None,
     time_budget: float | None = None,
     concurrency: int | None = None,
     senders: Senders | None = None,
     stop: threading.Event | None = None,
 ) -> TickSummary:
     """Run one tick. `now` fixes the clock (tests); None uses the one shared clock.
-    Stops claiming after `time_budget` seconds, after `limit` rows, when nothing is due,
-    or when `stop` is set; then finishes and writes back the rows in flight. Raises
-    ConnectionLost when the database connection is lost: it then claims nothing more, lets
-    the rows in flight finish and writes none of them back (counted as errors: they stay
-    claimed until their leases expire)."""
-    config = TickConfig.from_settings(limit=limit, time_budget=time_budget, concurrency=concurrency)
+    Claims in batches until nothing is due, `time_budget` seconds passed, `max_rows` rows
+    were claimed (default TICK_MAX_ROWS, None = no cap) or `stop` is set; then finishes and
+    writes back the rows in flight. Raises ConnectionLost when the database connection is
+    lost: it then claims nothing more, lets the rows in flight finish and writes none of
+    them back (counted as errors: they stay claimed until their leases expire)."""
+    config = TickConfig.from_settings(
+        max_rows=max_rows, time_budget=time_budget, concurrency=concurrency
+    )
     tick = _Tick(config, Clock(now), senders or default_senders(), stop or threading.Event())
     summary = tick.run()
     summary.add_to_totals(now=tick.clock.now())
@@ -117,22 +90,28 @@ class _Tick:
     def __init__(self, config: TickConfig, clock: Clock, senders: Senders, stop: threading.Event):
         self.config, self.clock, self.senders, self.stop = config, clock, senders, stop
         self.summary = TickSummary()
-        self.in_flight: dict[Future, tuple[Notification, int]] = {}
+        # future -> (row, its claim token, the endpoint whose slot it holds or None)
+        self.in_flight: dict[Future, tuple[Notification, int, Any]] = {}
         self.finished: list[RowPlan] = []
         self.exhausted = False
         self.endpoints: dict = {}
+        self.gate = EndpointGate(
+            capacity=config.endpoint_concurrency,
+            threshold=config.circuit_failures,
+            may_wait=config.rows_may_wait,
+        )
         self.lost: DatabaseError | None = None
 
     def run(self) -> TickSummary:
-        rows = ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="tick-row")
+        self.rows = ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="tick-row")
         # Two channels a row at most; a channel that overran its deadline may still hold
         # a thread, so the channel pool is not shared with the row workers.
-        channels = ThreadPoolExecutor(2 * self.config.concurrency, "tick-channel")
+        self.channels = ThreadPoolExecutor(2 * self.config.concurrency, "tick-channel")
         try:
             while True:
                 if self._may_claim():
                     # New rows start first; finished ones are written back while they run.
-                    self._claim(rows, channels)
+                    self._claim()
                     self._flush()
                 elif self.in_flight:
                     done, _ = wait(self.in_flight, return_when=FIRST_COMPLETED)
@@ -141,31 +120,43 @@ class _Tick:
                     break
             self._flush()
         finally:
-            rows.shutdown(wait=False, cancel_futures=True)
-            channels.shutdown(wait=False, cancel_futures=True)
+            self.rows.shutdown(wait=False, cancel_futures=True)
+            self.channels.shutdown(wait=False, cancel_futures=True)
         self.summary.duration = self.clock.elapsed()
         if self.lost is not None:
             raise ConnectionLost(self.summary) from self.lost
         return self.summary
 
+    def _free_slots(self) -> int:
+        waiting = sum(len(queue) for queue in self.gate.waiting.values())
+        return self.config.concurrency - len(self.in_flight) - waiting
+
     def _may_claim(self) -> bool:
-        free = self.config.concurrency - len(self.in_flight)
+        free = self._free_slots()
+        capped = self.config.max_rows is not None and self.summary.claimed >= self.config.max_rows
         return (
             not self.exhausted
+            and not capped
             and self.lost is None
             and not self.stop.is_set()
-            and self.summary.claimed < self.config.limit
             and self.clock.elapsed() < self.config.time_budget
             # Claim in batches (fewer statements), yet only for slots that are free now.
             and (free * 2 >= self.config.concurrency or not self.in_flight)
+            and free > 0
         )
 
-    def _claim(self, rows: ThreadPoolExecutor, channels: ThreadPoolExecutor) -> None:
-        free = self.config.concurrency - len(self.in_flight)
-        wanted = min(free, self.config.limit - self.summary.claimed)
+    def _claim(self) -> None:
+        wanted = min(self._free_slots(), self.config.batch)
+        if self.config.max_rows is not None:
+            wanted = min(wanted, self.config.max_rows - self.summary.claimed)
         now = self.clock.now()
         try:
-            claimed = notification_claim(now=now, lease=self.config.lease, limit=wanted)
+            claimed = notification_claim(
+                now=now,
+                lease=self.config.lease,
+                limit=wanted,
+                skip_endpoints=self.gate.saturated(now=now),
+            )
         except DatabaseError as exc:
             if self._lose(exc):
                 return
@@ -173,7 +164,7 @@ class _Tick:
         self.exhausted = len(claimed) < wanted
         self.summary.claimed += len(claimed)
         try:
-            endpoints = self._endpoints({row.webhook_endpoint_id for row in claimed} - {None})
+            self._load_endpoints({row.webhook_endpoint_id for row in claimed} - {None})
         except DatabaseError as exc:
             if self._lose(exc):
                 self.summary.errors += len(claimed)
@@ -187,16 +178,51 @@ class _Tick:
             if poison:
                 self._record(plan_poison(row, token=row.claim_token, now=now))
                 continue
-            future = rows.submit(
-                deliver_row,
-                row,
-                endpoint=endpoints.get(row.webhook_endpoint_id),
-                now=self.clock.now(),
-                senders=self.senders,
-                pool=channels,
-                timeout=self.config.channel_timeout,
-            )
-            self.in_flight[future] = (row, row.claim_token)
+            self._start(row)
+
+    def _start(self, row: Notification) -> None:
+        """Send the row's pending channels, or defer, hold or release it as its webhook
+        endpoint's gate says."""
+        now = self.clock.now()
+        endpoint = self._webhook_endpoint(row)
+        deferred: dict[str, Deferral] = {}
+        if endpoint is not None:
+            admission = self.gate.admit(endpoint.pk, now=now)
+            if admission is Admission.WAIT:
+                self.gate.wait(endpoint.pk, row)
+                return
+            if admission is Admission.RELEASE:
+                self._record(plan_release(row, token=row.claim_token))
+                return
+            if admission is Admission.DEFER:
+                until = self.gate.circuit(endpoint.pk).open_until
+                deferred[Channel.WEBHOOK] = Deferral(until=until, reason="circuit_open")
+                endpoint = None
+            else:
+                self.gate.started(endpoint.pk)
+        if deferred and set(pending_channels(row)) <= set(deferred):
+            delivery = RowDelivery(row, results={}, attempted_at=now, deferred=deferred)
+            self._record(self._plan(delivery, row.claim_token))
+            return
+        future = self.rows.submit(
+            deliver_row,
+            row,
+            endpoint=self.endpoints.get(row.webhook_endpoint_id),
+            now=now,
+            senders=self.senders,
+            pool=self.channels,
+            timeout=self.config.channel_timeout,
+            deferred=deferred,
+        )
+        self.in_flight[future] = (row, row.claim_token, endpoint.pk if endpoint else None)
+
+    def _webhook_endpoint(self, row: Notification) -> WebhookEndpoint | None:
+        """The endpoint whose slot the row's webhook would take (None when it sends no
+        webhook now, or the endpoint cannot be called anyway)."""
+        if Channel.WEBHOOK not in pending_channels(row):
+            return None
+        endpoint = self.endpoints.get(row.webhook_endpoint_id)
+        return endpoint if endpoint is not None and endpoint.enabled else None
 
     def _lose(self, exc: DatabaseError) -> bool:
         """Whether `exc` cost the tick its connection; from then on it claims and writes
@@ -205,20 +231,23 @@ class _Tick:
             self.lost = exc
         return self.lost is not None
 
-    def _endpoints(self, ids: set) -> dict:
-        """The claimed rows' endpoints: one query for those this tick has not loaded yet."""
+    def _load_endpoints(self, ids: set) -> None:
+        """The claimed rows' endpoints: one query for those this tick has not loaded yet;
+        their circuits as the database has them."""
         missing = ids - self.endpoints.keys()
-        if missing:
-            self.endpoints.update(WebhookEndpoint.objects.in_bulk(missing))
-        return self.endpoints
+        if not missing:
+            return
+        loaded = WebhookEndpoint.objects.in_bulk(missing)
+        self.endpoints.update(loaded)
+        for endpoint in loaded.values():
+            self.gate.know(endpoint.pk, circuit_of(endpoint))
 
     def _collect(self, done: set[Future]) -> None:
         for future in done:
-            row, token = self.in_flight.pop(future)
+            row, token, endpoint_id = self.in_flight.pop(future)
             try:
-                plan = plan_delivery(
-                    future.result(), token=token, now=self.clock.now(), policy=self.config.policy
-                )
+                delivery = future.result()
+                plan = self._plan(delivery, token)
             except Exception as exc:  # one bad row must not stop the tick
                 self.summary.errors += 1
                 logger.error(
@@ -227,8 +256,29 @@ class _Tick:
                     row.pk,
                     type(exc).__name__,
                 )
-                continue
-            self._record(plan)
+                plan, delivery = None, None
+            if endpoint_id is not None:
+                self._endpoint_done(endpoint_id, delivery, plan)
+            if plan is not None:
+                self._record(plan)
+
+    def _endpoint_done(self, endpoint_id: Any, delivery: RowDelivery | None, plan: Any) -> None:
+        """Free the endpoint's slot, apply the attempt to its circuit, start who waited."""
+        result = delivery.results.get(Channel.WEBHOOK) if delivery is not None else None
+        now = self.clock.now()
+        signal = self.gate.finish(
+            endpoint_id,
+            ok=result is not None and result.ok,
+            category=result.category if result is not None else "internal",
+            now=now,
+        )
+        if signal is not None and plan is not None:
+            plan.endpoint_signal = (endpoint_id, signal)
+        while (row := self.gate.next_waiting(endpoint_id, now=now)) is not None:
+            self._start(row)
+
+    def _plan(self, delivery: RowDelivery, token: int) -> RowPlan:
+        return plan_delivery(delivery, token=token, now=self.clock.now(), policy=self.config.policy)
 
     def _record(self, plan: RowPlan) -> None:
         self.finished.append(plan)
@@ -243,7 +293,9 @@ class _Tick:
             self.summary.errors += len(batch)
             return
         try:
-            fenced = write_back(batch, now=self.clock.now())
+            fenced = write_back(
+                batch, now=self.clock.now(), circuit_failures=self.config.circuit_failures
+            )
         except DatabaseError as exc:
             # The rows stay claimed and become claimable again when their leases expire.
             logger.error("write-back of %d rows failed: %s", len(batch), type(exc).__name__)
@@ -258,7 +310,7 @@ class _Tick:
 
 def tick_worker(
     *,
-    limit: int | None,
+    max_rows: int | None,
     interval: float,
     report: Callable[[str], None],
     report_error: Callable[[str], None],
@@ -266,6 +318,6 @@ def tick_worker(
     """The run_tick worker: each pass is one tick."""
 
     def tick(stop: threading.Event) -> TickSummary:
-        return run_tick(limit=limit, stop=stop)
+        return run_tick(max_rows=max_rows, stop=stop)
 
     return Worker("run_tick", tick, interval=interval, report=report, report_error=report_error)

@@ -31,7 +31,13 @@ def test_create_returns_the_secret_once(alice):
 
     assert response.status_code == 201
     body = response.json()
-    assert set(body) == {"id", "url", "enabled", "created_at", "secret"}
+    assert set(body) == {"id", "url", "enabled", "created_at", "health", "secret"}
+    assert body["health"] == {
+        "state": "healthy",
+        "consecutive_failures": 0,
+        "open_until": None,
+        "last_failure_at": None,
+    }
     assert body["secret"].startswith("whsec_")
     assert response["Location"] == f"/v1/webhook-endpoints/{body['id']}"
     row = WebhookEndpoint.objects.get(pk=body["id"])

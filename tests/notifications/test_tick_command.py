@@ -29,7 +29,8 @@ from tests.support.http_server import Reply, recording_server
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMARY = re.compile(
-    r"event=run_tick claimed=\d+ delivered=\d+ partial=\d+ failed=\d+ dead_lettered=\d+ "
+    r"event=run_tick claimed=\d+ delivered=\d+ partial=\d+ failed=\d+ deferred=\d+ "
+    r"released=\d+ dead_lettered=\d+ "
     r"fenced_out=\d+ errors=\d+ duration_s=\d+\.\d{3}"
 )
 
@@ -133,7 +134,7 @@ def test_a_write_back_that_fails_with_the_database_still_there_does_not_stop_the
 def test_loop_reports_a_lost_database_and_keeps_ticking(db, monkeypatch):
     ticks: list[int] = []
 
-    def tick(*, limit, stop):
+    def tick(*, max_rows, stop):
         ticks.append(1)
         if len(ticks) == 1:
             raise ConnectionLost(TickSummary(claimed=2, errors=2)) from session_ended()

@@ -76,10 +76,10 @@ def test_tick_counts_and_logs_a_write_back_lost_to_a_reclaim(db, settings, caplo
     tenant = make_tenant()
     real_write_back = tick_module.write_back
 
-    def reclaimed_meanwhile(plans, *, now):
+    def reclaimed_meanwhile(plans, *, now, **options):
         # Our lease ran out during delivery and another tick took the row.
         notification_claim(now=NOW + LEASE + timedelta(seconds=1), lease=LEASE, limit=10)
-        return real_write_back(plans, now=now)
+        return real_write_back(plans, now=now, **options)
 
     monkeypatch.setattr(tick_module, "write_back", reclaimed_meanwhile)
     with recording_server() as server:

@@ -20,12 +20,16 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         add_mode_arguments(parser, default_interval=60.0)
-        parser.add_argument("--limit", type=int, help="at most N rows this tick (TICK_LIMIT)")
+        parser.add_argument(
+            "--limit",
+            type=int,
+            help="at most N rows this tick (TICK_MAX_ROWS; default: drain what is due)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         positive(options, "limit", "interval")
         worker = tick_worker(
-            limit=options["limit"],
+            max_rows=options["limit"],
             interval=options["interval"],
             report=self.stdout.write,
             report_error=self.stderr.write,

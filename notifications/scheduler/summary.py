@@ -1,0 +1,79 @@
+"""What a tick is told (TickConfig) and what it reports (TickSummary)."""
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import ClassVar
+
+from django.conf import settings
+
+from dbqueue.totals import WorkerSummary
+from notifications.scheduler.plan import Policy
+
+
+@dataclass
+class TickSummary(WorkerSummary):
+    """What one tick did. Each claimed row is counted once: delivered, partial, failed
+    (backing off), deferred (some channel waits, unattempted, for its endpoint), released
+    (given back unattempted: its endpoint had no free slot), dead_lettered, or errors (its
+    processing or its write-back batch raised; it stays claimed until its lease expires).
+    fenced_out counts outcomes dropped because the row had been reclaimed meanwhile."""
+
+    claimed: int = 0
+    delivered: int = 0
+    partial: int = 0
+    failed: int = 0
+    deferred: int = 0
+    released: int = 0
+    dead_lettered: int = 0
+    fenced_out: int = 0
+    errors: int = 0
+    duration: float = 0.0
+
+    worker: ClassVar[str] = "run_tick"
+
+
+@dataclass(frozen=True)
+class TickConfig:
+    """`batch`: rows per claim (TICK_LIMIT); `max_rows`: an optional cap on the tick
+    (TICK_MAX_ROWS, None = drain until nothing is due or the budget is spent)."""
+
+    batch: int
+    max_rows: int | None
+    time_budget: float
+    concurrency: int
+    lease: timedelta
+    channel_timeout: float
+    endpoint_concurrency: int
+    circuit_failures: int
+    policy: Policy = field(repr=False)
+
+    @classmethod
+    def from_settings(
+        cls, *, max_rows: int | None, time_budget: float | None, concurrency: int | None
+    ) -> "TickConfig":
+        """Raises ValueError for a cap, budget or concurrency that is not positive."""
+        config = cls(
+            batch=settings.TICK_LIMIT,
+            max_rows=settings.TICK_MAX_ROWS if max_rows is None else max_rows,
+            time_budget=settings.TICK_TIME_BUDGET_SECONDS if time_budget is None else time_budget,
+            concurrency=settings.TICK_CONCURRENCY if concurrency is None else concurrency,
+            lease=timedelta(seconds=settings.CLAIM_LEASE_SECONDS),
+            channel_timeout=settings.CHANNEL_TIMEOUT_SECONDS,
+            endpoint_concurrency=settings.WEBHOOK_ENDPOINT_CONCURRENCY,
+            circuit_failures=settings.WEBHOOK_CIRCUIT_FAILURES,
+            policy=Policy(
+                max_attempts=settings.NOTIFICATION_MAX_ATTEMPTS, backoff=settings.BACKOFF_SECONDS
+            ),
+        )
+        for name in ("time_budget", "concurrency"):
+            if getattr(config, name) <= 0:
+                raise ValueError(f"{name} must be greater than zero")
+        if config.max_rows is not None and config.max_rows <= 0:
+            raise ValueError("max_rows must be greater than zero")
+        return config
+
+    @property
+    def rows_may_wait(self) -> bool:
+        """A row may wait one wave for its endpoint only while its lease still covers the
+        wait and its own delivery (two channel timeouts and a margin)."""
+        return 2 * self.channel_timeout + 5 <= self.lease.total_seconds()
