@@ -94,6 +94,9 @@ class _Tick:
         self.in_flight: dict[Future, tuple[Notification, int, Any]] = {}
         self.finished: list[RowPlan] = []
         self.exhausted = False
+        # Rows of busy endpoints were left for later (not claimed, or released), so coming
+        # up short did not mean nothing is due: claim again once one of their slots frees.
+        self.left_for_later = False
         self.endpoints: dict = {}
         self.gate = EndpointGate(
             capacity=config.endpoint_concurrency,
@@ -150,18 +153,17 @@ class _Tick:
         if self.config.max_rows is not None:
             wanted = min(wanted, self.config.max_rows - self.summary.claimed)
         now = self.clock.now()
+        busy = self.gate.saturated(now=now)
         try:
             claimed = notification_claim(
-                now=now,
-                lease=self.config.lease,
-                limit=wanted,
-                skip_endpoints=self.gate.saturated(now=now),
+                now=now, lease=self.config.lease, limit=wanted, skip_endpoints=busy
             )
         except DatabaseError as exc:
             if self._lose(exc):
                 return
             raise
         self.exhausted = len(claimed) < wanted
+        self.left_for_later = bool(busy)
         self.summary.claimed += len(claimed)
         try:
             self._load_endpoints({row.webhook_endpoint_id for row in claimed} - {None})
@@ -193,6 +195,7 @@ class _Tick:
                 return
             if admission is Admission.RELEASE:
                 self._record(plan_release(row, token=row.claim_token))
+                self.left_for_later = True
                 return
             if admission is Admission.DEFER:
                 until = self.gate.circuit(endpoint.pk).open_until
@@ -259,6 +262,8 @@ class _Tick:
                 plan, delivery = None, None
             if endpoint_id is not None:
                 self._endpoint_done(endpoint_id, delivery, plan)
+                if self.left_for_later:
+                    self.exhausted = False
             if plan is not None:
                 self._record(plan)
 
