@@ -55,6 +55,11 @@ _TYPES = {
 }
 
 
+_OTHER_SCHEME = (
+    "The Authorization header must use the Bearer scheme: 'Authorization: Bearer <token>'."
+)
+
+
 class ProblemError(exceptions.APIException):
     """A domain error that already knows its HTTP status and problem kind."""
 
@@ -145,6 +150,8 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         kind = "validation-error"
     else:
         detail = _flatten_detail(exc.detail)
+    if isinstance(exc, exceptions.NotAuthenticated) and _has_authorization(context):
+        detail = _OTHER_SCHEME
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         response.status_code = status.HTTP_401_UNAUTHORIZED
         response["WWW-Authenticate"] = 'Bearer realm="api"'
@@ -153,6 +160,13 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     response.data = problem_body(response.status_code, detail, kind=kind, errors=errors)
     response.content_type = PROBLEM_CONTENT_TYPE
     return response
+
+
+def _has_authorization(context: dict[str, Any]) -> bool:
+    """True when the request sent credentials that no authentication class took: a scheme
+    other than Bearer (the header's value is never echoed: it may be a bare secret)."""
+    request = context.get("request")
+    return request is not None and bool(request.META.get("HTTP_AUTHORIZATION", "").strip())
 
 
 def _is_api(request: HttpRequest) -> bool:
