@@ -33,7 +33,9 @@ def _flag(name: str, default: bool) -> bool:
     (django-environ would read a typo such as `ture` as false without a word)."""
     raw = env.str(name, default=str(default)).strip().lower()
     if raw not in _TRUE | _FALSE:
-        raise ImproperlyConfigured(f"{name} must be true or false, got {raw!r}")
+        raise ImproperlyConfigured(
+            f"{name} must be one of true/false, 1/0, yes/no, on/off, got {raw!r}"
+        )
     return raw in _TRUE
 
 

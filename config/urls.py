@@ -1,9 +1,11 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from operations.health import healthz
 from operations.metrics import metrics
+from web.problems import not_found
 
 handler400 = "web.problems.bad_request"
 handler403 = "web.problems.permission_denied"
@@ -20,4 +22,8 @@ urlpatterns = [
     path("v1/", include("projects.urls")),
     path("v1/", include("jobs.urls")),
     path("v1/", include("notifications.urls")),
+    # Last: any other /v1/ path. With DEBUG on, Django answers a routing miss with its HTML
+    # technical page and never calls handler404; an API client must get a problem document.
+    # Exempt from CSRF as a missing route is: a POST to it is a 404, not a CSRF 403.
+    re_path(r"^v1/", csrf_exempt(not_found)),
 ]

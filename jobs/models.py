@@ -43,7 +43,8 @@ class Job(models.Model):
     """One unit of background work.
 
     While `enqueued`, `next_attempt_at` equals the lease expiry, so one partial index on
-    `next_attempt_at` serves both due pending jobs and orphaned enqueued ones.
+    `next_attempt_at` serves both due pending jobs and orphaned enqueued ones. A completed or
+    failed job has no next attempt: the column is NULL (a retry sets it again).
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -55,7 +56,7 @@ class Job(models.Model):
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     max_attempts = models.PositiveIntegerField()
-    next_attempt_at = models.DateTimeField(default=timezone.now)
+    next_attempt_at = models.DateTimeField(default=timezone.now, null=True, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)
     claim_token = models.BigIntegerField(default=0)
     last_error_category = models.CharField(

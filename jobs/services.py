@@ -89,6 +89,7 @@ def job_complete(*, job: Job, now: datetime, apply: Callable[[], None] | None = 
             pk=job.pk,
             token=job.claim_token,
             status=JobStatus.COMPLETED,
+            next_attempt_at=None,
             completed_at=now,
             updated_at=now,
         )
@@ -152,6 +153,7 @@ def _dead_letter(*, job: Job, now: datetime, **changes: object) -> Outcome:
             pk=job.pk,
             token=job.claim_token,
             status=JobStatus.FAILED,
+            next_attempt_at=None,
             updated_at=now,
             **changes,
         )

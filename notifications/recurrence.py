@@ -33,7 +33,13 @@ from notifications.recurrence_rules import (
     zone,
 )
 
-__all__ = ["InvalidRecurrence", "next_occurrence", "validate_rrule", "validate_timezone"]
+__all__ = [
+    "InvalidRecurrence",
+    "first_occurrence",
+    "next_occurrence",
+    "validate_rrule",
+    "validate_timezone",
+]
 
 # A period start this far before `after` (in wall time) also covers candidates that a
 # DST gap or a UTC-offset swing maps past `after`; offsets span less than 2 days.
@@ -74,9 +80,31 @@ def next_occurrence(
     """
     if anchor.tzinfo is None or after.tzinfo is None:
         raise ValueError("anchor and after must be timezone-aware")
+    return _occurrence_after(rrule, tz_name, anchor, threshold=max(after, anchor))
+
+
+def first_occurrence(*, rrule: str, tz_name: str, anchor: datetime) -> datetime | None:
+    """The schedule's first occurrence: its first instance at or after `anchor` (the
+    notification's fire_at), as an aware UTC datetime — `anchor` itself only when it
+    matches the rule, as with dateutil's DTSTART. Parts the rule does not give (the time of
+    day, the weekday of a plain WEEKLY rule…) come from `anchor`. None when the rule has no
+    instance from `anchor` on (COUNT or UNTIL ends it first, or nothing within the search
+    horizon). Raises InvalidRecurrence for an invalid rule or zone, ValueError for a naive
+    `anchor`.
+    """
+    if anchor.tzinfo is None:
+        raise ValueError("anchor must be timezone-aware")
+    # dateutil drops DTSTART's microseconds, so the anchor's own instance is its whole second.
+    just_before = anchor.replace(microsecond=0) - timedelta(microseconds=1)
+    return _occurrence_after(rrule, tz_name, anchor, threshold=just_before)
+
+
+def _occurrence_after(
+    rrule: str, tz_name: str, anchor: datetime, *, threshold: datetime
+) -> datetime | None:
     spec = parse_rule(rrule)
     frame = _Frame(zone(tz_name), sub_daily=spec.freq >= HOURLY)
-    threshold = max(after, anchor).astimezone(UTC)
+    threshold = threshold.astimezone(UTC)
     try:
         start = frame.wall(anchor)
         if not _day_exists(spec, start):

@@ -53,13 +53,24 @@ class NotificationWriteSerializer(serializers.Serializer):
     fire_at = serializers.DateTimeField(
         required=False,
         default_timezone=UTC,
-        help_text="When to fire first (default now; a past time is due at once; naive = UTC).",
+        help_text=(
+            "When the schedule starts (default now; a past time is due at once; naive = UTC). "
+            "A one-shot fires at fire_at; a recurring notification first fires at the rule's "
+            "first instance at or after fire_at (fire_at itself only when it matches the rule)."
+        ),
     )
     rrule = serializers.CharField(
         max_length=500,
         required=False,
         allow_blank=True,
-        help_text="RFC 5545 RRULE without DTSTART; empty for a one-shot.",
+        help_text=(
+            "RFC 5545 RRULE without DTSTART, anchored at fire_at (python-dateutil semantics); "
+            "empty for a one-shot. The first occurrence is the rule's first instance at or "
+            "after fire_at; parts the rule does not give (such as the time of day) are taken "
+            "from fire_at. A rule with no instance at or after fire_at (COUNT or UNTIL ends it "
+            "before) is rejected with 400. Changing rrule, fire_at or timezone restarts the "
+            "schedule from fire_at."
+        ),
     )
     timezone = serializers.CharField(
         max_length=64, required=False, help_text='IANA time zone of the RRULE (default "UTC").'

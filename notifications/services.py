@@ -28,7 +28,12 @@ from notifications.models import (
     NotificationState,
     WebhookEndpoint,
 )
-from notifications.recurrence import InvalidRecurrence, next_occurrence, validate_rrule
+from notifications.recurrence import (
+    InvalidRecurrence,
+    first_occurrence,
+    next_occurrence,
+    validate_rrule,
+)
 from notifications.recurrence import validate_timezone as validate_tz_name
 from tenancy.models import Tenant
 from web.errors import Conflict, InvalidInput
@@ -39,6 +44,10 @@ _SCHEDULE_FIELDS = frozenset({"fire_at", "rrule", "timezone"})
 _CONTENT_FIELDS = frozenset({"subject", "body", "channels", "email_to", "webhook_endpoint_id"})
 UPDATABLE_FIELDS = _SCHEDULE_FIELDS | _CONTENT_FIELDS
 _ENDPOINT_MISSING = "No webhook endpoint with this id exists in this tenant."
+_NO_OCCURRENCE = (
+    "The rule has no occurrence at or after fire_at (for example, its COUNT or UNTIL ends "
+    "it before then)."
+)
 
 
 class NotificationClaimed(Conflict):
@@ -152,7 +161,8 @@ def notification_create(
     project_id: UUID | None = None,
     now: datetime | None = None,
 ) -> Notification:
-    """Create a notification due at `fire_at` (default `now`; a past time is due at once)."""
+    """Create a notification due at `fire_at` (default `now`; a past time is due at once);
+    a recurring one at its rule's first instance at or after `fire_at`."""
     now = now or utc_now()
     fire_at = fire_at or now
     content = _checked_content(
@@ -171,7 +181,7 @@ def notification_create(
         subject=subject,
         body=body,
         recurrence_anchor=fire_at,
-        next_fire_at=fire_at,
+        next_fire_at=_first_fire_at(fire_at, content),
         occurrence=1,
         created_at=now,
         updated_at=now,
@@ -189,8 +199,8 @@ def notification_update(
     """Apply `changes` (keys from UPDATABLE_FIELDS) and return the updated row.
 
     A change of fire_at, rrule or timezone starts the schedule afresh from the new fire_at
-    (default: the current one): recurrence_anchor and next_fire_at move there, the error
-    state is cleared, `occurrence` is kept.
+    (default: the current one): recurrence_anchor moves there, next_fire_at to the first
+    occurrence from there, the error state is cleared, `occurrence` is kept.
     """
     unknown = set(changes) - UPDATABLE_FIELDS
     if unknown:
@@ -213,7 +223,7 @@ def notification_update(
     if _SCHEDULE_FIELDS & set(changes):
         values.update(
             recurrence_anchor=fire_at,
-            next_fire_at=fire_at,
+            next_fire_at=_first_fire_at(fire_at, values),
             error_count=0,
             dead_letter_reason="",
             unfinished_claims=0,
@@ -327,6 +337,17 @@ def _checked_content(
         "rrule": rrule,
         "timezone": timezone,
     }
+
+
+def _first_fire_at(fire_at: datetime, schedule: Mapping[str, Any]) -> datetime:
+    """When the checked `schedule` (rrule, timezone) anchored at `fire_at` first fires;
+    raises InvalidInput when its rule has no occurrence from `fire_at` on."""
+    if not schedule["rrule"]:
+        return fire_at
+    first = first_occurrence(rrule=schedule["rrule"], tz_name=schedule["timezone"], anchor=fire_at)
+    if first is None:
+        raise InvalidInput({"rrule": [_NO_OCCURRENCE]})
+    return first
 
 
 def _recurrence_errors(rrule: str, timezone: str) -> dict[str, list[str]]:

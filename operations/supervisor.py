@@ -7,16 +7,22 @@ SIGTERM: the workers finish the row in flight and exit 0, the development server
 once, and no child is ever interrupted half-way through its start-up (where a SIGINT would
 end in a KeyboardInterrupt traceback). SIGTERM or SIGHUP to the launcher do the same. A
 second stop request kills the children at once. A child that exits on its own stops the
-others, and the ending names it.
+others, and the ending names it. The last line is always `<label> | stopped`.
+
+On Linux each child also gets SIGTERM when the launcher dies without stopping them (even by
+SIGKILL): its own session keeps terminal signals away, so only a parent-death signal can
+stop it holding a port after its launcher is gone.
 
 POSIX only (sessions, process groups).
 """
 
+import ctypes
 import errno
 import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +33,7 @@ from typing import IO, TextIO
 from dbqueue.signals import stop_on_signals
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 def _show_every_line(line: str) -> bool:
@@ -83,6 +90,13 @@ def port_check(host: str, port: int) -> None:
             raise PortUnavailable(f"port {port} on {host} is not available: {reason}") from None
 
 
+def free_port(host: str) -> int:
+    """A port on `host` that nobody listens on now (the kernel's pick)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
 @dataclass
 class _Child:
     spec: ProcessSpec
@@ -132,11 +146,13 @@ class Supervisor:
                 killed = self._stop_all(requests_seen=self._stop_requests)
                 for child in self._children:
                     child.reader.join(timeout=5)
+        self._emit(self.label, "stopped")
         if died is None:
             return Ending(killed=killed)
         return Ending(died=died[0], returncode=died[1], killed=killed)
 
     def _start_all(self) -> None:
+        die_with_us = _parent_death_signal(signal.SIGTERM)
         for spec in self.specs:
             if self._stop_requests:
                 return
@@ -147,6 +163,7 @@ class Supervisor:
                 stderr=subprocess.STDOUT,
                 env=None if self.env is None else dict(self.env),
                 start_new_session=True,
+                preexec_fn=die_with_us,
             )
             assert process.stdout is not None
             reader = threading.Thread(
@@ -209,6 +226,23 @@ class Supervisor:
         with self._out_lock, suppress(OSError, ValueError):
             self.out.write(f"{name:<{self._width}} | {line}\n")
             self.out.flush()
+
+
+def _parent_death_signal(signum: int) -> Callable[[], None] | None:
+    """A `preexec_fn` that makes the child receive `signum` when this process dies; None
+    where the kernel has no such thing (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    # Resolved here, in the parent: the child between fork and exec must not load anything.
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def die_with_parent() -> None:
+        prctl(_PR_SET_PDEATHSIG, signum)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signum)
+
+    return die_with_parent
 
 
 def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:

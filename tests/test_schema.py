@@ -93,3 +93,9 @@ def test_input_limits_are_in_the_schema(schema):
     assert channels["minItems"] == 1
     assert category["nullable"] is True
     assert "406" in schema["paths"]["/v1/me"]["get"]["responses"]
+
+
+def test_a_jobs_next_attempt_is_declared_nullable(schema):
+    next_attempt = schema["components"]["schemas"]["Job"]["properties"]["next_attempt_at"]
+
+    assert next_attempt["nullable"] is True

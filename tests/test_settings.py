@@ -11,6 +11,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def start(**overrides: str) -> subprocess.CompletedProcess:
+    return run([sys.executable, "-c", "import django; django.setup()"], **overrides)
+
+
+def manage(*args: str, **overrides: str) -> subprocess.CompletedProcess:
+    return run([sys.executable, "manage.py", *args], **overrides)
+
+
+def run(command: list[str], **overrides: str) -> subprocess.CompletedProcess:
     env = {
         key: value
         for key, value in os.environ.items()
@@ -18,15 +26,7 @@ def start(**overrides: str) -> subprocess.CompletedProcess:
     }
     env.update({"DJANGO_SETTINGS_MODULE": "config.settings", "SECRET_KEY": "s" * 50})
     env.update(overrides)
-    env = {key: value for key, value in env.items() if value is not None}
-    return subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
 
 
 def test_good_settings_start():
@@ -56,3 +56,37 @@ def test_bad_settings_stop_start_up_naming_the_variable(overrides, variable):
 
 def test_missing_secret_key_is_allowed_only_in_debug():
     assert start(SECRET_KEY="", DEBUG="true").returncode == 0
+
+
+def test_the_boolean_message_lists_every_accepted_form():
+    result = start(DEBUG="maybe")
+
+    assert "true/false, 1/0, yes/no, on/off" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "command", [("run_tick",), ("consume_jobs", "--once"), ("queue_status",), ("migrate",)]
+)
+def test_every_command_reports_a_missing_secret_key_in_one_line(command):
+    result = manage(*command, SECRET_KEY="", DATABASE_URL="sqlite:///:memory:")
+
+    assert result.returncode == 1
+    assert result.stderr == (
+        "Error: SECRET_KEY must be set (it may be omitted only with DEBUG=true)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"DEBUG": "maybe"}, "Error: DEBUG must be one of true/false, 1/0, yes/no, on/off"),
+        ({"TICK_LIMIT": "many"}, "Error: TICK_LIMIT is invalid"),
+        ({"DATABASE_URL": "mysql://x"}, "Error: DATABASE_URL"),
+    ],
+)
+def test_a_malformed_setting_is_one_line_naming_it(overrides, message):
+    result = manage("queue_status", **{"DATABASE_URL": "sqlite:///:memory:", **overrides})
+
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith(message)

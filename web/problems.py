@@ -67,6 +67,10 @@ _DOMAIN_STATUSES: tuple[tuple[type[DomainError], int], ...] = (
     (DomainError, 400),
 )
 
+_OTHER_SCHEME = (
+    "The Authorization header must use the Bearer scheme: 'Authorization: Bearer <token>'."
+)
+
 
 class ProblemError(exceptions.APIException):
     """An error raised by the web layer itself (outside any service) with its status."""
@@ -160,6 +164,8 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         kind = "validation-error"
     else:
         detail = _flatten_detail(exc.detail)
+    if isinstance(exc, exceptions.NotAuthenticated) and _has_authorization(context):
+        detail = _OTHER_SCHEME
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         response.status_code = status.HTTP_401_UNAUTHORIZED
         response["WWW-Authenticate"] = 'Bearer realm="api"'
@@ -173,6 +179,13 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
 def _domain_problem(exc: DomainError) -> ProblemError:
     status_code = next((code for family, code in _DOMAIN_STATUSES if isinstance(exc, family)))
     return ProblemError(status_code, str(exc), kind=exc.kind, errors=exc.errors)
+
+
+def _has_authorization(context: dict[str, Any]) -> bool:
+    """True when the request sent credentials that no authentication class took: a scheme
+    other than Bearer (the header's value is never echoed: it may be a bare secret)."""
+    request = context.get("request")
+    return request is not None and bool(request.META.get("HTTP_AUTHORIZATION", "").strip())
 
 
 def _is_api(request: HttpRequest) -> bool:

@@ -36,6 +36,14 @@ def test_detail_has_the_design_shape(alice):
     )
 
 
+def test_a_finished_job_reports_a_null_next_attempt(alice):
+    job = make_job(alice, status="completed", next_attempt_at=None, completed_at=timezone.now())
+
+    body = alice.client().get(f"/v1/jobs/{job.id}").json()
+
+    assert body["next_attempt_at"] is None
+
+
 def test_list_filters_by_status_newest_first(alice):
     failed = make_job(alice, status="failed")
     make_job(alice, status="completed", completed_at=timezone.now())

@@ -83,6 +83,7 @@ def test_failures_are_retried_at_the_backoff_until_the_job_is_dead_lettered(alic
     assert stored.status == JobStatus.FAILED
     assert stored.attempts == 5
     assert stored.claimed_until is None
+    assert stored.next_attempt_at is None
     assert stored.project.status == ProjectStatus.FAILED
     drain_at(moment + timedelta(days=1))
     assert len(runs) == 5
@@ -101,6 +102,7 @@ def test_a_job_that_kills_its_worker_every_time_ends_failed_as_crashed(alice, ru
     assert stored.status == JobStatus.FAILED
     assert stored.last_error_category == ErrorCategory.CRASHED
     assert stored.attempts == 3
+    assert stored.next_attempt_at is None
     assert stored.project.status == ProjectStatus.FAILED
     assert runs == []  # the claim that found it did not run it again
     drain_at(moment + timedelta(days=1))
@@ -152,3 +154,13 @@ def test_a_batch_stops_at_its_limit(alice):
     assert summary.claimed == 2
     statuses = sorted(Job.objects.values_list("status", flat=True))
     assert statuses == [JobStatus.COMPLETED, JobStatus.COMPLETED, JobStatus.PENDING]
+
+
+def test_a_completed_job_has_no_next_attempt(alice):
+    job = make_job(alice.tenant)
+
+    drain_at(NOW)
+
+    stored = reload(job)
+    assert stored.status == JobStatus.COMPLETED
+    assert stored.next_attempt_at is None

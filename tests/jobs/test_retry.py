@@ -1,13 +1,13 @@
 """POST /v1/jobs/{id}/retry: owners make a failed job run again like a new one."""
 
 import uuid
-from datetime import timedelta
 
 import pytest
 
 from dbqueue.clock import Clock
 from jobs.consumer import jobs_drain
 from jobs.models import Job, JobStatus
+from jobs.services import job_retry
 from projects.models import Project, ProjectStatus
 from tests.jobs.factories import NOW, make_job, reload
 
@@ -25,7 +25,7 @@ def make_failed_job(tenant) -> Job:
         claim_token=7,
         last_error_category="http_5xx",
         last_error="provisioning API answered HTTP 503",
-        next_attempt_at=NOW - timedelta(hours=1),
+        next_attempt_at=None,
     )
     Project.objects.filter(pk=job.project_id).update(status=ProjectStatus.FAILED)
     return job
@@ -60,6 +60,14 @@ def test_the_owner_retries_a_failed_job_which_then_runs_like_a_new_one(alice):
     assert stored.status == JobStatus.COMPLETED
     assert stored.attempts == 1
     assert stored.project.status == ProjectStatus.ACTIVE
+
+
+def test_a_retried_job_is_due_at_the_retry_time(alice):
+    job = make_failed_job(alice.tenant)
+
+    job_retry(tenant=alice.tenant, job_id=job.id, now=NOW)
+
+    assert reload(job).next_attempt_at == NOW
 
 
 def test_a_member_may_not_retry(alice, bob):

@@ -36,6 +36,78 @@ def test_create_answers_201_with_location_and_the_first_occurrence(alice):
     assert row.recurrence_anchor == row.next_fire_at == datetime(2031, 5, 1, 7, tzinfo=UTC)
 
 
+MONDAYS_AT_NINE = "FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0"
+SUNDAY_EVENING_BERLIN = "2031-06-01T20:15:00+02:00"
+
+
+def test_a_rule_created_on_a_sunday_evening_is_first_due_on_monday_morning(alice):
+    response = _create(
+        alice, fire_at=SUNDAY_EVENING_BERLIN, rrule=MONDAYS_AT_NINE, timezone="Europe/Berlin"
+    )
+
+    assert response.status_code == 201
+    body = response.json()
+    assert body["fire_at"] == "2031-06-01T18:15:00Z"
+    assert body["next_fire_at"] == "2031-06-02T07:00:00Z"  # Monday 09:00 in Berlin
+    assert (body["occurrence"], body["state"]) == (1, "scheduled")
+
+
+def test_a_fire_at_that_matches_the_rule_is_its_first_occurrence(alice):
+    monday_nine = "2031-06-02T09:00:00+02:00"
+
+    body = _create(
+        alice, fire_at=monday_nine, rrule=MONDAYS_AT_NINE, timezone="Europe/Berlin"
+    ).json()
+
+    assert body["next_fire_at"] == body["fire_at"] == "2031-06-02T07:00:00Z"
+
+
+def test_a_rule_without_time_parts_keeps_the_time_of_fire_at(alice):
+    body = _create(
+        alice, fire_at=SUNDAY_EVENING_BERLIN, rrule="FREQ=WEEKLY;BYDAY=MO", timezone="Europe/Berlin"
+    ).json()
+
+    assert body["next_fire_at"] == "2031-06-02T18:15:00Z"  # Monday 20:15 in Berlin
+
+
+@pytest.mark.parametrize(
+    "rrule", ["FREQ=DAILY;UNTIL=20310501T000000Z", "FREQ=WEEKLY;BYDAY=MO;UNTIL=20310601"]
+)
+def test_a_rule_that_ends_before_fire_at_is_a_400_problem(alice, rrule):
+    response = _create(alice, fire_at="2031-06-01T00:00:00Z", rrule=rrule)
+
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/problem+json"
+    assert "no occurrence at or after fire_at" in response.json()["errors"]["rrule"][0]
+    assert not Notification.objects.exists()
+
+
+def test_patching_the_rule_moves_the_first_occurrence_to_the_rules_first_instance(alice):
+    created = _create(alice, fire_at=SUNDAY_EVENING_BERLIN, timezone="Europe/Berlin").json()
+
+    response = alice.client().patch(
+        f"/v1/notifications/{created['id']}", {"rrule": MONDAYS_AT_NINE}, format="json"
+    )
+
+    assert response.status_code == 200
+    assert response.json()["next_fire_at"] == "2031-06-02T07:00:00Z"
+
+
+def test_a_patch_whose_rule_ends_before_fire_at_is_a_400_that_changes_nothing(alice):
+    created = _create(alice, fire_at="2031-06-01T00:00:00Z").json()
+
+    response = alice.client().patch(
+        f"/v1/notifications/{created['id']}",
+        {"rrule": "FREQ=DAILY;UNTIL=20310501T000000Z"},
+        format="json",
+    )
+
+    assert response.status_code == 400
+    assert "rrule" in response.json()["errors"]
+    row = Notification.objects.get(pk=created["id"])
+    assert (row.rrule, row.next_fire_at) == ("", datetime(2031, 6, 1, tzinfo=UTC))
+
+
 def test_fire_at_defaults_to_now_and_a_naive_time_is_utc(alice):
     before = timezone.now()
     default = _create(alice).json()

@@ -13,6 +13,7 @@ import textwrap
 import threading
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,11 +67,13 @@ def started_pids(output: str) -> dict[str, int]:
 
 
 def gone(pid: int) -> bool:
+    """The process has exited (a zombie waiting for a reaper that is not us counts)."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (ProcessLookupError, FileNotFoundError):
         return True
-    return False
+    return stat.rpartition(")")[2].split()[0] == "Z"
 
 
 def stop_later(supervisor: Supervisor, *delays: float) -> None:
@@ -89,6 +92,7 @@ def test_a_child_that_dies_stops_the_others_and_is_named():
     output = out.getvalue()
     assert (ending.died, ending.returncode, ending.exit_code) == ("crash", 3, 1)
     assert ending.killed == ()
+    assert output.endswith("test   | stopped\n")
     assert "crash  | boom\n" in output
     assert "test   | crash exited unexpectedly (exit code 3)\n" in output
     assert "polite | got SIGTERM\n" in output
@@ -210,11 +214,12 @@ class Demo:
         return found
 
     def request(self, path: str, *, token: str = "", body: dict | None = None) -> tuple:
+        """(status, JSON answer) of a GET, or of a POST of `body`."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         data = None
         if body is not None:
             data = json.dumps(body).encode()
-            headers |= {"Content-Type": "application/json", "Idempotency-Key": "demo-test-1"}
+            headers |= {"Content-Type": "application/json", "Idempotency-Key": str(uuid.uuid4())}
         request = urllib.request.Request(
             f"http://127.0.0.1:{self.port}{path}", data=data, headers=headers
         )
@@ -258,12 +263,13 @@ def running_demo(tmp_path: Path, port: int) -> Iterator[Demo]:
 
 def assert_clean_stop(demo: Demo, pids: dict[str, int]) -> None:
     assert demo.finish(timeout=30) == 0, demo.output
-    assert set(pids) == {"web", "tick", "jobs"}
+    assert set(pids) == {"web", "tick", "jobs", "hook"}
     assert [name for name, pid in pids.items() if not gone(pid)] == []
     assert "Traceback" not in demo.output
     assert "KeyboardInterrupt" not in demo.output
-    assert "demo | stopping web, tick, jobs" in demo.output
+    assert "demo | stopping web, tick, jobs, hook" in demo.output
     assert "still running at the deadline" not in demo.output  # each stopped on its SIGTERM
+    assert demo.output.endswith("demo | stopped\n")
 
 
 def test_demo_runs_a_project_through_its_job_and_invitation_then_stops_on_ctrl_c(tmp_path):
@@ -301,6 +307,79 @@ def test_sigterm_to_the_launcher_alone_stops_every_process(tmp_path):
         demo.process.send_signal(signal.SIGTERM)
 
         assert_clean_stop(demo, pids)
+
+
+def test_the_demo_receiver_prints_each_verified_webhook_delivery(tmp_path):
+    with running_demo(tmp_path, free_port()) as demo:
+        token = demo.wait_for(r"API token \(shown once\): (\S+)", timeout=30)[1]
+        hook_url = demo.wait_for(r"Webhook receiver: (http://127\.0\.0\.1:\d+/hook)", timeout=5)[1]
+        pids = started_pids(demo.wait_for(r"demo \| started .*", timeout=30)[0])
+        demo.wait_for(r"hook \| receiving webhooks at ", timeout=20)
+        demo.wait_healthy(timeout=20)
+
+        status, endpoint = demo.request(
+            "/v1/webhook-endpoints", token=token, body={"url": hook_url}
+        )
+        assert status == 201, endpoint
+        status, notification = demo.request(
+            "/v1/notifications",
+            token=token,
+            body={
+                "channels": ["webhook"],
+                "webhook_endpoint": endpoint["id"],
+                "subject": "Hello",
+                "body": "From the test",
+            },
+        )
+        assert status == 201, notification
+        demo.wait_for(
+            rf"hook \| verified webhook-id=notification_{notification['id']}_1 "
+            r"type=notification\.fired subject=\"Hello\"\n",
+            timeout=20,
+        )
+
+        os.killpg(demo.process.pid, signal.SIGINT)
+
+        assert_clean_stop(demo, pids)
+    assert "hook | rejected" not in demo.output
+
+
+def test_each_run_prints_a_fresh_idempotency_key(tmp_path):
+    def printed_key() -> str:
+        env = {**os.environ, "DEBUG": "true", "DATABASE_URL": f"sqlite:///{tmp_path / 'd.db'}"}
+        result = subprocess.run(
+            [sys.executable, "manage.py", "demo", "--no-serve"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        [key] = re.findall(r"Idempotency-Key: ([^']+)'", result.stdout)
+        return key
+
+    first, second = printed_key(), printed_key()
+
+    assert first != second
+    assert uuid.UUID(first) and uuid.UUID(second)
+
+
+def test_the_children_die_with_a_sigkilled_launcher_and_free_the_port(tmp_path):
+    port = free_port()
+    with running_demo(tmp_path, port) as demo:
+        pids = started_pids(demo.wait_for(r"demo \| started .*", timeout=30)[0])
+        demo.wait_healthy(timeout=20)
+
+        demo.process.kill()  # the launcher alone: its children lead their own sessions
+        demo.process.wait(timeout=10)
+
+        deadline = time.monotonic() + 30
+        while alive := [name for name, pid in pids.items() if not gone(pid)]:
+            assert time.monotonic() < deadline, f"still running: {alive}"
+            time.sleep(0.1)
+    assert set(pids) == {"web", "tick", "jobs", "hook"}
+    port_check("127.0.0.1", port)
 
 
 def test_a_port_in_use_is_a_clear_error_before_anything_starts(tmp_path):

@@ -1,7 +1,10 @@
-"""A real HTTP server on 127.0.0.1 for integration tests: records every request and answers
-with whatever the test's responder returns (status, headers, body), optionally after a delay.
-`silent_server` is the opposite: it accepts connections and never answers."""
+"""A real HTTP server on 127.0.0.1 for integration tests: records every complete request and
+answers with whatever the test's responder returns (status, headers, body), optionally after
+a delay. A request whose body was cut off (its client died mid-send) is not a delivery: it is
+neither recorded nor answered. `silent_server` is the opposite: it accepts connections and
+never answers."""
 
+import select
 import socket
 import threading
 import time
@@ -31,10 +34,39 @@ Responder = Callable[[RecordedRequest], Reply]
 
 
 class _Server(ThreadingHTTPServer):
+    """Counts the connections it has accepted and not finished with, so a test can tell
+    when every byte its clients sent has been handled (`settled`)."""
+
     daemon_threads = True
     # Several worker processes connect at once in the concurrency tests: a deep backlog
     # keeps the kernel from refusing their connections.
     request_queue_size = 256
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        self._accepting = threading.Lock()
+        self._open_connections = 0
+        super().__init__(address, handler)
+
+    def _handle_request_noblock(self) -> None:
+        # Accepting and counting happen under one lock, so `settled` never sees a
+        # connection that has left the backlog but is not counted yet.
+        with self._accepting:
+            super()._handle_request_noblock()
+
+    def process_request(self, request: object, client_address: object) -> None:
+        self._open_connections += 1
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: socket.socket) -> None:
+        super().shutdown_request(request)
+        with self._accepting:
+            self._open_connections -= 1
+
+    def settled(self) -> bool:
+        """No connection waits in the backlog and every accepted one is finished."""
+        with self._accepting:
+            backlog = select.select([self.socket], [], [], 0)[0]
+            return not backlog and self._open_connections == 0
 
 
 class RecordingServer:
@@ -52,11 +84,15 @@ class RecordingServer:
 
             def _handle(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                if len(body) < length:
+                    self.close_connection = True
+                    return
                 recorded = RecordedRequest(
                     method=self.command,
                     path=self.path,
                     headers={k.lower(): v for k, v in self.headers.items()},
-                    body=self.rfile.read(length) if length else b"",
+                    body=body,
                 )
                 with server._lock:
                     server.requests.append(recorded)
@@ -90,6 +126,11 @@ class RecordingServer:
     def stop(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+    def settled(self) -> bool:
+        """True once every connection made so far is handled: each complete request is
+        recorded, each cut-off one dropped. With its clients gone (killed), that is final."""
+        return self._httpd.settled()
 
     def received(self, path: str | None = None) -> list[RecordedRequest]:
         with self._lock:

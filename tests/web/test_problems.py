@@ -28,6 +28,25 @@ def test_routing_404_is_a_problem(alice, settings):
     assert_problem(alice.client().get("/v1/nothing-here"), 404)
 
 
+@pytest.mark.parametrize("path", ["/v1/nothing-here", "/v1/projects/not-a-uuid", "/v1/projects/"])
+def test_routing_404_is_a_problem_with_debug_on_too(alice, settings, path):
+    settings.DEBUG = True
+
+    body = assert_problem(alice.client().get(path), 404)
+
+    assert body["detail"] == "No resource matches this URL."
+
+
+def test_a_post_to_a_missing_route_is_a_404_problem_not_a_csrf_refusal(alice):
+    assert_problem(alice.client().post("/v1/nothing-here", {}, format="json"), 404)
+
+
+def test_a_405_is_a_problem_with_debug_on_too(alice, settings):
+    settings.DEBUG = True
+
+    assert_problem(alice.client().delete("/v1/projects"), 405)
+
+
 def test_405_carries_allow(alice):
     response = alice.client().delete("/v1/projects")
 
@@ -47,6 +66,16 @@ def test_bad_credentials_are_401(db, anonymous, header):
     response = anonymous.get("/v1/projects", headers={"Authorization": header})
 
     assert_problem(response, 401)
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize("header", ["Token tkw_abc", "Basic YWxpY2U6c2VjcmV0", "tkw_bare"])
+def test_another_authorization_scheme_is_401_naming_bearer(db, anonymous, header):
+    response = anonymous.get("/v1/projects", headers={"Authorization": header})
+
+    body = assert_problem(response, 401)
+    assert "Bearer" in body["detail"]
+    assert header.split()[-1] not in body["detail"]
     assert response["WWW-Authenticate"].startswith("Bearer")
 
 

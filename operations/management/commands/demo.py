@@ -1,12 +1,16 @@
 """`manage.py demo`: set up a local install with a demo tenant and run every process.
 
 Migrates, creates (or reuses) the demo tenant and its owner, prints a fresh token and curl
-examples, then runs the development server, `run_tick --loop` and `consume_jobs --loop`
-under operations.supervisor until Ctrl-C (or SIGTERM). `--no-serve` stops after the set-up.
+examples, then runs the development server, `run_tick --loop`, `consume_jobs --loop` and a
+local webhook receiver (`demo_receiver`) under operations.supervisor until Ctrl-C (or
+SIGTERM). Only these children may deliver webhooks to private addresses such as 127.0.0.1
+(WEBHOOK_ALLOW_PRIVATE_TARGETS); the setting stays off everywhere else. `--no-serve` stops
+after the set-up.
 """
 
 import os
 import sys
+import uuid
 from typing import Any
 
 from django.conf import settings
@@ -18,6 +22,7 @@ from operations.supervisor import (
     ProcessSpec,
     Supervisor,
     describe_returncode,
+    free_port,
     port_check,
 )
 from tenancy.services import demo_setup
@@ -46,28 +51,24 @@ class Command(BaseCommand):
             demo = demo_setup()
         except KeyboardInterrupt:
             raise CommandError("interrupted during the set-up", returncode=130) from None
+        hook_port = free_port(HOST)
         base = f"http://{HOST}:{port}"
-        auth = f"-H 'Authorization: Bearer {demo.grant.token}'"
         self.stdout.write(
             f"Demo tenant {demo.grant.tenant.name} ({demo.grant.tenant.id}), "
             f"owner {demo.grant.user.email}\n"
             f"API token (shown once): {demo.grant.token}\n"
             f"Admin: {base}/admin/  user {demo.admin_username}  password {demo.admin_password}\n"
+            f"Webhook receiver: http://{HOST}:{hook_port}/hook (prints each verified delivery)\n"
             f"{_side_effects()}\n\n"
-            "Try it:\n"
-            f"  curl -s -X POST {base}/v1/projects {auth} \\\n"
-            "       -H 'Content-Type: application/json' -H 'Idempotency-Key: demo-1' \\\n"
-            '       -d \'{"name": "Website relaunch"}\'\n'
-            f"  curl -s {base}/v1/projects {auth}\n"
-            f"  API docs: {base}/v1/docs\n"
+            + _examples(base, token=demo.grant.token, hook_url=f"http://{HOST}:{hook_port}/hook")
         )
         if no_serve:
             return
         supervisor = Supervisor(
-            _processes(port),
+            _processes(port, hook_port),
             out=self.stdout,
             # Unbuffered, so each line shows up when it is written, not a block later.
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true"},
             label="demo",
         )
         ending = supervisor.run()
@@ -89,7 +90,30 @@ def _check_port(port: int) -> None:
         raise CommandError(f"{exc}: stop what is using it or pick another --port") from None
 
 
-def _processes(port: int) -> list[ProcessSpec]:
+def _examples(base: str, *, token: str, hook_url: str) -> str:
+    """curl commands for the first API calls; the Idempotency-Key is fresh on every run, so
+    a second run creates a project instead of replaying the first run's answer."""
+    auth = '-H "Authorization: Bearer $TOKEN"'
+    post = f"curl -s {auth} -H 'Content-Type: application/json'"
+    return (
+        "Try it:\n"
+        f"  TOKEN={token}\n"
+        f"  {post} -H 'Idempotency-Key: {uuid.uuid4()}' \\\n"
+        f'       -X POST {base}/v1/projects -d \'{{"name": "Website relaunch"}}\'\n'
+        "  # poll the job named in the answer until its status is completed:\n"
+        f"  curl -s {auth} {base}/v1/jobs/<job id>\n"
+        f"  curl -s {auth} {base}/v1/projects\n"
+        "  # a webhook endpoint at the demo's receiver (the answer shows its secret once):\n"
+        f'  {post} -X POST {base}/v1/webhook-endpoints -d \'{{"url": "{hook_url}"}}\'\n'
+        "  # a notification to it, due now; the receiver prints it as a hook | line:\n"
+        f"  {post} -X POST {base}/v1/notifications \\\n"
+        f'       -d \'{{"channels": ["webhook"], "webhook_endpoint": "<endpoint id>", '
+        '"subject": "Hello", "body": "From the demo"}\'\n'
+        f"  API docs: {base}/v1/docs\n"
+    )
+
+
+def _processes(port: int, hook_port: int) -> list[ProcessSpec]:
     manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
     return [
         ProcessSpec("web", [*manage, "runserver", f"{HOST}:{port}", "--noreload"]),
@@ -99,6 +123,7 @@ def _processes(port: int) -> list[ProcessSpec]:
             hide=_idle_tick,
         ),
         ProcessSpec("jobs", [*manage, "consume_jobs", "--loop", "--interval", "1"]),
+        ProcessSpec("hook", [*manage, "demo_receiver", "--port", str(hook_port)]),
     ]
 
 
