@@ -2,9 +2,9 @@
 
 from datetime import datetime
 
-from django.db.models import Count, Min
+from django.db.models import Count, Min, Q
 
-from notifications.models import Notification
+from notifications.models import Notification, WebhookEndpoint
 
 
 def notification_queue_stats(*, now: datetime) -> dict[str, int]:
@@ -21,3 +21,16 @@ def notification_queue_stats(*, now: datetime) -> dict[str, int]:
         "dead_lettered": rows.dead_lettered().count(),
         "in_flight": rows.in_flight(now=now).count(),
     }
+
+
+def endpoint_circuit_stats(*, now: datetime) -> dict[str, int]:
+    """{open_circuits, failing_endpoints}: webhook endpoints whose deliveries are deferred
+    right now, and those with transport failures whose circuit is not open (yet)."""
+    return WebhookEndpoint.objects.aggregate(
+        open_circuits=Count("pk", filter=Q(circuit_open_until__gt=now)),
+        failing_endpoints=Count(
+            "pk",
+            filter=Q(consecutive_failures__gt=0)
+            & (Q(circuit_open_until__isnull=True) | Q(circuit_open_until__lte=now)),
+        ),
+    )

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET
 from dbqueue.clock import database_now
 from dbqueue.totals import worker_totals
 from jobs.stats import job_queue_stats
-from notifications.stats import notification_queue_stats
+from notifications.stats import endpoint_circuit_stats, notification_queue_stats
 from web.problems import problem_response
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -94,6 +94,19 @@ def _lines(now: datetime) -> Iterator[str]:
         "gauge",
         "Age of the oldest pending job.",
         [({}, jobs["oldest_pending_age_seconds"])],
+    )
+    circuits = endpoint_circuit_stats(now=now)
+    yield from _family(
+        "tickwork_webhook_circuits_open",
+        "gauge",
+        "Webhook endpoints whose circuit is open: their deliveries wait, unattempted.",
+        [({}, circuits["open_circuits"])],
+    )
+    yield from _family(
+        "tickwork_webhook_endpoints_failing",
+        "gauge",
+        "Webhook endpoints with consecutive transport failures and a closed circuit.",
+        [({}, circuits["failing_endpoints"])],
     )
     yield from _worker_families(worker_totals())
 

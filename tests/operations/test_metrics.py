@@ -65,6 +65,8 @@ def test_exposes_both_queues_and_the_worker_counters(client, alice, metrics_on):
     assert figures['tickwork_jobs{status="in_flight"}'] == 1
     assert figures['tickwork_jobs{status="failed"}'] == 1
     assert 300 <= figures["tickwork_jobs_oldest_pending_age_seconds"] < 360
+    assert figures["tickwork_webhook_circuits_open"] == 0
+    assert figures["tickwork_webhook_endpoints_failing"] == 0
     assert figures['tickwork_worker_runs_total{worker="run_tick"}'] == 2
     assert figures['tickwork_worker_claimed_total{worker="run_tick"}'] == 7
     assert figures['tickwork_worker_outcomes_total{worker="run_tick",outcome="delivered"}'] == 6

@@ -9,8 +9,9 @@ from django.utils import timezone
 
 from jobs.models import JobStatus
 from jobs.stats import job_queue_stats
-from notifications.models import Notification
-from notifications.stats import notification_queue_stats
+from notifications.models import Notification, WebhookEndpoint
+from notifications.stats import endpoint_circuit_stats, notification_queue_stats
+from tenancy.models import Tenant
 from tests.jobs.factories import NOW, make_job
 
 
@@ -79,6 +80,8 @@ def test_json_output_is_one_object_with_both_queues(alice, settings):
         "backing_off",
         "dead_lettered",
         "in_flight",
+        "open_circuits",
+        "failing_endpoints",
     }
     assert figures["jobs"]["pending"] == 2
     assert figures["jobs"]["failed"] == 1
@@ -95,3 +98,22 @@ def test_the_table_names_every_figure(db):
     text = out.getvalue()
     for name in ("notifications", "jobs", "due", "backing_off", "pending", "in_flight"):
         assert name in text
+
+
+def test_endpoint_circuits_are_counted(db):
+    tenant = Tenant.objects.create(name="T")
+    for failures, open_until in [
+        (0, None),
+        (2, None),
+        (5, NOW + timedelta(minutes=1)),
+        (5, NOW - timedelta(seconds=1)),  # half-open: failing, no longer open
+    ]:
+        WebhookEndpoint.objects.create(
+            tenant=tenant,
+            url="https://example.com/hook",
+            secret="whsec_x",
+            consecutive_failures=failures,
+            circuit_open_until=open_until,
+        )
+
+    assert endpoint_circuit_stats(now=NOW) == {"open_circuits": 1, "failing_endpoints": 2}

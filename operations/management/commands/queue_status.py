@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from dbqueue.clock import database_now
 from jobs.stats import job_queue_stats
-from notifications.stats import notification_queue_stats
+from notifications.stats import endpoint_circuit_stats, notification_queue_stats
 
 
 class Command(BaseCommand):
@@ -21,7 +21,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         now = database_now()
         figures = {
-            "notifications": notification_queue_stats(now=now),
+            "notifications": {
+                **notification_queue_stats(now=now),
+                **endpoint_circuit_stats(now=now),
+            },
             "jobs": job_queue_stats(now=now),
         }
         if options["json"]:
