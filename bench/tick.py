@@ -15,6 +15,7 @@ and then bench/recurrence.py's figure when that module is present. Prints; never
 """
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -79,6 +80,8 @@ def timed_tick(*, tenant, endpoint, rows: int, concurrency: int):
 
 def run_one(args: argparse.Namespace) -> None:
     tick_db.prepare_environment(args.db)
+    # Like for like with the bare loop: the one sink may take every delivery slot.
+    os.environ["WEBHOOK_ENDPOINT_CONCURRENCY"] = str(args.concurrency)
     import django
 
     django.setup()
