@@ -1,11 +1,16 @@
 """A fast local webhook sink for the benchmarks: answers every POST with 200.
 
-Run as `python bench/tick_sink.py`; it prints its port on the first line of stdout and
-serves on 127.0.0.1 until killed.
+Run as `python bench/tick_sink.py [--record FILE]`; it prints its port on the first line of
+stdout and serves on 127.0.0.1 until killed. With --record it appends
+`<unix time> <webhook-id>` to FILE for every request (arrival order and lateness).
 """
 
 import sys
+import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+RECORD = {"file": None, "lock": threading.Lock()}
 
 
 class Sink(BaseHTTPRequestHandler):
@@ -13,6 +18,10 @@ class Sink(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if RECORD["file"] is not None:
+            with RECORD["lock"]:
+                RECORD["file"].write(f"{time.time():.6f} {self.headers.get('webhook-id')}\n")
+                RECORD["file"].flush()
         self.send_response(200)
         self.send_header("Content-Length", "2")
         self.end_headers()
@@ -28,6 +37,8 @@ class Server(ThreadingHTTPServer):
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--record"]:
+        RECORD["file"] = open(sys.argv[2], "a")  # noqa: SIM115 - open for the server's life
     server = Server(("127.0.0.1", 0), Sink)
     print(server.server_address[1], flush=True)
     sys.stdout.close()

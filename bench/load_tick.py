@@ -1,0 +1,183 @@
+"""Scheduler load scenarios for bench/load.py: real ticks against real local HTTP servers.
+
+- burst: 10,000 due webhook rows of one tenant and one row of another tenant due a second
+  later; ticks run back to back (each stands for one cron minute) until nothing is due.
+  Prints the time to drain, the ticks needed, and the quiet tenant's lateness and arrival
+  rank at the receiver.
+- dead_endpoint: 300 rows to an endpoint that accepts connections and never answers, ahead
+  of 20 rows of a healthy tenant. Prints the healthy rows' lateness from the tick's start, the
+  tick's duration and the connections opened to the dead endpoint, for two ticks.
+
+Default settings throughout (CHANNEL_TIMEOUT_SECONDS 10, TICK_TIME_BUDGET_SECONDS 40), but
+private targets allowed. Prints figures; never judges.
+"""
+
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def start_recording_sink(log: Path) -> tuple[subprocess.Popen, str]:
+    """A fast 200 receiver in its own process that appends `<unix time> <webhook-id>` per
+    request to `log`."""
+    sink = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "tick_sink.py"), "--record", str(log)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    port = sink.stdout.readline().strip()
+    return sink, f"http://127.0.0.1:{port}/hook"
+
+
+def arrivals(log: Path) -> list[tuple[float, str]]:
+    lines = log.read_text().splitlines() if log.exists() else []
+    return sorted((float(at), msg_id) for at, msg_id in (line.split() for line in lines))
+
+
+class SilentServer:
+    """Accepts connections and never answers; counts the connections it accepted."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
+        self.accepted = 0
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}/hook"
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            self.held.append(conn)
+
+    def close(self) -> None:
+        self.listener.close()
+        for conn in self.held:
+            conn.close()
+
+
+def _rows(*, tenant, endpoint, count: int, due_at) -> list:
+    from notifications.models import Notification
+
+    return Notification.objects.bulk_create(
+        [
+            Notification(
+                tenant=tenant,
+                channels=["webhook"],
+                webhook_endpoint=endpoint,
+                subject="Load",
+                next_fire_at=due_at,
+                recurrence_anchor=due_at,
+            )
+            for _ in range(count)
+        ],
+        batch_size=1000,
+    )
+
+
+def _endpoint(tenant, url: str):
+    from notifications.models import WebhookEndpoint
+    from notifications.transports.signing import generate_secret
+
+    return WebhookEndpoint.objects.create(tenant=tenant, url=url, secret=generate_secret())
+
+
+def burst(db: str, *, rows: int = 10_000) -> None:
+    from django.utils import timezone
+
+    from notifications.models import Notification
+    from notifications.scheduler.tick import run_tick
+    from tenancy.models import Tenant
+
+    log = Path(tempfile.gettempdir()) / f"tw_bench_burst_{db}.log"
+    log.unlink(missing_ok=True)
+    sink, url = start_recording_sink(log)
+    try:
+        noisy, quiet = Tenant.objects.create(name="noisy"), Tenant.objects.create(name="quiet")
+        due = timezone.now() - timedelta(seconds=2)
+        _rows(tenant=noisy, endpoint=_endpoint(noisy, url), count=rows, due_at=due)
+        quiet_due = due + timedelta(seconds=1)
+        quiet_endpoint = _endpoint(quiet, url)
+        [quiet_row] = _rows(tenant=quiet, endpoint=quiet_endpoint, count=1, due_at=quiet_due)
+        started, ticks, delivered = time.time(), [], 0
+        while Notification.objects.exists() and len(ticks) < 60:
+            summary = run_tick()
+            ticks.append(summary)
+            delivered += summary.delivered
+        drained = time.time() - started
+        seen = arrivals(log)
+        quiet_id = f"notification_{quiet_row.id}_1"
+        rank = next((i for i, (_, msg) in enumerate(seen, 1) if msg == quiet_id), None)
+        quiet_at = next((at for at, msg in seen if msg == quiet_id), None)
+        print(
+            f"[{db}] burst: {rows + 1} rows drained in {drained:.1f}s by {len(ticks)} tick(s) "
+            f"(first tick: {ticks[0].delivered} delivered in {ticks[0].duration:.1f}s, "
+            f"{ticks[0].delivered / max(ticks[0].duration, 1e-9):.0f}/s); all within "
+            f"{seen[-1][0] - due.timestamp():.1f}s of due"
+        )
+        if rank is not None:
+            quiet_late = quiet_at - quiet_due.timestamp()
+            print(
+                f"[{db}] burst: quiet tenant's row arrived {quiet_late:+.2f}s after its due time,"
+                f" rank {rank} of {len(seen)} ({100 * rank / len(seen):.2f}%)"
+            )
+    finally:
+        sink.kill()
+        sink.wait()
+
+
+def dead_endpoint(db: str, *, dead_rows: int = 300, healthy_rows: int = 20) -> None:
+    from django.utils import timezone
+
+    from notifications.scheduler.tick import run_tick
+    from tenancy.models import Tenant
+
+    log = Path(tempfile.gettempdir()) / f"tw_bench_dead_{db}.log"
+    log.unlink(missing_ok=True)
+    sink, url = start_recording_sink(log)
+    silent = SilentServer()
+    try:
+        broken, healthy = Tenant.objects.create(name="broken"), Tenant.objects.create(name="ok")
+        due = timezone.now() - timedelta(seconds=2)
+        _rows(tenant=broken, endpoint=_endpoint(broken, silent.url), count=dead_rows, due_at=due)
+        _rows(
+            tenant=healthy,
+            endpoint=_endpoint(healthy, url),
+            count=healthy_rows,
+            due_at=due + timedelta(seconds=1),
+        )
+        for tick_number in (1, 2):
+            opened_before = silent.accepted
+            tick_started = time.time()
+            summary = run_tick()
+            late = [at - tick_started for at, _ in arrivals(log)]
+            print(
+                f"[{db}] dead endpoint, tick {tick_number}: {summary.duration:.1f}s, "
+                f"{silent.accepted - opened_before} connections to the dead endpoint, "
+                f"deferred={summary.deferred} failed={summary.failed} "
+                f"delivered={summary.delivered}"
+            )
+            if tick_number == 1 and late:
+                print(
+                    f"[{db}] dead endpoint: healthy rows delivered {len(late)}/{healthy_rows}, "
+                    f"from tick start: median {statistics.median(late):.2f}s, "
+                    f"max {max(late):.2f}s"
+                )
+    finally:
+        silent.close()
+        sink.kill()
+        sink.wait()
