@@ -229,6 +229,11 @@ TICK_TIME_BUDGET_SECONDS = _positive(
 TICK_MAX_ROWS = _read("TICK_MAX_ROWS", env.int, None)
 if TICK_MAX_ROWS is not None:
     _positive("TICK_MAX_ROWS", TICK_MAX_ROWS)
+# How long after an occurrence (or a job) was first due a provider's "later" (429, 503 with
+# Retry-After) still defers it for free; past it, the answer counts as a failure.
+BACKPRESSURE_MAX_DEFER_SECONDS = _positive(
+    "BACKPRESSURE_MAX_DEFER_SECONDS", _read("BACKPRESSURE_MAX_DEFER_SECONDS", env.float, 86_400.0)
+)
 WEBHOOK_ENDPOINT_CONCURRENCY = int(
     _positive("WEBHOOK_ENDPOINT_CONCURRENCY", _read("WEBHOOK_ENDPOINT_CONCURRENCY", env.int, 4))
 )

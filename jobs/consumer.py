@@ -27,7 +27,7 @@ from dbqueue.totals import WorkerSummary
 from dbqueue.worker import ConnectionLost, Worker
 from jobs.models import ErrorCategory, Job, JobStatus
 from jobs.registry import JobError, handler_for
-from jobs.services import Outcome, job_complete, job_crashed, job_fail
+from jobs.services import Outcome, job_complete, job_crashed, job_defer, job_fail
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +77,11 @@ def job_process(job: Job, *, clock: Clock) -> Outcome:
         now = clock.now()
         done = job_complete(job=job, now=now, apply=lambda: handler.apply(job, now=now))
     except JobError as exc:
+        if exc.backpressure:
+            deferral = job_defer(
+                job=job, now=clock.now(), error=str(exc), retry_after=exc.retry_after
+            )
+            return _checked(job, "deferral", deferral)
         outcome = job_fail(
             job=job,
             now=clock.now(),
@@ -115,6 +120,7 @@ class BatchSummary(WorkerSummary):
     claimed: int = 0
     completed: int = 0
     retried: int = 0
+    deferred: int = 0
     failed: int = 0
     fenced_out: int = 0
     duration: float = 0.0

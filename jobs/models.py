@@ -22,6 +22,7 @@ class ErrorCategory(models.TextChoices):
     HTTP_3XX = "http_3xx", "HTTP 3xx (redirects are not followed)"
     HTTP_4XX = "http_4xx", "HTTP 4xx"
     HTTP_5XX = "http_5xx", "HTTP 5xx"
+    RATE_LIMITED = "rate_limited", "Rate limited (429, 503 with Retry-After)"
     INVALID_URL = "invalid_url", "Invalid URL (configuration)"
     UNKNOWN_KIND = "unknown_kind", "Unknown kind"
     CRASHED = "crashed", "Crashed (lease expired without an outcome)"

@@ -35,11 +35,14 @@ class JobError(Exception):
         category: str,
         permanent: bool = False,
         retry_after: float | None = None,
+        backpressure: bool = False,
     ) -> None:
         super().__init__(message)
         self.category = category
         self.permanent = permanent
         self.retry_after = retry_after
+        # The other side said "later", not "no" (429, 503 with Retry-After): a deferral.
+        self.backpressure = backpressure
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ _CRASHED = "The previous attempt ended without an outcome: the worker crashed or
 class Outcome(StrEnum):
     COMPLETED = "completed"
     RETRIED = "retried"
+    DEFERRED = "deferred"
     FAILED = "failed"
     FENCED_OUT = "fenced_out"
 
@@ -131,6 +132,35 @@ def job_fail(
         **changes,
     )
     return Outcome.RETRIED if retried else Outcome.FENCED_OUT
+
+
+def job_defer(*, job: Job, now: datetime, error: str, retry_after: float | None) -> Outcome:
+    """The provider pushed back (429, 503 with Retry-After): put the claimed `job` back to
+    `pending` at the time it named (at least a second), without using up an attempt — the
+    claim's count is given back. Once BACKPRESSURE_MAX_DEFER_SECONDS have passed since the
+    job was created, the push-back counts as a failed attempt (`rate_limited`), so a
+    provider that never recovers still ends in a dead letter."""
+    age = (now - job.created_at).total_seconds()
+    if age >= settings.BACKPRESSURE_MAX_DEFER_SECONDS:
+        return job_fail(
+            job=job,
+            now=now,
+            category=ErrorCategory.RATE_LIMITED,
+            error=error,
+            retry_after=retry_after,
+        )
+    deferred = fenced_update(
+        Job,
+        pk=job.pk,
+        token=job.claim_token,
+        status=JobStatus.PENDING,
+        attempts=max(job.attempts - 1, 0),
+        next_attempt_at=now + timedelta(seconds=max(retry_after or 0.0, 1.0)),
+        last_error_category=ErrorCategory.RATE_LIMITED,
+        last_error=safe_error_text(error),
+        updated_at=now,
+    )
+    return Outcome.DEFERRED if deferred else Outcome.FENCED_OUT
 
 
 def job_crashed(*, job: Job, now: datetime) -> Outcome:

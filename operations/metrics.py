@@ -34,7 +34,7 @@ WORKER_OUTCOMES = {
         "fenced_out",
         "errors",
     ),
-    "consume_jobs": ("completed", "retried", "failed", "fenced_out"),
+    "consume_jobs": ("completed", "retried", "deferred", "failed", "fenced_out"),
 }
 
 

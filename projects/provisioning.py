@@ -68,6 +68,13 @@ def _raise_for_status(status: int, retry_after: str | None) -> None:
     if 200 <= status < 300:
         return
     message = f"provisioning API answered HTTP {status}"
+    if status == 429 or (status == 503 and retry_after):
+        raise JobError(
+            message,
+            category=ErrorCategory.RATE_LIMITED,
+            retry_after=parse_retry_after(retry_after),
+            backpressure=True,
+        )
     if status >= 500:
         raise JobError(
             message, category=ErrorCategory.HTTP_5XX, retry_after=parse_retry_after(retry_after)

@@ -27,7 +27,8 @@ def test_once_drains_the_ready_jobs_and_prints_one_summary_line(alice):
 
     [line] = out.getvalue().splitlines()
     assert line.startswith(
-        "event=consume_jobs claimed=3 completed=3 retried=0 failed=0 fenced_out=0 duration_s="
+        "event=consume_jobs claimed=3 completed=3 retried=0 deferred=0 failed=0 fenced_out=0 "
+        "duration_s="
     )
     assert re.fullmatch(r".* duration_s=\d+\.\d{3}", line)
     assert set(Job.objects.values_list("status", flat=True)) == {JobStatus.COMPLETED}

@@ -91,6 +91,9 @@ def test_sigterm_finishes_the_job_in_flight_then_exits_0(tmp_path):
         received = server.received()
 
     assert worker.returncode == 0, stderr
-    assert "event=consume_jobs claimed=1 completed=1 retried=0 failed=0 fenced_out=0" in stdout
+    assert (
+        "event=consume_jobs claimed=1 completed=1 retried=0 deferred=0 failed=0 fenced_out=0"
+        in stdout
+    )
     assert [r.headers["idempotency-key"] for r in received] == [job_id]
     assert job_status() == "completed"

@@ -141,7 +141,8 @@ def test_a_batch_summary_counts_each_outcome(alice, runs):
 
     assert (summary.claimed, summary.completed, summary.retried, summary.failed) == (3, 1, 1, 1)
     assert summary.line().startswith(
-        "event=consume_jobs claimed=3 completed=1 retried=1 failed=1 fenced_out=0 duration_s="
+        "event=consume_jobs claimed=3 completed=1 retried=1 deferred=0 failed=1 fenced_out=0 "
+        "duration_s="
     )
 
 

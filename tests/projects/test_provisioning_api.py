@@ -99,7 +99,7 @@ def test_a_5xx_is_retried(alice, settings, status):
     assert job.last_error == f"provisioning API answered HTTP {status}"
 
 
-@pytest.mark.parametrize("status", [408, 409, 425, 429])
+@pytest.mark.parametrize("status", [408, 409, 425])
 @responses.activate
 def test_a_transient_4xx_is_retried(alice, settings, status):
     settings.PROVISIONING_URL = API
@@ -122,6 +122,55 @@ def test_retry_after_pushes_the_next_attempt_further_than_the_backoff(alice, set
     drain()
 
     assert reload(job).next_attempt_at == NOW + timedelta(seconds=120)
+
+
+@pytest.mark.parametrize(
+    ("status", "headers"), [(429, {}), (429, {"Retry-After": "30"}), (503, {"Retry-After": "30"})]
+)
+@responses.activate
+def test_backpressure_defers_the_job_without_using_an_attempt(alice, settings, status, headers):
+    settings.PROVISIONING_URL = API
+    responses.add(responses.POST, API, status=status, headers=headers)
+    job = make_job(alice.tenant)
+
+    summary = jobs_drain(clock=Clock(now=NOW), limit=1, max_seconds=60)
+
+    job = reload(job)
+    assert (job.status, job.attempts) == (JobStatus.PENDING, 0)
+    assert job.last_error_category == ErrorCategory.RATE_LIMITED
+    wait = float(headers.get("Retry-After", 1))
+    assert job.next_attempt_at == NOW + timedelta(seconds=wait)
+    assert (summary.deferred, summary.retried, summary.failed) == (1, 0, 0)
+
+
+def test_jobs_complete_after_five_minutes_of_429_with_their_attempts_unchanged(alice, settings):
+    job = make_job(alice.tenant)
+    replies = iter([Reply(429, headers={"Retry-After": "60"})] * 5 + [Reply(200)])
+    with recording_server(lambda request: next(replies)) as server:
+        settings.PROVISIONING_URL = server.url
+        for minute in range(6):
+            jobs_drain(clock=Clock(now=NOW + timedelta(minutes=minute)), limit=1, max_seconds=60)
+        calls = len(server.received())
+
+    job = reload(job)
+    assert calls == 6
+    assert (job.status, job.attempts) == (JobStatus.COMPLETED, 1)
+    assert job.project.status == ProjectStatus.ACTIVE
+
+
+@responses.activate
+def test_past_the_deferral_horizon_backpressure_counts_as_a_failure(alice, settings):
+    settings.PROVISIONING_URL = API
+    settings.BACKPRESSURE_MAX_DEFER_SECONDS = 600
+    responses.add(responses.POST, API, status=429, headers={"Retry-After": "30"})
+    job = make_job(alice.tenant, max_attempts=1)
+
+    jobs_drain(clock=Clock(now=NOW + timedelta(seconds=600)), limit=1, max_seconds=60)
+
+    job = reload(job)
+    assert (job.status, job.attempts) == (JobStatus.FAILED, 1)
+    assert job.last_error_category == ErrorCategory.RATE_LIMITED
+    assert job.project.status == ProjectStatus.FAILED
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
