@@ -41,6 +41,7 @@ _FIELDS = (
 
 @admin.register(Job)
 class JobAdmin(StateButtonsAdmin):
+    change_list_template = "admin/queue_change_list.html"
     list_display = (
         "kind",
         "project_link",

@@ -16,6 +16,7 @@ ERROR_CHARS = 60
 
 @admin.register(Delivery)
 class DeliveryAdmin(ReadOnlyModelAdmin):
+    change_list_template = "admin/queue_change_list.html"
     list_display = [
         "attempted_at",
         "notification_link",

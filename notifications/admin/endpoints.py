@@ -18,6 +18,7 @@ DISABLED_BY_SUPPORT = "disabled by support"
 
 @admin.register(WebhookEndpoint)
 class WebhookEndpointAdmin(ServiceSaveAdmin):
+    change_list_template = "admin/queue_change_list.html"
     list_display = ["url", "tenant", "enabled", "disabled_reason", "created_at"]
     list_filter = ["enabled"]
     list_select_related = ["tenant"]

@@ -91,12 +91,13 @@ def _cells(delivery: Delivery) -> tuple:
         delivery.outcome,
         delivery.http_status or "",
         delivery.error_category,
-        delivery.error,
+        Truncator(delivery.error).chars(ERROR_CHARS),
     )
 
 
 @admin.register(Notification)
 class NotificationAdmin(StateButtonsAdmin, ServiceSaveAdmin):
+    change_list_template = "admin/queue_change_list.html"
     form = NotificationForm
     refusals = (services.NotificationClaimed, services.InvalidInput)
     list_display = [
