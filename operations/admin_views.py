@@ -23,6 +23,7 @@ def queue_health_view(request: HttpRequest) -> TemplateResponse:
     """Staff only: registered through `admin.site.admin_view` (see operations/admin.py)."""
     now = database_now()
     health = queue_health(now=now)
+    totals = health.deliveries.totals()
     context = {
         **admin.site.each_context(request),
         "title": "Queue health",
@@ -30,10 +31,8 @@ def queue_health_view(request: HttpRequest) -> TemplateResponse:
         "notifications": health.notifications,
         "jobs": health.jobs,
         "delivery_totals": [
-            (OUTCOME_COLORS[outcome], outcome.label, count)
-            for outcome, count in zip(
-                DeliveryOutcome, health.deliveries.totals().values(), strict=True
-            )
+            (OUTCOME_COLORS[outcome], outcome.label, totals[outcome.value])
+            for outcome in DeliveryOutcome
         ],
         "deliveries_chart": _deliveries_chart(health.deliveries),
     }
