@@ -181,3 +181,50 @@ def test_delivery_log_filters_by_notification(admin_client, tenant):
     )
 
     assert [d.pk for d in response.context["cl"].result_list] == [wanted.pk]
+
+
+def test_endpoint_edits_go_through_the_service(admin_client, tenant, public_dns):
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/x")
+    url = f"/admin/notifications/webhookendpoint/{endpoint.pk}/change/"
+
+    response = admin_client.post(url, {"url": "https://hooks.example.com/y"})
+
+    stored = WebhookEndpoint.objects.get(pk=endpoint.pk)
+    assert response.status_code == 302
+    assert (stored.url, stored.secret) == ("https://hooks.example.com/y", endpoint.secret)
+    assert stored.enabled is False
+    assert stored.disabled_reason == "disabled by support"
+
+
+def test_an_unsafe_endpoint_url_is_refused_with_its_reason(admin_client, tenant):
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/x")
+    url = f"/admin/notifications/webhookendpoint/{endpoint.pk}/change/"
+
+    response = admin_client.post(
+        url, {"url": "https://127.0.0.1/hook", "enabled": "on"}, follow=True
+    )
+
+    assert "Nothing was saved: url:" in response.content.decode()
+    assert WebhookEndpoint.objects.get(pk=endpoint.pk).url == "https://hooks.example.com/x"
+
+
+def test_endpoints_are_not_added_in_the_admin(admin_client):
+    assert admin_client.get("/admin/notifications/webhookendpoint/add/").status_code == 403
+
+
+def test_delivery_rows_link_to_their_notification_while_it_exists(admin_client, tenant):
+    notification = make_notification(tenant=tenant, next_fire_at=None, subject="Weekly report")
+    gone = uuid.uuid4()
+    for notification_id in (notification.id, gone):
+        Delivery.objects.create(
+            tenant=tenant,
+            notification_id=notification_id,
+            occurrence=1,
+            channel="email",
+            outcome="delivered",
+        )
+
+    html = admin_client.get("/admin/notifications/delivery/").content.decode()
+
+    assert f'<a href="{CHANGELIST}{notification.id}/change/">Weekly report</a>' in html
+    assert f"(deleted) {gone}" in html

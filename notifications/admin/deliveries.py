@@ -1,0 +1,61 @@
+"""The delivery log in the admin: read-only, each row linked to its notification while
+that still exists (finished one-shots are deleted; their log stays)."""
+
+from django.contrib import admin
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.text import Truncator
+
+from notifications.models import Delivery, Notification
+from web.admin import ReadOnlyModelAdmin
+
+ERROR_CHARS = 60
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(ReadOnlyModelAdmin):
+    change_list_template = "admin/queue_change_list.html"
+    list_display = [
+        "attempted_at",
+        "notification_link",
+        "tenant",
+        "occurrence",
+        "channel",
+        "outcome",
+        "http_status",
+        "error_category",
+        "short_error",
+        "duration_ms",
+    ]
+    list_filter = ["outcome", "channel", "error_category"]
+    list_select_related = ["tenant"]
+    # A notification's change page links here with ?notification_id=<id> (a plain field
+    # lookup: Delivery has no foreign key to the notification on purpose).
+    search_fields = ["=notification_id"]
+    ordering = ["-attempted_at"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        # Both annotations are subqueries of the list's own query: no query per row.
+        notification = Notification.objects.filter(pk=OuterRef("notification_id"))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                notification_exists=Exists(notification),
+                notification_subject=Subquery(notification.values("subject")[:1]),
+            )
+        )
+
+    @admin.display(description="notification")
+    def notification_link(self, delivery: Delivery) -> str:
+        if not delivery.notification_exists:
+            return f"(deleted) {delivery.notification_id}"
+        url = reverse("admin:notifications_notification_change", args=[delivery.notification_id])
+        label = delivery.notification_subject or str(delivery.notification_id)
+        return format_html('<a href="{}">{}</a>', url, label)
+
+    @admin.display(description="error")
+    def short_error(self, delivery: Delivery) -> str:
+        return Truncator(delivery.error).chars(ERROR_CHARS)

@@ -1,0 +1,65 @@
+"""Webhook endpoints in the admin: switch them on or off, correct the URL. The secrets are
+excluded from every form and page; creating and rotating (which show a secret once) happen
+through the API."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.db import models
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from notifications import webhook_endpoints
+from notifications.models import WebhookEndpoint
+from notifications.services import InvalidInput
+from web.admin import ServiceSaveAdmin
+
+DISABLED_BY_SUPPORT = "disabled by support"
+
+
+@admin.register(WebhookEndpoint)
+class WebhookEndpointAdmin(ServiceSaveAdmin):
+    change_list_template = "admin/queue_change_list.html"
+    list_display = ["url", "tenant", "enabled", "disabled_reason", "created_at"]
+    list_filter = ["enabled"]
+    list_select_related = ["tenant"]
+    search_fields = ["url", "tenant__name"]
+    ordering = ["-created_at"]
+    fields = ["tenant", "url", "enabled", "disabled_reason", "id", "created_at", "updated_at"]
+    readonly_fields = ["tenant", "disabled_reason", "id", "created_at", "updated_at"]
+    actions = ["enable", "disable"]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+    refusals = (InvalidInput, WebhookEndpoint.DoesNotExist)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def save_model(
+        self, request: HttpRequest, obj: WebhookEndpoint, form: forms.ModelForm, change: bool
+    ) -> None:
+        changed = form.changed_data
+        webhook_endpoints.webhook_endpoint_update(
+            tenant=obj.tenant,
+            endpoint_id=obj.pk,
+            url=form.cleaned_data["url"] if "url" in changed else None,
+            enabled=form.cleaned_data["enabled"] if "enabled" in changed else None,
+            disabled_reason=DISABLED_BY_SUPPORT,
+        )
+
+    @admin.action(description="Enable")
+    def enable(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._switch(request, queryset, enabled=True)
+
+    @admin.action(description="Disable")
+    def disable(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._switch(request, queryset, enabled=False)
+
+    def _switch(self, request: HttpRequest, queryset: QuerySet, *, enabled: bool) -> None:
+        for endpoint in queryset.select_related("tenant"):
+            webhook_endpoints.webhook_endpoint_update(
+                tenant=endpoint.tenant,
+                endpoint_id=endpoint.id,
+                enabled=enabled,
+                disabled_reason=DISABLED_BY_SUPPORT,
+            )
+        state = "enabled" if enabled else "disabled"
+        self.message_user(request, f"{queryset.count()} endpoint(s) {state}.", messages.SUCCESS)

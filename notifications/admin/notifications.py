@@ -1,0 +1,292 @@
+"""Notifications in the admin: find stuck ones, read their delivery log, retry or unpark
+them, correct their content.
+
+The queue's own columns are read-only everywhere: state changes are buttons and actions
+that call the same services as the API, and a content edit is the API's guarded update,
+which never writes the claim columns and refuses a row that run_tick holds right now."""
+
+from collections.abc import Callable
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
+from django.utils.text import Truncator
+from django.utils.timezone import now as utc_now
+
+from notifications import services
+from notifications.models import (
+    Channel,
+    Delivery,
+    Notification,
+    NotificationQuerySet,
+    NotificationState,
+)
+from web.admin import ServiceSaveAdmin, StateButtonsAdmin, pretty_json
+
+RECENT_DELIVERIES = 20
+ERROR_CHARS = 60
+CLAIMED_REFUSAL = (
+    "Nothing was saved: run_tick is delivering this notification right now. "
+    "Try again once its delivery has finished."
+)
+
+
+class QueueStateFilter(admin.SimpleListFilter):
+    title = "queue state"
+    parameter_name = "queue"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple]:
+        return [
+            ("due", "Due now"),
+            ("backing_off", "Backing off"),
+            ("dead_lettered", "Dead-lettered"),
+            ("parked", "Parked"),
+            ("claimed", "Claimed (in flight)"),
+        ]
+
+    def queryset(self, request: HttpRequest, queryset: NotificationQuerySet) -> QuerySet:
+        now = utc_now()
+        selectors: dict[str, Callable[[], QuerySet]] = {
+            "due": lambda: queryset.due(now=now),
+            "backing_off": queryset.backing_off,
+            "dead_lettered": queryset.dead_lettered,
+            "parked": queryset.parked,
+            "claimed": lambda: queryset.in_flight(now=now),
+        }
+        select = selectors.get(self.value() or "")
+        return select() if select else queryset
+
+
+class AddressLinesField(forms.CharField):
+    """A list of e-mail addresses edited as one address per line."""
+
+    widget = forms.Textarea(attrs={"rows": 3})
+
+    def prepare_value(self, value: Any) -> str:
+        return "\n".join(value) if isinstance(value, list) else value
+
+    def to_python(self, value: Any) -> list[str]:
+        if isinstance(value, list):
+            return value
+        return [line.strip() for line in (value or "").splitlines() if line.strip()]
+
+
+class NotificationForm(forms.ModelForm):
+    channels = forms.MultipleChoiceField(
+        choices=Channel.choices, widget=forms.CheckboxSelectMultiple
+    )
+    email_to = AddressLinesField(required=False, help_text="One address per line.")
+
+
+def _cells(delivery: Delivery) -> tuple:
+    return (
+        delivery.attempted_at,
+        delivery.occurrence,
+        delivery.channel,
+        delivery.outcome,
+        delivery.http_status or "",
+        delivery.error_category,
+        Truncator(delivery.error).chars(ERROR_CHARS),
+    )
+
+
+@admin.register(Notification)
+class NotificationAdmin(StateButtonsAdmin, ServiceSaveAdmin):
+    change_list_template = "admin/queue_change_list.html"
+    form = NotificationForm
+    refusals = (services.NotificationClaimed, services.InvalidInput)
+    list_display = [
+        "subject_or_placeholder",
+        "tenant",
+        "channel_list",
+        "state",
+        "next_fire_at",
+        "occurrence",
+        "error_count",
+        "short_last_error",
+    ]
+    list_filter = [QueueStateFilter, "dead_letter_reason"]
+    list_select_related = ["tenant"]
+    search_fields = ["=id", "subject", "tenant__name"]
+    ordering = ["-created_at"]
+    raw_id_fields = ["webhook_endpoint"]
+    fieldsets = [
+        (
+            "Content",
+            {
+                "fields": [
+                    "tenant",
+                    "project",
+                    "subject",
+                    "body",
+                    "channels",
+                    "email_to",
+                    "webhook_endpoint",
+                    "webhook_event_json",
+                ]
+            },
+        ),
+        ("Schedule", {"fields": ["rrule", "timezone", "recurrence_anchor"]}),
+        (
+            "Queue state (changed only by the buttons above)",
+            {
+                "fields": [
+                    "state",
+                    "next_fire_at",
+                    "occurrence",
+                    "last_fired_at",
+                    "error_count",
+                    "last_error",
+                    "dead_letter_reason",
+                    "claimed_until",
+                    "claim_token",
+                    "unfinished_claims",
+                ]
+            },
+        ),
+        ("Record", {"fields": ["id", "source_key", "created_at", "updated_at"]}),
+        ("Delivery log", {"fields": ["recent_deliveries"]}),
+    ]
+    readonly_fields = [
+        "tenant",
+        "project",
+        "webhook_event_json",
+        "recurrence_anchor",
+        "state",
+        "next_fire_at",
+        "occurrence",
+        "last_fired_at",
+        "error_count",
+        "last_error",
+        "dead_letter_reason",
+        "claimed_until",
+        "claim_token",
+        "unfinished_claims",
+        "id",
+        "source_key",
+        "created_at",
+        "updated_at",
+        "recent_deliveries",
+    ]
+    actions = ["retry_now", "unpark"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # Creating goes through the API, which validates the schedule and the channels.
+        return False
+
+    @admin.display(description="subject", ordering="subject")
+    def subject_or_placeholder(self, notification: Notification) -> str:
+        return notification.subject or "(no subject)"
+
+    @admin.display(description="channels")
+    def channel_list(self, notification: Notification) -> str:
+        return ", ".join(notification.channels)
+
+    @admin.display(description="state")
+    def state(self, notification: Notification) -> str:
+        return NotificationState(notification.state).label
+
+    @admin.display(description="last error")
+    def short_last_error(self, notification: Notification) -> str:
+        return Truncator(notification.last_error or "").chars(ERROR_CHARS)
+
+    @admin.display(description="custom webhook event")
+    def webhook_event_json(self, notification: Notification) -> str:
+        return pretty_json(notification.webhook_event)
+
+    @admin.display(description="delivery log (latest)")
+    def recent_deliveries(self, notification: Notification) -> str:
+        deliveries = Delivery.objects.filter(
+            tenant_id=notification.tenant_id, notification_id=notification.id
+        ).order_by("-attempted_at", "-id")[:RECENT_DELIVERIES]
+        rows = format_html_join("", "<tr>" + "<td>{}</td>" * 7 + "</tr>", map(_cells, deliveries))
+        link = (
+            reverse("admin:notifications_delivery_changelist")
+            + "?"
+            + urlencode({"notification_id": notification.id})
+        )
+        return format_html(
+            "<table><tr><th>attempted</th><th>occurrence</th><th>channel</th><th>outcome</th>"
+            "<th>HTTP</th><th>category</th><th>error</th></tr>{}</table>"
+            '<p><a href="{}">Full delivery log</a></p>',
+            rows,
+            link,
+        )
+
+    def save_model(
+        self, request: HttpRequest, obj: Notification, form: forms.ModelForm, change: bool
+    ) -> None:
+        changes = {field: form.cleaned_data[field] for field in form.changed_data}
+        if "webhook_endpoint" in changes:
+            endpoint = changes.pop("webhook_endpoint")
+            changes["webhook_endpoint_id"] = endpoint.pk if endpoint else None
+        if changes:
+            services.notification_update(tenant=obj.tenant, notification_id=obj.pk, changes=changes)
+
+    def refusal_message(self, exc: Exception) -> str:
+        if isinstance(exc, services.NotificationClaimed):
+            return CLAIMED_REFUSAL
+        return super().refusal_message(exc)
+
+    def state_buttons(self, notification: Notification) -> list[tuple[str, str]]:
+        buttons = [("retry", "Retry now")]
+        if notification.state in (NotificationState.PARKED, NotificationState.DEAD_LETTERED):
+            buttons.append(("unpark", "Unpark"))
+        return buttons
+
+    def press_state_button(
+        self, request: HttpRequest, notification: Notification, name: str
+    ) -> None:
+        action, done = self._state_changes()[name]
+        skipped = _apply(action, notification)
+        if skipped:
+            self.message_user(request, f"Not {done}: {skipped}.", messages.WARNING)
+        else:
+            self.message_user(request, f"The notification was {done}.", messages.SUCCESS)
+
+    @admin.action(description="Retry now", permissions=["state_change"])
+    def retry_now(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._each(request, queryset, *self._state_changes()["retry"])
+
+    @admin.action(description="Unpark", permissions=["state_change"])
+    def unpark(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._each(request, queryset, *self._state_changes()["unpark"])
+
+    @staticmethod
+    def _state_changes() -> dict[str, tuple[Callable, str]]:
+        return {
+            "retry": (services.notification_retry, "retried"),
+            "unpark": (services.notification_unpark, "unparked"),
+        }
+
+    def _each(self, request: HttpRequest, queryset: QuerySet, action: Callable, done: str) -> None:
+        changed, skipped = 0, []
+        for notification in queryset.select_related("tenant"):
+            reason = _apply(action, notification)
+            if reason:
+                skipped.append(f"{notification.id} ({reason})")
+            else:
+                changed += 1
+        self.message_user(request, f"{changed} notification(s) {done}.", messages.SUCCESS)
+        if skipped:
+            self.message_user(request, "Skipped: " + ", ".join(skipped), messages.WARNING)
+
+
+def _apply(action: Callable, notification: Notification) -> str:
+    """Run a state-change service on `notification`; the reason it refused, or ""."""
+    try:
+        action(tenant=notification.tenant, notification_id=notification.id)
+    except services.NotificationClaimed:
+        return "being delivered"
+    except services.NotificationNotParked:
+        return "not parked"
+    except services.ScheduleFinished:
+        return "schedule finished"
+    except Notification.DoesNotExist:
+        return "deleted"
+    return ""

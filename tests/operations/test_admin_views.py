@@ -1,0 +1,65 @@
+"""The admin's Queue health page: staff only, linked from the index, the queue figures
+and the 24-hour chart."""
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from notifications.models import Delivery
+from tests.jobs.factories import make_job
+from tests.notifications.factories import make_notification, make_tenant
+
+PAGE = "/admin/queue-health/"
+
+
+@pytest.fixture
+def staff_client(db, client):
+    user = get_user_model().objects.create_superuser("support", "support@example.com", None)
+    client.force_login(user)
+    return client
+
+
+def test_the_page_shows_both_queues_and_the_last_24_hours(staff_client):
+    tenant = make_tenant("Acme")
+    now = timezone.now()
+    make_notification(tenant=tenant, next_fire_at=now - timedelta(minutes=2))
+    make_notification(tenant=tenant, next_fire_at=None, dead_letter_reason="exhausted")
+    make_job(tenant, status="failed")
+    Delivery.objects.create(
+        tenant=tenant,
+        notification_id="00000000-0000-0000-0000-000000000001",
+        occurrence=1,
+        channel="email",
+        outcome="delivered",
+        attempted_at=now,
+    )
+
+    response = staff_client.get(PAGE)
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    notifications = response.context["notifications"]
+    assert (notifications["due"], notifications["dead_lettered"]) == (1, 1)
+    assert notifications["oldest_due_age_seconds"] >= 120
+    assert response.context["jobs"]["failed"] == 1
+    assert "<svg" in html and "Delivered: 1</title>" in html
+    assert "Not recorded yet" in html
+    assert "?queue=dead_lettered" in html and "?status__exact=failed" in html
+
+
+def test_the_admin_index_links_to_the_page(staff_client):
+    html = staff_client.get("/admin/").content.decode()
+
+    assert f'href="{PAGE}"' in html
+
+
+def test_the_page_is_for_staff_only(client, db):
+    user = get_user_model().objects.create_user("someone", "someone@example.com")
+    client.force_login(user)
+
+    response = client.get(PAGE)
+
+    assert response.status_code == 302
+    assert response["Location"].startswith("/admin/login/")

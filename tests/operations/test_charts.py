@@ -1,0 +1,57 @@
+"""The inline SVG chart: one stacked bar per label, exact counts in the segment titles."""
+
+import xml.etree.ElementTree as ET
+
+from operations.charts import Series, stacked_bars_svg
+
+SVG = "{http://www.w3.org/2000/svg}"
+SERIES = [Series("ok", "Delivered", "#0a0"), Series("bad", "Failed <5xx>", "#a00")]
+
+
+def _parse(svg: str) -> ET.Element:
+    return ET.fromstring(svg)  # noqa: S314 - our own output, not untrusted input
+
+
+def _segments(root: ET.Element) -> list[ET.Element]:
+    """The bars' rectangles (the legend's swatches have no title)."""
+    return [rect for rect in root.iter(f"{SVG}rect") if rect.find(f"{SVG}title") is not None]
+
+
+def _chart(values):
+    return stacked_bars_svg(
+        labels=[f"{hour:02d}:00" for hour in range(len(values))],
+        values=values,
+        series=SERIES,
+        title="Deliveries & more",
+    )
+
+
+def test_segments_stack_in_series_order_with_their_counts():
+    root = _parse(_chart([{"ok": 3, "bad": 1}, {}, {"bad": 4}]))
+
+    segments = [rect.find(f"{SVG}title").text for rect in _segments(root)]
+
+    assert segments == [
+        "00:00 Delivered: 3",
+        "00:00 Failed <5xx>: 1",
+        "02:00 Failed <5xx>: 4",
+    ]
+
+
+def test_the_tallest_stack_fills_the_plot_and_the_axis_tops_at_its_total():
+    root = _parse(_chart([{"ok": 3, "bad": 1}, {"ok": 1}]))
+
+    bars = _segments(root)
+    first_stack = sum(float(rect.get("height")) for rect in bars[:2])
+    axis_labels = [text.text for text in root.iter(f"{SVG}text")]
+
+    assert round(first_stack, 1) == 160.0
+    assert {"0", "2", "4"} <= set(axis_labels)
+
+
+def test_an_empty_window_draws_an_axis_and_no_bars():
+    svg = _chart([{}] * 24)
+    root = _parse(svg)
+
+    assert _segments(root) == []
+    assert 'aria-label="Deliveries &amp; more"' in svg

@@ -1,0 +1,61 @@
+"""The shipped Grafana dashboard and Prometheus alert rules parse and use only the series
+GET /metrics serves (plus the circuit breaker's gauge, announced before it ships)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from django.utils import timezone
+
+from operations.metrics import metrics_exposition
+
+OPS = Path(__file__).resolve().parents[2] / "ops"
+SERIES = re.compile(r"\btickwork_[a-z_]+")
+ANNOUNCED = {"tickwork_webhook_circuits_open"}
+REQUIRED_ALERTS = {
+    "TickworkSchedulerNotTicking",
+    "TickworkOldestDueAgeHigh",
+    "TickworkNotificationDeadLettersRising",
+    "TickworkJobDeadLettersRising",
+    "TickworkWebhookCircuitsOpen",
+}
+
+
+@pytest.fixture
+def served_series(db) -> set[str]:
+    exposition = metrics_exposition(now=timezone.now())
+    return set(re.findall(r"^# TYPE (\S+) ", exposition, re.MULTILINE))
+
+
+def _rules() -> list[dict]:
+    document = yaml.safe_load((OPS / "prometheus" / "alerts.yml").read_text())
+    return [rule for group in document["groups"] for rule in group["rules"]]
+
+
+def _dashboard_expressions() -> list[str]:
+    dashboard = json.loads((OPS / "grafana" / "tickwork.json").read_text())
+    return [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+
+
+def test_the_alert_rules_are_complete(served_series):
+    rules = _rules()
+
+    assert {rule["alert"] for rule in rules} == REQUIRED_ALERTS
+    for rule in rules:
+        assert rule["labels"]["severity"] in {"warning", "critical"}
+        assert rule["annotations"]["summary"]
+        assert set(SERIES.findall(rule["expr"])) <= served_series | ANNOUNCED
+
+
+def test_the_scheduler_alert_reads_run_ticks_last_run():
+    scheduler = next(r for r in _rules() if r["alert"] == "TickworkSchedulerNotTicking")
+
+    assert 'tickwork_worker_last_run_timestamp_seconds{worker="run_tick"}' in scheduler["expr"]
+
+
+def test_the_dashboard_graphs_every_served_series(served_series):
+    used = {name for expr in _dashboard_expressions() for name in SERIES.findall(expr)}
+
+    assert used == served_series | ANNOUNCED
