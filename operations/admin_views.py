@@ -15,6 +15,7 @@ OUTCOME_COLORS = {
     DeliveryOutcome.DELIVERED: "#2e7d32",
     DeliveryOutcome.FAILED: "#ef6c00",
     DeliveryOutcome.TIMEOUT: "#f9a825",
+    DeliveryOutcome.DEFERRED: "#78909c",
     DeliveryOutcome.DEAD_LETTERED: "#c62828",
 }
 

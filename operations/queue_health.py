@@ -10,7 +10,7 @@ from django.db.models.functions import TruncHour
 
 from jobs.stats import job_queue_stats
 from notifications.models import Delivery, DeliveryOutcome
-from notifications.stats import notification_queue_stats
+from notifications.stats import endpoint_circuit_stats, notification_queue_stats
 
 HOURS = 24
 
@@ -38,7 +38,10 @@ class QueueHealth:
 
 def queue_health(*, now: datetime) -> QueueHealth:
     return QueueHealth(
-        notifications=notification_queue_stats(now=now),
+        notifications={
+            **notification_queue_stats(now=now),
+            **endpoint_circuit_stats(now=now),
+        },
         jobs=job_queue_stats(now=now),
         deliveries=hourly_outcomes(now=now),
     )

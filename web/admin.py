@@ -105,6 +105,12 @@ class ServiceSaveAdmin(admin.ModelAdmin):
     refusals: tuple[type[Exception], ...] = ()
 
     def refusal_message(self, exc: Exception) -> str:
+        errors = getattr(exc, "errors", None)
+        if errors:
+            details = "; ".join(
+                f"{field}: {' '.join(map(str, msgs))}" for field, msgs in errors.items()
+            )
+            return f"Nothing was saved: {details}"
         return f"Nothing was saved: {exc}"
 
     def changeform_view(

@@ -7,9 +7,10 @@ from django.contrib import admin, messages
 from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.timezone import now as utc_now
 
 from notifications import webhook_endpoints
-from notifications.models import WebhookEndpoint
+from notifications.models import EndpointHealth, WebhookEndpoint
 from notifications.services import InvalidInput
 from web.admin import ServiceSaveAdmin
 
@@ -19,19 +20,47 @@ DISABLED_BY_SUPPORT = "disabled by support"
 @admin.register(WebhookEndpoint)
 class WebhookEndpointAdmin(ServiceSaveAdmin):
     change_list_template = "admin/queue_change_list.html"
-    list_display = ["url", "tenant", "enabled", "disabled_reason", "created_at"]
+    list_display = ["url", "tenant", "enabled", "circuit", "disabled_reason", "created_at"]
     list_filter = ["enabled"]
     list_select_related = ["tenant"]
     search_fields = ["url", "tenant__name"]
     ordering = ["-created_at"]
-    fields = ["tenant", "url", "enabled", "disabled_reason", "id", "created_at", "updated_at"]
-    readonly_fields = ["tenant", "disabled_reason", "id", "created_at", "updated_at"]
+    fields = [
+        "tenant",
+        "url",
+        "enabled",
+        "disabled_reason",
+        "circuit",
+        "consecutive_failures",
+        "circuit_open_until",
+        "last_failure_at",
+        "id",
+        "created_at",
+        "updated_at",
+    ]
+    # The breaker's state is the scheduler's: editing the URL (or rotating the secret through
+    # the API) closes the circuit.
+    readonly_fields = [
+        "tenant",
+        "disabled_reason",
+        "circuit",
+        "consecutive_failures",
+        "circuit_open_until",
+        "last_failure_at",
+        "id",
+        "created_at",
+        "updated_at",
+    ]
     actions = ["enable", "disable"]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     refusals = (InvalidInput, WebhookEndpoint.DoesNotExist)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    @admin.display(description="circuit")
+    def circuit(self, endpoint: WebhookEndpoint) -> str:
+        return EndpointHealth(endpoint.health(now=utc_now())).label
 
     def save_model(
         self, request: HttpRequest, obj: WebhookEndpoint, form: forms.ModelForm, change: bool

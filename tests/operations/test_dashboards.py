@@ -13,7 +13,6 @@ from operations.metrics import metrics_exposition
 
 OPS = Path(__file__).resolve().parents[2] / "ops"
 SERIES = re.compile(r"\btickwork_[a-z_]+")
-ANNOUNCED = {"tickwork_webhook_circuits_open"}
 REQUIRED_ALERTS = {
     "TickworkSchedulerNotTicking",
     "TickworkOldestDueAgeHigh",
@@ -46,7 +45,7 @@ def test_the_alert_rules_are_complete(served_series):
     for rule in rules:
         assert rule["labels"]["severity"] in {"warning", "critical"}
         assert rule["annotations"]["summary"]
-        assert set(SERIES.findall(rule["expr"])) <= served_series | ANNOUNCED
+        assert set(SERIES.findall(rule["expr"])) <= served_series
 
 
 def test_the_scheduler_alert_reads_run_ticks_last_run():
@@ -58,4 +57,4 @@ def test_the_scheduler_alert_reads_run_ticks_last_run():
 def test_the_dashboard_graphs_every_served_series(served_series):
     used = {name for expr in _dashboard_expressions() for name in SERIES.findall(expr)}
 
-    assert used == served_series | ANNOUNCED
+    assert used == served_series
