@@ -67,10 +67,10 @@ _PG_FILLER = """
 INSERT INTO notifications_notification (
     id, tenant_id, channels, email_to, subject, body, rrule, timezone, next_fire_at,
     occurrence, error_count, dead_letter_reason, claim_token, unfinished_claims,
-    created_at, updated_at)
+    channel_state, created_at, updated_at)
 SELECT gen_random_uuid(), %(tenant)s, '["webhook"]', '[]', 'filler', '', '', 'UTC',
        CASE WHEN n %% 2 = 0 THEN NULL ELSE %(future)s + make_interval(secs => n) END,
-       1, 0, CASE WHEN n %% 2 = 0 THEN 'exhausted' ELSE '' END, 0, 0, %(now)s, %(now)s
+       1, 0, CASE WHEN n %% 2 = 0 THEN 'exhausted' ELSE '' END, 0, 0, '{}', %(now)s, %(now)s
 FROM generate_series(1, %(count)s) AS n
 """
 
@@ -79,11 +79,11 @@ WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < %(c
 INSERT INTO notifications_notification (
     id, tenant_id, channels, email_to, subject, body, rrule, timezone, next_fire_at,
     occurrence, error_count, dead_letter_reason, claim_token, unfinished_claims,
-    created_at, updated_at)
+    channel_state, created_at, updated_at)
 SELECT lower(hex(randomblob(16))), %(tenant)s, '["webhook"]', '[]', 'filler', '', '', 'UTC',
        CASE WHEN n %% 2 = 0 THEN NULL
             ELSE strftime('%%Y-%%m-%%d %%H:%%M:%%f', %(future)s, '+' || n || ' seconds') END,
-       1, 0, CASE WHEN n %% 2 = 0 THEN 'exhausted' ELSE '' END, 0, 0, %(now)s, %(now)s
+       1, 0, CASE WHEN n %% 2 = 0 THEN 'exhausted' ELSE '' END, 0, 0, '{}', %(now)s, %(now)s
 FROM seq
 """
 

@@ -24,11 +24,11 @@ def fill(tenant_id) -> None:
             INSERT INTO notifications_notification (
                 id, tenant_id, channels, email_to, subject, body, rrule, timezone,
                 next_fire_at, occurrence, error_count, dead_letter_reason, claim_token,
-                unfinished_claims, created_at, updated_at)
+                unfinished_claims, channel_state, created_at, updated_at)
             SELECT gen_random_uuid(), %s, '["webhook"]', '[]', '', '', '', 'UTC',
                    CASE WHEN n %% 2 = 0 THEN NULL
                         ELSE %s + make_interval(mins => n) END,
-                   1, 0, '', 0, 0, %s, %s
+                   1, 0, '', 0, 0, '{}', %s, %s
             FROM generate_series(1, 20000) AS n
             """,
             [tenant_id, NOW, NOW, NOW],
