@@ -76,6 +76,7 @@ class NotificationAdmin(admin.ModelAdmin):
     raw_id_fields = ["tenant", "project", "webhook_endpoint"]
     readonly_fields = [
         "id",
+        "due_at",
         "claimed_until",
         "claim_token",
         "unfinished_claims",
@@ -181,6 +182,8 @@ class DeliveryAdmin(ReadOnlyModelAdmin):
         "http_status",
         "error_category",
         "duration_ms",
+        "late_ms",
+        "skipped_count",
     ]
     list_filter = ["outcome", "channel", "error_category"]
     list_select_related = ["tenant"]

@@ -101,6 +101,7 @@ def notifications_announce(
         "tenant_id": tenant_id,
         "project_id": project_id,
         "next_fire_at": now,
+        "due_at": now,
         "recurrence_anchor": now,
         "occurrence": 1,
         "timezone": "UTC",
@@ -172,6 +173,7 @@ def notification_create(
         body=body,
         recurrence_anchor=fire_at,
         next_fire_at=fire_at,
+        due_at=fire_at,
         occurrence=1,
         created_at=now,
         updated_at=now,
@@ -214,6 +216,7 @@ def notification_update(
         values.update(
             recurrence_anchor=fire_at,
             next_fire_at=fire_at,
+            due_at=fire_at,
             error_count=0,
             dead_letter_reason="",
             unfinished_claims=0,
@@ -267,12 +270,15 @@ def notification_unpark(
 
 
 def _rearmed(*, next_fire_at: datetime) -> dict[str, Any]:
+    # A re-armed row starts its occurrence afresh: its lateness counts from now on, not
+    # from when it first failed.
     return {
         "error_count": 0,
         "last_error": None,
         "dead_letter_reason": "",
         "unfinished_claims": 0,
         "next_fire_at": next_fire_at,
+        "due_at": next_fire_at,
     }
 
 

@@ -8,8 +8,8 @@ from enum import StrEnum
 from typing import Any
 
 from dbqueue.backoff import retry_delay
-from notifications.models import Delivery, DeliveryOutcome, Notification
-from notifications.recurrence import next_occurrence
+from notifications.models import WHOLE_OCCURRENCE, Delivery, DeliveryOutcome, Notification
+from notifications.recurrence import next_occurrence, skipped_occurrences
 from notifications.scheduler import outcomes
 from notifications.scheduler.deliver import RowDelivery
 from notifications.scheduler.outcomes import Classification, DeadLetterReason, Verdict
@@ -33,7 +33,9 @@ class Bucket(StrEnum):
 
 @dataclass
 class RowPlan:
-    """A fenced write-back on (pk, token): delete the row, or update it with `changes`."""
+    """A fenced write-back on (pk, token): delete the row, or update it with `changes`.
+    `logs` are written whatever the fence says (the calls happened); `skipped`, the record
+    of the occurrences a late recurring row jumps over, only if the write-back applies."""
 
     pk: Any
     token: int
@@ -41,6 +43,7 @@ class RowPlan:
     bucket: Bucket
     changes: dict[str, Any] = field(default_factory=dict)
     logs: list[Delivery] = field(default_factory=list)
+    skipped: Delivery | None = None
     gone_endpoint_id: Any = None
 
 
@@ -64,6 +67,46 @@ def next_fire(notification: Notification, *, now: datetime) -> datetime | None:
     )
 
 
+def due_time(notification: Notification) -> datetime | None:
+    """When the row's current occurrence was due. A row written by a process of an older
+    release (during a rolling deploy) has no due_at; its next_fire_at is the best guess."""
+    return notification.due_at or notification.next_fire_at
+
+
+def late_ms(notification: Notification, *, at: datetime) -> int | None:
+    """How late an attempt at `at` is for the row's current occurrence (0 when early)."""
+    due = due_time(notification)
+    if due is None:
+        return None
+    return max(0, (at - due) // timedelta(milliseconds=1))
+
+
+def _skipped_log(row: Notification, *, now: datetime) -> Delivery | None:
+    """The `skipped` record of the occurrences after the handled one up to now: fire once
+    now means none of them will ever be delivered. None for a one-shot or when none."""
+    handled = due_time(row)
+    if not row.rrule or handled is None:
+        return None
+    found = skipped_occurrences(
+        rrule=row.rrule,
+        tz_name=row.timezone,
+        anchor=row.recurrence_anchor or handled,
+        after=handled,
+        through=now,
+    )
+    if found is None:
+        return None
+    return _delivery_row(
+        row,
+        at=now,
+        channel=WHOLE_OCCURRENCE,
+        outcome=DeliveryOutcome.SKIPPED,
+        skipped_count=found.count,
+        skipped_first=found.first,
+        skipped_last=found.last,
+    )
+
+
 def _delivery_row(notification: Notification, *, at: datetime, **fields: Any) -> Delivery:
     return Delivery(
         notification_id=notification.id,
@@ -76,6 +119,7 @@ def _delivery_row(notification: Notification, *, at: datetime, **fields: Any) ->
 
 def _channel_logs(delivery: RowDelivery) -> list[Delivery]:
     logs = []
+    late = late_ms(delivery.notification, at=delivery.attempted_at)
     for channel, result in delivery.results.items():
         if result.ok:
             outcome = DeliveryOutcome.DELIVERED
@@ -93,6 +137,7 @@ def _channel_logs(delivery: RowDelivery) -> list[Delivery]:
                 error_category=result.category,
                 error=result.error[:500],
                 duration_ms=max(result.duration_ms, 0),
+                late_ms=late,
             )
         )
     return logs
@@ -102,10 +147,12 @@ def _finish(row: Notification, token: int, c: Classification, *, now: datetime) 
     """Success or partial: the occurrence is done; a partial is never retried."""
     bucket = Bucket.DELIVERED if c.verdict is Verdict.SUCCESS else Bucket.PARTIAL
     upcoming = next_fire(row, now=now)
+    skipped = _skipped_log(row, now=now)
     if upcoming is None:
-        return RowPlan(pk=row.pk, token=token, branch=Branch.DELETE, bucket=bucket)
+        return RowPlan(pk=row.pk, token=token, branch=Branch.DELETE, bucket=bucket, skipped=skipped)
     changes = {
         "next_fire_at": upcoming,
+        "due_at": upcoming,
         "occurrence": row.occurrence + 1,
         "last_fired_at": now,
         "error_count": 0,
@@ -114,7 +161,14 @@ def _finish(row: Notification, token: int, c: Classification, *, now: datetime) 
         "unfinished_claims": 0,
         "updated_at": now,
     }
-    return RowPlan(pk=row.pk, token=token, branch=Branch.ADVANCE, bucket=bucket, changes=changes)
+    return RowPlan(
+        pk=row.pk,
+        token=token,
+        branch=Branch.ADVANCE,
+        bucket=bucket,
+        changes=changes,
+        skipped=skipped,
+    )
 
 
 def dead_letter(
@@ -131,6 +185,8 @@ def dead_letter(
     upcoming = next_fire(row, now=now)
     changes: dict[str, Any] = {
         "next_fire_at": upcoming,
+        # A parked row keeps the due time of the occurrence it is parked on.
+        "due_at": upcoming or row.due_at,
         "occurrence": row.occurrence + (1 if upcoming else 0),
         "error_count": 0 if upcoming else error_count,
         "last_error": summary[:500],
@@ -141,7 +197,7 @@ def dead_letter(
     log = _delivery_row(
         row,
         at=now,
-        channel="",
+        channel=WHOLE_OCCURRENCE,
         outcome=DeliveryOutcome.DEAD_LETTERED,
         error_category=reason.value,
         error=summary[:500],
@@ -153,6 +209,7 @@ def dead_letter(
         bucket=Bucket.DEAD_LETTERED,
         changes=changes,
         logs=[log],
+        skipped=_skipped_log(row, now=now),
     )
 
 

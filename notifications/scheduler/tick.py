@@ -19,11 +19,12 @@ from django.db import DatabaseError
 from dbqueue.claims import ClaimSpec, ClaimValue, claim
 from dbqueue.clock import Clock
 from dbqueue.database import connection_lost
-from dbqueue.totals import WorkerSummary
+from dbqueue.totals import Histogram, WorkerSummary
 from dbqueue.worker import ConnectionLost, Worker
 from notifications.models import Notification, WebhookEndpoint
 from notifications.scheduler import outcomes
 from notifications.scheduler.deliver import Senders, default_senders, deliver_row
+from notifications.scheduler.lateness import lateness_histogram
 from notifications.scheduler.plan import Policy, RowPlan, plan_delivery, plan_poison
 from notifications.scheduler.writeback import write_back
 
@@ -47,7 +48,10 @@ class TickSummary(WorkerSummary):
     """What one tick did. Each claimed row is counted once: delivered, partial, failed
     (backing off), dead_lettered, or errors (its processing or its write-back batch raised;
     it stays claimed until its lease expires). fenced_out counts outcomes dropped because
-    the row had been reclaimed meanwhile."""
+    the row had been reclaimed meanwhile. skipped counts the occurrences late recurring
+    rows jumped over; late_max_s is the lateness of the latest channel attempt (delivered
+    or not) and `lateness` their histogram; due_left, a gauge, the due rows left behind
+    when the tick stopped for another reason than an empty queue."""
 
     claimed: int = 0
     delivered: int = 0
@@ -56,9 +60,27 @@ class TickSummary(WorkerSummary):
     dead_lettered: int = 0
     fenced_out: int = 0
     errors: int = 0
+    skipped: int = 0
+    due_left: int = 0
+    late_max_s: float = 0.0
     duration: float = 0.0
+    lateness: Histogram = field(default_factory=lateness_histogram, repr=False)
 
     worker: ClassVar[str] = "run_tick"
+    gauges: ClassVar[frozenset[str]] = frozenset({"due_left"})
+
+    def record(self, plan: RowPlan, *, applied: bool) -> None:
+        """Count a written-back plan's lateness, and its skipped occurrences if `applied`
+        (a fenced-out row skips nothing: the tick that reclaimed it decides)."""
+        for log in plan.logs:
+            if log.late_ms is not None:
+                self.lateness.observe(log.late_ms)
+                self.late_max_s = max(self.late_max_s, log.late_ms / 1000)
+        if applied and plan.skipped is not None:
+            self.skipped += plan.skipped.skipped_count
+
+    def histogram_totals(self) -> dict[str, int]:
+        return self.lateness.totals()
 
 
 @dataclass(frozen=True)
@@ -254,6 +276,7 @@ class _Tick:
         for plan in batch:
             bucket = plan.bucket.value
             setattr(self.summary, bucket, getattr(self.summary, bucket) + 1)
+            self.summary.record(plan, applied=plan not in fenced)
 
 
 def tick_worker(
