@@ -76,6 +76,12 @@ def _lines(now: datetime) -> Iterator[str]:
         [({}, notifications["oldest_due_age_seconds"])],
     )
     yield from _family(
+        "tickwork_notifications_oldest_backing_off_age_seconds",
+        "gauge",
+        "How long the oldest occurrence being retried has been outstanding since it was due.",
+        [({}, notifications["oldest_backing_off_age_seconds"])],
+    )
+    yield from _family(
         "tickwork_jobs",
         "gauge",
         "Jobs by status (failed: dead-lettered, waiting for a retry).",

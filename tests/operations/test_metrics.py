@@ -66,6 +66,7 @@ def test_exposes_both_queues_and_the_worker_counters(client, alice, metrics_on):
     assert figures['tickwork_notifications{state="dead_lettered"}'] == 1
     assert figures['tickwork_notifications{state="in_flight"}'] == 1
     assert 90 <= figures["tickwork_notifications_oldest_due_age_seconds"] < 150
+    assert 240 <= figures["tickwork_notifications_oldest_backing_off_age_seconds"] < 300
     assert figures['tickwork_jobs{status="pending"}'] == 2
     assert figures['tickwork_jobs{status="in_flight"}'] == 1
     assert figures['tickwork_jobs{status="failed"}'] == 1
