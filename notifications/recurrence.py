@@ -37,6 +37,7 @@ from notifications.recurrence_rules import (
 __all__ = [
     "InvalidRecurrence",
     "Skipped",
+    "next_and_skipped",
     "next_occurrence",
     "skipped_occurrences",
     "validate_rrule",
@@ -120,6 +121,36 @@ def skipped_occurrences(
     first = next_occurrence(rrule=rrule, tz_name=tz_name, anchor=anchor, after=after)
     if first is None or first > through:
         return None
+    return _skipped_from(
+        first, rrule=rrule, tz_name=tz_name, anchor=anchor, after=after, through=through
+    )
+
+
+def next_and_skipped(
+    *, rrule: str, tz_name: str, anchor: datetime, handled: datetime, now: datetime
+) -> tuple[datetime | None, Skipped | None]:
+    """The next occurrence, the first after both `handled` (the occurrence just handled)
+    and `now`, with what that skips: skipped_occurrences(after=handled, through=now).
+    One search in the common case, when nothing was skipped. Raises like next_occurrence."""
+    first = next_occurrence(rrule=rrule, tz_name=tz_name, anchor=anchor, after=handled)
+    if first is None or first > now:
+        return first, None
+    skipped = _skipped_from(
+        first, rrule=rrule, tz_name=tz_name, anchor=anchor, after=handled, through=now
+    )
+    return next_occurrence(rrule=rrule, tz_name=tz_name, anchor=anchor, after=now), skipped
+
+
+def _skipped_from(
+    first: datetime,
+    *,
+    rrule: str,
+    tz_name: str,
+    anchor: datetime,
+    after: datetime,
+    through: datetime,
+) -> Skipped:
+    """skipped_occurrences, given `first`, the first occurrence after `after` (<= through)."""
     spec = parse_rule(rrule)
     if spec.freq in (HOURLY, MINUTELY) and spec.parts <= _FIXED_PERIOD_PARTS:
         # Sub-daily rules run on the UTC timeline, so every occurrence is first + k periods.

@@ -9,7 +9,7 @@ from typing import Any
 
 from dbqueue.backoff import retry_delay
 from notifications.models import WHOLE_OCCURRENCE, Delivery, DeliveryOutcome, Notification
-from notifications.recurrence import next_occurrence, skipped_occurrences
+from notifications.recurrence import next_and_skipped
 from notifications.scheduler import outcomes
 from notifications.scheduler.deliver import RowDelivery
 from notifications.scheduler.outcomes import Classification, DeadLetterReason, Verdict
@@ -53,20 +53,6 @@ class Policy:
     backoff: Sequence[int]
 
 
-def next_fire(notification: Notification, *, now: datetime) -> datetime | None:
-    """The next regular occurrence after both the one just handled and now; None for a
-    one-shot or an ended schedule."""
-    if not notification.rrule:
-        return None
-    handled = notification.next_fire_at or now
-    return next_occurrence(
-        rrule=notification.rrule,
-        tz_name=notification.timezone,
-        anchor=notification.recurrence_anchor or handled,
-        after=max(handled, now),
-    )
-
-
 def due_time(notification: Notification) -> datetime | None:
     """When the row's current occurrence was due. A row written by a process of an older
     release (during a rolling deploy) has no due_at; its next_fire_at is the best guess."""
@@ -81,22 +67,24 @@ def late_ms(notification: Notification, *, at: datetime) -> int | None:
     return max(0, (at - due) // timedelta(milliseconds=1))
 
 
-def _skipped_log(row: Notification, *, now: datetime) -> Delivery | None:
-    """The `skipped` record of the occurrences after the handled one up to now: fire once
-    now means none of them will ever be delivered. None for a one-shot or when none."""
-    handled = due_time(row)
-    if not row.rrule or handled is None:
-        return None
-    found = skipped_occurrences(
+def advance(row: Notification, *, now: datetime) -> tuple[datetime | None, Delivery | None]:
+    """Where a handled occurrence leaves the schedule: the next regular occurrence, the
+    first after both the handled one and now (None for a one-shot or an ended schedule),
+    and the `skipped` record of the occurrences in between, which "fire once now" will
+    never deliver (None when there are none)."""
+    if not row.rrule:
+        return None, None
+    handled = due_time(row) or now
+    upcoming, found = next_and_skipped(
         rrule=row.rrule,
         tz_name=row.timezone,
         anchor=row.recurrence_anchor or handled,
-        after=handled,
-        through=now,
+        handled=handled,
+        now=now,
     )
     if found is None:
-        return None
-    return _delivery_row(
+        return upcoming, None
+    return upcoming, _delivery_row(
         row,
         at=now,
         channel=WHOLE_OCCURRENCE,
@@ -146,8 +134,7 @@ def _channel_logs(delivery: RowDelivery) -> list[Delivery]:
 def _finish(row: Notification, token: int, c: Classification, *, now: datetime) -> RowPlan:
     """Success or partial: the occurrence is done; a partial is never retried."""
     bucket = Bucket.DELIVERED if c.verdict is Verdict.SUCCESS else Bucket.PARTIAL
-    upcoming = next_fire(row, now=now)
-    skipped = _skipped_log(row, now=now)
+    upcoming, skipped = advance(row, now=now)
     if upcoming is None:
         return RowPlan(pk=row.pk, token=token, branch=Branch.DELETE, bucket=bucket, skipped=skipped)
     changes = {
@@ -182,7 +169,7 @@ def dead_letter(
 ) -> RowPlan:
     """Record the occurrence as dead-lettered; a recurring row skips to its next regular
     occurrence with a clean error count, anything else is parked (next_fire_at NULL)."""
-    upcoming = next_fire(row, now=now)
+    upcoming, skipped = advance(row, now=now)
     changes: dict[str, Any] = {
         "next_fire_at": upcoming,
         # A parked row keeps the due time of the occurrence it is parked on.
@@ -209,7 +196,7 @@ def dead_letter(
         bucket=Bucket.DEAD_LETTERED,
         changes=changes,
         logs=[log],
-        skipped=_skipped_log(row, now=now),
+        skipped=skipped,
     )
 
 

@@ -2,7 +2,12 @@
 
 from datetime import UTC, datetime, timedelta
 
-from notifications.recurrence import SKIP_COUNT_CAP, next_occurrence, skipped_occurrences
+from notifications.recurrence import (
+    SKIP_COUNT_CAP,
+    next_and_skipped,
+    next_occurrence,
+    skipped_occurrences,
+)
 
 ANCHOR = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
 
@@ -84,3 +89,18 @@ def test_an_ended_schedule_counts_only_what_it_had_left():
     found = skipped("FREQ=DAILY;COUNT=3", after=ANCHOR, through=ANCHOR + timedelta(days=30))
 
     assert (found.count, found.last) == (2, ANCHOR + timedelta(days=2))
+
+
+def test_next_and_skipped_agrees_with_its_two_halves():
+    handled = datetime(2025, 3, 28, 8, 0, tzinfo=UTC)
+    for rrule in ("FREQ=DAILY", "FREQ=HOURLY;INTERVAL=3", "FREQ=DAILY;COUNT=90"):
+        for late in (timedelta(0), timedelta(hours=2), timedelta(days=3, minutes=1)):
+            now = handled + late
+            upcoming, found = next_and_skipped(
+                rrule=rrule, tz_name="Europe/Berlin", anchor=ANCHOR, handled=handled, now=now
+            )
+
+            assert upcoming == next_occurrence(
+                rrule=rrule, tz_name="Europe/Berlin", anchor=ANCHOR, after=now
+            )
+            assert found == skipped(rrule, after=handled, through=now, tz_name="Europe/Berlin")
