@@ -49,9 +49,9 @@ class TickSummary(WorkerSummary):
     (backing off), dead_lettered, or errors (its processing or its write-back batch raised;
     it stays claimed until its lease expires). fenced_out counts outcomes dropped because
     the row had been reclaimed meanwhile. skipped counts the occurrences late recurring
-    rows jumped over; late_max_s is the lateness of the latest channel attempt (delivered
-    or not) and `lateness` their histogram; due_left, a gauge, the due rows left behind
-    when the tick stopped for another reason than an empty queue."""
+    rows jumped over; late_max_s is the largest lateness among the channel attempts
+    (delivered or not) and `lateness` their histogram; due_left, a gauge, the due rows left
+    behind when the tick stopped for another reason than an empty queue."""
 
     claimed: int = 0
     delivered: int = 0
