@@ -123,6 +123,7 @@ class Notification(models.Model):
     """A one-shot (empty `rrule`) or recurring notification; the row is its own queue entry.
 
     `next_fire_at` NULL means parked (dead-lettered one-shots keep their error state here).
+    `due_at` is the due instant of the current occurrence; lateness is measured from it.
     `claimed_until` / `claim_token` are the lease and the fence of run_tick; every write-back
     is conditional on the token the claim returned. `unfinished_claims` counts claims that
     produced no outcome, so a row that kills its worker every time is dead-lettered.
@@ -157,6 +158,9 @@ class Notification(models.Model):
     timezone = models.CharField(max_length=64, default="UTC")
     recurrence_anchor = models.DateTimeField(null=True, blank=True)
     next_fire_at = models.DateTimeField(null=True, blank=True)
+    # When the current occurrence was first due. A backoff moves next_fire_at but not this,
+    # so the lateness of a retry counts from the occurrence's own time.
+    due_at = models.DateTimeField(null=True, blank=True)
     occurrence = models.PositiveIntegerField(default=1)
     last_fired_at = models.DateTimeField(null=True, blank=True)
     error_count = models.PositiveIntegerField(default=0)
@@ -223,12 +227,21 @@ class DeliveryOutcome(models.TextChoices):
     FAILED = "failed", "Failed"
     TIMEOUT = "timeout", "Timeout"
     DEFERRED = "deferred", "Deferred (not attempted)"
+    SKIPPED = "skipped", "Skipped"
     DEAD_LETTERED = "dead_lettered", "Dead-lettered"
+
+
+# The channel of a log row that is about the occurrence, not one channel's attempt.
+WHOLE_OCCURRENCE = ""
 
 
 class Delivery(models.Model):
     """One channel attempt of one occurrence. Not a foreign key to the notification on
-    purpose: the log outlives finished one-shot rows, which are deleted."""
+    purpose: the log outlives finished one-shot rows, which are deleted.
+
+    `late_ms` is attempted_at minus the occurrence's due time (never negative), on channel
+    attempts only. A `skipped` row (channel "") records the occurrences a late recurring
+    row jumped over: how many, the first and the last of them."""
 
     notification_id = models.UUIDField()
     # No index of its own: both composite indexes below start with the tenant, and every
@@ -244,6 +257,10 @@ class Delivery(models.Model):
     error = models.CharField(max_length=500, blank=True, default="")
     duration_ms = models.PositiveIntegerField(default=0)
     attempted_at = models.DateTimeField(default=utc_now)
+    late_ms = models.PositiveBigIntegerField(null=True, blank=True)
+    skipped_count = models.PositiveIntegerField(default=0)
+    skipped_first = models.DateTimeField(null=True, blank=True)
+    skipped_last = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [

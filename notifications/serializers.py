@@ -15,11 +15,13 @@ from rest_framework import serializers
 from notifications.models import (
     Channel,
     Delivery,
+    DeliveryOutcome,
     EndpointHealth,
     Notification,
     NotificationState,
     WebhookEndpoint,
 )
+from notifications.recurrence import SKIP_COUNT_CAP
 from notifications.services import MAX_RECIPIENTS
 from web.fields import NullableCharField, StrictBooleanField
 
@@ -130,8 +132,28 @@ class NotificationSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class SkippedSerializer(serializers.Serializer):
+    count = serializers.IntegerField(
+        source="skipped_count",
+        help_text="How many occurrences were skipped (on a rule narrowed by BY* parts, "
+        f"{SKIP_COUNT_CAP} means at least {SKIP_COUNT_CAP}).",
+    )
+    first = serializers.DateTimeField(source="skipped_first")
+    last = serializers.DateTimeField(source="skipped_last")
+
+
 class DeliverySerializer(serializers.ModelSerializer):
     error_category = NullableCharField()
+    late_ms = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="attempted_at minus the time the occurrence was due (its first due time, "
+        "also for a retry); null on rows that are not a channel attempt.",
+    )
+    skipped = serializers.SerializerMethodField(
+        help_text='Outcome "skipped" only: the occurrences a late recurring notification '
+        "jumped over (fire once now); null otherwise."
+    )
 
     class Meta:
         model = Delivery
@@ -144,8 +166,16 @@ class DeliverySerializer(serializers.ModelSerializer):
             "error_category",
             "duration_ms",
             "attempted_at",
+            "late_ms",
+            "skipped",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(SkippedSerializer(allow_null=True))
+    def get_skipped(self, delivery: Delivery) -> dict[str, Any] | None:
+        if delivery.outcome != DeliveryOutcome.SKIPPED:
+            return None
+        return SkippedSerializer(delivery).data
 
 
 class WebhookEndpointWriteSerializer(serializers.Serializer):

@@ -110,6 +110,7 @@ def notifications_announce(
         "tenant_id": tenant_id,
         "project_id": project_id,
         "next_fire_at": now,
+        "due_at": now,
         "recurrence_anchor": now,
         "occurrence": 1,
         "timezone": "UTC",
@@ -175,13 +176,15 @@ def notification_create(
     )
     if project_id is not None and not _tenant_projects(tenant).filter(pk=project_id).exists():
         raise InvalidInput({"project_id": ["No project with this id exists in this tenant."]})
+    first = _first_fire_at(fire_at, content)
     return Notification.objects.create(
         tenant=tenant,
         project_id=project_id,
         subject=subject,
         body=body,
         recurrence_anchor=fire_at,
-        next_fire_at=_first_fire_at(fire_at, content),
+        next_fire_at=first,
+        due_at=first,
         occurrence=1,
         created_at=now,
         updated_at=now,
@@ -221,9 +224,11 @@ def notification_update(
     values: dict[str, Any] = _checked_content(tenant=tenant, **merged)
     values.update({key: changes[key] for key in ("subject", "body") if key in changes})
     if _SCHEDULE_FIELDS & set(changes):
+        first = _first_fire_at(fire_at, values)
         values.update(
             recurrence_anchor=fire_at,
-            next_fire_at=_first_fire_at(fire_at, values),
+            next_fire_at=first,
+            due_at=first,
             error_count=0,
             dead_letter_reason="",
             unfinished_claims=0,
@@ -277,12 +282,15 @@ def notification_unpark(
 
 
 def _rearmed(*, next_fire_at: datetime) -> dict[str, Any]:
+    # A re-armed row starts its occurrence afresh: its lateness counts from now on, not
+    # from when it first failed.
     return {
         "error_count": 0,
         "last_error": None,
         "dead_letter_reason": "",
         "unfinished_claims": 0,
         "next_fire_at": next_fire_at,
+        "due_at": next_fire_at,
     }
 
 

@@ -8,16 +8,22 @@ from notifications.models import Notification, WebhookEndpoint
 
 
 def notification_queue_stats(*, now: datetime) -> dict[str, int]:
-    """{due, oldest_due_age_seconds, backing_off, dead_lettered, in_flight}, with the
-    queue's own definitions (NotificationQuerySet). The oldest due age is how late the
-    most overdue claimable row is, in whole seconds; 0 when nothing is due."""
+    """{due, oldest_due_age_seconds, backing_off, oldest_backing_off_age_seconds,
+    dead_lettered, in_flight}, with the queue's own definitions (NotificationQuerySet).
+
+    Two states have an age, in whole seconds, 0 when the state is empty: `due`, how long
+    the most overdue claimable row has waited for a tick (since its next_fire_at: the
+    scheduler's own delay), and `backing_off`, how long the oldest occurrence being
+    retried has been outstanding (since its due_at, when it was first due). Dead-lettered
+    and in-flight rows wait for nobody's tick, so they have none."""
     rows = Notification.objects
     due = rows.due(now=now).aggregate(count=Count("pk"), oldest=Min("next_fire_at"))
-    lateness = 0 if due["oldest"] is None else (now - due["oldest"]).total_seconds()
+    backing_off = rows.backing_off().aggregate(count=Count("pk"), oldest=Min("due_at"))
     return {
         "due": due["count"],
-        "oldest_due_age_seconds": max(0, int(lateness)),
-        "backing_off": rows.backing_off().count(),
+        "oldest_due_age_seconds": _age(due["oldest"], now=now),
+        "backing_off": backing_off["count"],
+        "oldest_backing_off_age_seconds": _age(backing_off["oldest"], now=now),
         "dead_lettered": rows.dead_lettered().count(),
         "in_flight": rows.in_flight(now=now).count(),
     }
@@ -34,3 +40,7 @@ def endpoint_circuit_stats(*, now: datetime) -> dict[str, int]:
             & (Q(circuit_open_until__isnull=True) | Q(circuit_open_until__lte=now)),
         ),
     )
+
+
+def _age(since: datetime | None, *, now: datetime) -> int:
+    return 0 if since is None else max(0, int((now - since).total_seconds()))

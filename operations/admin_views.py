@@ -16,6 +16,7 @@ OUTCOME_COLORS = {
     DeliveryOutcome.FAILED: "#ef6c00",
     DeliveryOutcome.TIMEOUT: "#f9a825",
     DeliveryOutcome.DEFERRED: "#78909c",
+    DeliveryOutcome.SKIPPED: "#8e24aa",
     DeliveryOutcome.DEAD_LETTERED: "#c62828",
 }
 

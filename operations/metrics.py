@@ -6,7 +6,7 @@ same, whichever worker processes (cron or --loop) did the work. Nothing tenant-s
 is exposed: only totals over all tenants."""
 
 import hmac
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 
 from django.conf import settings
@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET
 from dbqueue.clock import database_now
 from dbqueue.totals import worker_totals
 from jobs.stats import job_queue_stats
+from notifications.scheduler.lateness import lateness_histogram
 from notifications.stats import endpoint_circuit_stats, notification_queue_stats
 from web.problems import problem_response
 
@@ -84,6 +85,12 @@ def _lines(now: datetime) -> Iterator[str]:
         [({}, notifications["oldest_due_age_seconds"])],
     )
     yield from _family(
+        "tickwork_notifications_oldest_backing_off_age_seconds",
+        "gauge",
+        "How long the oldest occurrence being retried has been outstanding since it was due.",
+        [({}, notifications["oldest_backing_off_age_seconds"])],
+    )
+    yield from _family(
         "tickwork_jobs",
         "gauge",
         "Jobs by status (failed: dead-lettered, waiting for a retry).",
@@ -137,6 +144,9 @@ def _worker_families(totals: dict[str, dict[str, tuple[int, datetime]]]) -> Iter
             for outcome in outcomes
         ],
     )
+    yield from _tick_families(
+        {name: value for name, (value, _) in totals.get("run_tick", {}).items()}
+    )
     last_runs = [
         ({"worker": worker}, round(totals[worker]["runs"][1].timestamp(), 3))
         for worker in WORKER_OUTCOMES
@@ -147,6 +157,32 @@ def _worker_families(totals: dict[str, dict[str, tuple[int, datetime]]]) -> Iter
         "gauge",
         "When the worker last finished a tick (run_tick) or a batch with work (consume_jobs).",
         last_runs,
+    )
+
+
+def _tick_families(totals: Mapping[str, int]) -> Iterator[str]:
+    """Whether the scheduler keeps up: the lateness of its attempts, the occurrences it
+    skipped, and what the last tick left due. `totals` are run_tick's, {name: total}."""
+    name = "tickwork_delivery_lateness_seconds"
+    histogram = lateness_histogram()
+    buckets = list(histogram.cumulative(totals))
+    yield f"# HELP {name} How late channel attempts were: attempted_at minus the due time.\n"
+    yield f"# TYPE {name} histogram\n"
+    for le, count in buckets:
+        yield f'{name}_bucket{{le="{le}"}} {count}\n'
+    yield f"{name}_sum {totals.get(f'{histogram.name}_sum_ms', 0) / 1000}\n"
+    yield f"{name}_count {buckets[-1][1]}\n"
+    yield from _family(
+        "tickwork_occurrences_skipped_total",
+        "counter",
+        "Occurrences of recurring notifications skipped because they were handled late.",
+        [({}, totals.get("skipped", 0))],
+    )
+    yield from _family(
+        "tickwork_tick_due_left",
+        "gauge",
+        "Due notifications left when the last tick stopped (0 when it emptied the queue).",
+        [({}, totals.get("due_left", 0))],
     )
 
 

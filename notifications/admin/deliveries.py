@@ -28,6 +28,8 @@ class DeliveryAdmin(ReadOnlyModelAdmin):
         "error_category",
         "short_error",
         "duration_ms",
+        "late_ms",
+        "skipped_count",
     ]
     list_filter = ["outcome", "channel", "error_category"]
     list_select_related = ["tenant"]

@@ -138,6 +138,8 @@ class NotificationAdmin(StateButtonsAdmin, ServiceSaveAdmin):
                 "fields": [
                     "state",
                     "next_fire_at",
+                    "due_at",
+                    "channel_state",
                     "occurrence",
                     "last_fired_at",
                     "error_count",
@@ -159,6 +161,8 @@ class NotificationAdmin(StateButtonsAdmin, ServiceSaveAdmin):
         "recurrence_anchor",
         "state",
         "next_fire_at",
+        "due_at",
+        "channel_state",
         "occurrence",
         "last_fired_at",
         "error_count",

@@ -13,8 +13,8 @@ from enum import StrEnum
 from typing import Any
 
 from dbqueue.backoff import retry_delay
-from notifications.models import Delivery, DeliveryOutcome, Notification
-from notifications.recurrence import next_occurrence
+from notifications.models import WHOLE_OCCURRENCE, Delivery, DeliveryOutcome, Notification
+from notifications.recurrence import next_and_skipped
 from notifications.scheduler import outcomes
 from notifications.scheduler.breaker import Signal
 from notifications.scheduler.deliver import RowDelivery
@@ -43,7 +43,9 @@ class Bucket(StrEnum):
 
 @dataclass
 class RowPlan:
-    """A fenced write-back on (pk, token): delete the row, or update it with `changes`."""
+    """A fenced write-back on (pk, token): delete the row, or update it with `changes`.
+    `logs` are written whatever the fence says (the calls happened); `skipped`, the record
+    of the occurrences a late recurring row jumps over, only if the write-back applies."""
 
     pk: Any
     token: int
@@ -51,6 +53,7 @@ class RowPlan:
     bucket: Bucket
     changes: dict[str, Any] = field(default_factory=dict)
     logs: list[Delivery] = field(default_factory=list)
+    skipped: Delivery | None = None
     gone_endpoint_id: Any = None
     # The webhook attempt's news for its endpoint's circuit, when there is any.
     endpoint_signal: tuple[Any, Signal] | None = None
@@ -62,17 +65,45 @@ class Policy:
     backoff: Sequence[int]
 
 
-def next_fire(notification: Notification, *, now: datetime) -> datetime | None:
-    """The next regular occurrence after both the one just handled and now; None for a
-    one-shot or an ended schedule."""
-    if not notification.rrule:
+def due_time(notification: Notification) -> datetime | None:
+    """When the row's current occurrence was due. A row written by a process of an older
+    release (during a rolling deploy) has no due_at; its next_fire_at is the best guess."""
+    return notification.due_at or notification.next_fire_at
+
+
+def late_ms(notification: Notification, *, at: datetime) -> int | None:
+    """How late an attempt at `at` is for the row's current occurrence (0 when early)."""
+    due = due_time(notification)
+    if due is None:
         return None
-    handled = notification.next_fire_at or now
-    return next_occurrence(
-        rrule=notification.rrule,
-        tz_name=notification.timezone,
-        anchor=notification.recurrence_anchor or handled,
-        after=max(handled, now),
+    return max(0, (at - due) // timedelta(milliseconds=1))
+
+
+def advance(row: Notification, *, now: datetime) -> tuple[datetime | None, Delivery | None]:
+    """Where a handled occurrence leaves the schedule: the next regular occurrence, the
+    first after both the handled one and now (None for a one-shot or an ended schedule),
+    and the `skipped` record of the occurrences in between, which "fire once now" will
+    never deliver (None when there are none)."""
+    if not row.rrule:
+        return None, None
+    handled = due_time(row) or now
+    upcoming, found = next_and_skipped(
+        rrule=row.rrule,
+        tz_name=row.timezone,
+        anchor=row.recurrence_anchor or handled,
+        handled=handled,
+        now=now,
+    )
+    if found is None:
+        return upcoming, None
+    return upcoming, _delivery_row(
+        row,
+        at=now,
+        channel=WHOLE_OCCURRENCE,
+        outcome=DeliveryOutcome.SKIPPED,
+        skipped_count=found.count,
+        skipped_first=found.first,
+        skipped_last=found.last,
     )
 
 
@@ -88,6 +119,7 @@ def _delivery_row(notification: Notification, *, at: datetime, **fields: Any) ->
 
 def _channel_logs(delivery: RowDelivery) -> list[Delivery]:
     logs = []
+    late = late_ms(delivery.notification, at=delivery.attempted_at)
     for channel, result in delivery.results.items():
         if result.ok:
             outcome = DeliveryOutcome.DELIVERED
@@ -105,6 +137,7 @@ def _channel_logs(delivery: RowDelivery) -> list[Delivery]:
                 error_category=result.category,
                 error=result.error[:500],
                 duration_ms=max(result.duration_ms, 0),
+                late_ms=late,
             )
         )
     return logs
@@ -116,11 +149,12 @@ def _finish(row: Notification, token: int, failed: tuple[str, ...], *, now: date
     verdict = Verdict.PARTIAL if failed else Verdict.SUCCESS
     c = Classification(verdict=verdict, failed=failed, all_permanent=False, retry_after=None)
     bucket = Bucket.DELIVERED if c.verdict is Verdict.SUCCESS else Bucket.PARTIAL
-    upcoming = next_fire(row, now=now)
+    upcoming, skipped = advance(row, now=now)
     if upcoming is None:
-        return RowPlan(pk=row.pk, token=token, branch=Branch.DELETE, bucket=bucket)
+        return RowPlan(pk=row.pk, token=token, branch=Branch.DELETE, bucket=bucket, skipped=skipped)
     changes = {
         "next_fire_at": upcoming,
+        "due_at": upcoming,
         "occurrence": row.occurrence + 1,
         "last_fired_at": now,
         "error_count": 0,
@@ -130,7 +164,14 @@ def _finish(row: Notification, token: int, failed: tuple[str, ...], *, now: date
         "channel_state": {},
         "updated_at": now,
     }
-    return RowPlan(pk=row.pk, token=token, branch=Branch.ADVANCE, bucket=bucket, changes=changes)
+    return RowPlan(
+        pk=row.pk,
+        token=token,
+        branch=Branch.ADVANCE,
+        bucket=bucket,
+        changes=changes,
+        skipped=skipped,
+    )
 
 
 def _defer(
@@ -169,9 +210,11 @@ def dead_letter(
 ) -> RowPlan:
     """Record the occurrence as dead-lettered; a recurring row skips to its next regular
     occurrence with a clean error count, anything else is parked (next_fire_at NULL)."""
-    upcoming = next_fire(row, now=now)
+    upcoming, skipped = advance(row, now=now)
     changes: dict[str, Any] = {
         "next_fire_at": upcoming,
+        # A parked row keeps the due time of the occurrence it is parked on.
+        "due_at": upcoming or row.due_at,
         "occurrence": row.occurrence + (1 if upcoming else 0),
         "error_count": 0 if upcoming else error_count,
         "last_error": summary[:500],
@@ -183,7 +226,7 @@ def dead_letter(
     log = _delivery_row(
         row,
         at=now,
-        channel="",
+        channel=WHOLE_OCCURRENCE,
         outcome=DeliveryOutcome.DEAD_LETTERED,
         error_category=reason.value,
         error=summary[:500],
@@ -195,6 +238,7 @@ def dead_letter(
         bucket=Bucket.DEAD_LETTERED,
         changes=changes,
         logs=[log],
+        skipped=skipped,
     )
 
 

@@ -6,8 +6,9 @@ from typing import ClassVar
 
 from django.conf import settings
 
-from dbqueue.totals import WorkerSummary
-from notifications.scheduler.plan import Policy
+from dbqueue.totals import Histogram, WorkerSummary
+from notifications.scheduler.lateness import lateness_histogram
+from notifications.scheduler.plan import Policy, RowPlan
 
 
 @dataclass
@@ -16,7 +17,11 @@ class TickSummary(WorkerSummary):
     (backing off), deferred (some channel waits, unattempted, for its endpoint), released
     (given back unattempted: its endpoint had no free slot), dead_lettered, or errors (its
     processing or its write-back batch raised; it stays claimed until its lease expires).
-    fenced_out counts outcomes dropped because the row had been reclaimed meanwhile."""
+    fenced_out counts outcomes dropped because the row had been reclaimed meanwhile.
+    skipped counts the occurrences late recurring rows jumped over; late_max_s is the
+    largest lateness among the channel attempts (delivered or not) and `lateness` their
+    histogram; due_left, a gauge, the due rows left behind when the tick stopped for
+    another reason than an empty queue."""
 
     claimed: int = 0
     delivered: int = 0
@@ -27,9 +32,27 @@ class TickSummary(WorkerSummary):
     dead_lettered: int = 0
     fenced_out: int = 0
     errors: int = 0
+    skipped: int = 0
+    due_left: int = 0
+    late_max_s: float = 0.0
     duration: float = 0.0
+    lateness: Histogram = field(default_factory=lateness_histogram, repr=False)
 
     worker: ClassVar[str] = "run_tick"
+    gauges: ClassVar[frozenset[str]] = frozenset({"due_left"})
+
+    def record(self, plan: RowPlan, *, applied: bool) -> None:
+        """Count a written-back plan's lateness, and its skipped occurrences if `applied`
+        (a fenced-out row skips nothing: the tick that reclaimed it decides)."""
+        for log in plan.logs:
+            if log.late_ms is not None:
+                self.lateness.observe(log.late_ms)
+                self.late_max_s = max(self.late_max_s, log.late_ms / 1000)
+        if applied and plan.skipped is not None:
+            self.skipped += plan.skipped.skipped_count
+
+    def histogram_totals(self) -> dict[str, int]:
+        return self.lateness.totals()
 
 
 @dataclass(frozen=True)

@@ -311,6 +311,7 @@ class _Tick:
         for plan in batch:
             bucket = plan.bucket.value
             setattr(self.summary, bucket, getattr(self.summary, bucket) + 1)
+            self.summary.record(plan, applied=plan not in fenced)
 
 
 def tick_worker(

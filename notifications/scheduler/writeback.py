@@ -1,10 +1,11 @@
 """Apply a batch of row plans: a few short, fenced statements in one transaction.
 
-One bulk insert for the delivery log (written even for fenced-out rows: the calls
-happened), one fenced DELETE for finished rows, one fenced UPDATE per shape of change, one
-UPDATE disabling endpoints that answered 410, and — only when a webhook attempt changed
-what its endpoint's circuit knows — one locked read and one bulk update of those endpoints.
-No network I/O happens here.
+One fenced DELETE for finished rows, one fenced UPDATE per shape of change, one bulk
+insert for the delivery log (attempts are written even for fenced-out rows: the calls
+happened; a `skipped` record only when its row's write-back applied, since the row that
+reclaimed it will skip those occurrences itself), one UPDATE disabling endpoints that
+answered 410, and — only when a webhook attempt changed what its endpoint's circuit
+knows — one locked read and one bulk update of those endpoints. No network I/O happens here.
 """
 
 import logging
@@ -41,13 +42,14 @@ def write_back(
     if not plans:
         return []
     with transaction.atomic():
-        logs = [log for plan in plans for log in plan.logs]
-        if logs:
-            Delivery.objects.bulk_create(logs)
         deletes = [p for p in plans if p.branch is Branch.DELETE]
         updates = [p for p in plans if p.branch is not Branch.DELETE]
         applied = fenced_delete_many(Notification, [(p.pk, p.token) for p in deletes])
         applied |= fenced_update_many(Notification, [(p.pk, p.token, p.changes) for p in updates])
+        logs = [log for plan in plans for log in plan.logs]
+        logs += [p.skipped for p in plans if p.skipped is not None and p.pk in applied]
+        if logs:
+            Delivery.objects.bulk_create(logs)
         gone = {p.gone_endpoint_id for p in plans if p.gone_endpoint_id is not None}
         if gone:
             WebhookEndpoint.objects.filter(pk__in=gone).update(

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from dbqueue.clock import Clock
 from dbqueue.models import WorkerTotal
-from dbqueue.totals import worker_totals, worker_totals_add
+from dbqueue.totals import Histogram, worker_totals, worker_totals_add
 from jobs.consumer import jobs_drain
 from notifications.scheduler.deliver import Senders
 from notifications.scheduler.tick import run_tick
@@ -47,7 +47,9 @@ def test_a_tick_adds_its_summary(db):
     run_tick(senders=Senders(email=delivered, webhook=delivered))
 
     totals = {name: total for name, (total, _) in worker_totals()["run_tick"].items()}
-    assert totals == {"runs": 1, "claimed": 3, "delivered": 3}
+    lateness = {name: totals.pop(name) for name in list(totals) if name.startswith("lateness_")}
+    assert totals == {"runs": 1, "claimed": 3, "delivered": 3, "due_left": 0}
+    assert sum(n for name, n in lateness.items() if name.startswith("lateness_le_")) == 3
 
 
 def test_an_idle_consumer_batch_writes_nothing(db):
@@ -72,3 +74,34 @@ def test_a_consumer_batch_with_work_adds_its_summary(alice):
 
     totals = {name: total for name, (total, _) in worker_totals()["consume_jobs"].items()}
     assert totals == {"runs": 1, "claimed": 1, "failed": 1}
+
+
+def test_gauges_are_set_and_counters_added_in_the_same_statement(db, django_assert_num_queries):
+    worker_totals_add("run_tick", {"claimed": 5}, gauges={"due_left": 40}, now=T1)
+    with django_assert_num_queries(1):
+        worker_totals_add("run_tick", {"claimed": 2}, gauges={"due_left": 0}, now=T2)
+
+    totals = worker_totals()["run_tick"]
+
+    assert {name: total for name, (total, _) in totals.items()} == {
+        "runs": 2,
+        "claimed": 7,
+        "due_left": 0,
+    }
+    assert totals["due_left"][1] == T2
+
+
+def test_a_histogram_keeps_one_counter_per_bucket_and_reads_back_cumulative():
+    histogram = Histogram(name="lateness", bounds=(1.0, 60.0))
+    for milliseconds in (0, 1000, 1001, 60_000, 61_000):
+        histogram.observe(milliseconds)
+
+    totals = histogram.totals()
+
+    assert totals == {
+        "lateness_le_1": 2,
+        "lateness_le_60": 2,
+        "lateness_le_inf": 1,
+        "lateness_sum_ms": 123_001,
+    }
+    assert list(histogram.cumulative(totals)) == [("1", 2), ("60", 4), ("+Inf", 5)]

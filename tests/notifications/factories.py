@@ -42,6 +42,7 @@ def notification_fields(
         "rrule": rrule,
         "recurrence_anchor": next_fire_at,
         "next_fire_at": next_fire_at,
+        "due_at": next_fire_at,
         **fields,
     }
 

@@ -1,7 +1,7 @@
 """The delivery log: GET /v1/deliveries?notification_id= and /v1/notifications/{id}/deliveries."""
 
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -33,6 +33,7 @@ def test_log_of_a_notification_is_newest_first(alice):
         outcome="failed",
         http_status=503,
         error_category="http_5xx",
+        late_ms=1500,
     )
     make_delivery(tenant=alice.tenant, notification_id=uuid.uuid4())
 
@@ -50,6 +51,34 @@ def test_log_of_a_notification_is_newest_first(alice):
         "error_category": "http_5xx",
         "duration_ms": 12,
         "attempted_at": results[0]["attempted_at"],
+        "late_ms": 1500,
+        "skipped": None,
+    }
+
+
+def test_a_skipped_record_shows_its_count_and_instants(alice):
+    notification = make_notification(tenant=alice.tenant, next_fire_at=timezone.now())
+    make_delivery(
+        tenant=alice.tenant,
+        notification_id=notification.id,
+        channel="",
+        outcome="skipped",
+        http_status=None,
+        duration_ms=0,
+        skipped_count=9,
+        skipped_first=datetime(2025, 3, 3, 9, 1, tzinfo=UTC),
+        skipped_last=datetime(2025, 3, 3, 9, 9, tzinfo=UTC),
+    )
+
+    [result] = (
+        alice.client().get(f"/v1/notifications/{notification.id}/deliveries").json()["results"]
+    )
+
+    assert (result["outcome"], result["channel"], result["late_ms"]) == ("skipped", "", None)
+    assert result["skipped"] == {
+        "count": 9,
+        "first": "2025-03-03T09:01:00Z",
+        "last": "2025-03-03T09:09:00Z",
     }
 
 

@@ -256,3 +256,50 @@ def test_an_update_racing_a_delete_finds_the_endpoint_missing_instead_of_failing
 
     assert outcome == ["missing"]
     assert not WebhookEndpoint.objects.filter(pk=endpoint.pk).exists()
+
+
+def test_every_start_of_an_occurrence_sets_its_due_time(tenant):
+    old = NOW - timedelta(days=9)
+    created = services.notification_create(
+        tenant=tenant, channels=["email"], email_to=["a@example.com"], subject="S", now=NOW
+    )
+    assert created.due_at == NOW
+
+    moved = services.notification_update(
+        tenant=tenant,
+        notification_id=_email(tenant, due_at=old).id,
+        changes={"fire_at": NOW + timedelta(hours=2)},
+        now=NOW,
+    )
+    assert moved.due_at == moved.next_fire_at == NOW + timedelta(hours=2)
+
+    retried = services.notification_retry(
+        tenant=tenant, notification_id=_email(tenant, due_at=old, error_count=1).id, now=NOW
+    )
+    assert retried.due_at == NOW
+
+    parked = _email(
+        tenant,
+        next_fire_at=None,
+        due_at=old,
+        rrule="FREQ=DAILY",
+        recurrence_anchor=datetime(2030, 1, 1, 9, tzinfo=UTC),
+    )
+    resumed = services.notification_unpark(tenant=tenant, notification_id=parked.id, now=NOW)
+    assert resumed.due_at == resumed.next_fire_at == datetime(2030, 3, 5, 9, tzinfo=UTC)
+
+
+def test_announced_rows_are_due_now(tenant):
+    announcement = services.Announcement(
+        addresses=["a@example.com"],
+        email_subject="Welcome",
+        email_body="",
+        event={"type": "project.activated", "data": {}},
+        event_subject="activated",
+    )
+
+    services.notifications_announce(
+        tenant_id=tenant.id, project_id=None, source_key="k", announcement=announcement, now=NOW
+    )
+
+    assert list(Notification.objects.values_list("due_at", "next_fire_at")) == [(NOW, NOW)]

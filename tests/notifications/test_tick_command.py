@@ -30,8 +30,8 @@ from tests.support.http_server import Reply, recording_server
 ROOT = Path(__file__).resolve().parents[2]
 SUMMARY = re.compile(
     r"event=run_tick claimed=\d+ delivered=\d+ partial=\d+ failed=\d+ deferred=\d+ "
-    r"released=\d+ dead_lettered=\d+ "
-    r"fenced_out=\d+ errors=\d+ duration_s=\d+\.\d{3}"
+    r"released=\d+ dead_lettered=\d+ fenced_out=\d+ errors=\d+ skipped=\d+ due_left=\d+ "
+    r"late_max_s=\d+\.\d{3} duration_s=\d+\.\d{3}"
 )
 
 

@@ -19,8 +19,8 @@ def delivered(message, *, timeout):
 
 SENDERS = Senders(email=delivered, webhook=delivered)
 
-# claim, endpoints, then one write-back batch: SAVEPOINT (the test's transaction), delivery
-# log INSERT, fenced DELETE or UPDATE, RELEASE; last, the one upsert of the worker totals.
+# claim, endpoints, then one write-back batch: SAVEPOINT (the test's transaction), fenced
+# DELETE or UPDATE, delivery log INSERT, RELEASE; last, the one upsert of the worker totals.
 STATEMENTS_PER_TICK = 7
 
 

@@ -2,15 +2,20 @@
 exposition of both queues and of the workers' cumulative counters."""
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
 
 from dbqueue.totals import worker_totals_add
+from notifications.scheduler.deliver import Senders
+from notifications.scheduler.tick import run_tick
+from notifications.transports.base import DeliveryResult
+from tests.notifications.factories import make_endpoint, make_notification
 from tests.operations.test_queue_status import fill_queues
 
-SAMPLE = re.compile(r'^[a-z_]+(\{[a-z_]+="[a-z_]+"(,[a-z_]+="[a-z_]+")*\})? -?\d+(\.\d+)?$')
+LABEL = r'[a-z_]+="[a-z_0-9.+A-Za-z]+"'
+SAMPLE = re.compile(rf"^[a-z_]+(\{{{LABEL}(,{LABEL})*\}})? -?\d+(\.\d+)?$")
 
 
 @pytest.fixture
@@ -26,7 +31,7 @@ def samples(response) -> dict[str, float]:
     found = {}
     for line in response.content.decode().splitlines():
         if line.startswith("# "):
-            assert re.fullmatch(r"# (HELP [a-z_]+ .+|TYPE [a-z_]+ (gauge|counter))", line)
+            assert re.fullmatch(r"# (HELP [a-z_]+ .+|TYPE [a-z_]+ (gauge|counter|histogram))", line)
             continue
         assert SAMPLE.fullmatch(line), line
         series, value = line.rsplit(" ", 1)
@@ -61,6 +66,7 @@ def test_exposes_both_queues_and_the_worker_counters(client, alice, metrics_on):
     assert figures['tickwork_notifications{state="dead_lettered"}'] == 1
     assert figures['tickwork_notifications{state="in_flight"}'] == 1
     assert 90 <= figures["tickwork_notifications_oldest_due_age_seconds"] < 150
+    assert 240 <= figures["tickwork_notifications_oldest_backing_off_age_seconds"] < 300
     assert figures['tickwork_jobs{status="pending"}'] == 2
     assert figures['tickwork_jobs{status="in_flight"}'] == 1
     assert figures['tickwork_jobs{status="failed"}'] == 1
@@ -112,3 +118,44 @@ def test_other_methods_are_405(client, db, metrics_on):
 
     assert response.status_code == 405
     assert response["Allow"] == "GET"
+
+
+def test_a_tick_s_lateness_skips_and_leftovers_are_exposed(client, alice, metrics_on):
+    due = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+    endpoint = make_endpoint(tenant=alice.tenant, url="http://127.0.0.1:9/unused")
+    for late in (0, 10, 200):
+        make_notification(
+            tenant=alice.tenant, endpoint=endpoint, next_fire_at=due - timedelta(seconds=late)
+        )
+    make_notification(
+        tenant=alice.tenant,
+        endpoint=endpoint,
+        next_fire_at=due - timedelta(minutes=5),
+        rrule="FREQ=MINUTELY",
+    )
+    ok = lambda message, *, timeout: DeliveryResult(ok=True, http_status=200)  # noqa: E731
+    run_tick(now=due, senders=Senders(email=ok, webhook=ok))
+    worker_totals_add("run_tick", {}, gauges={"due_left": 17}, now=due)
+
+    figures = samples(client.get("/metrics"))
+
+    histogram = "tickwork_delivery_lateness_seconds"
+    assert [figures[f'{histogram}_bucket{{le="{le}"}}'] for le in ("1", "5", "15", "300")] == [
+        1,
+        1,
+        2,
+        4,
+    ]
+    assert figures[f'{histogram}_bucket{{le="+Inf"}}'] == figures[f"{histogram}_count"] == 4
+    assert figures[f"{histogram}_sum"] == 510.0
+    assert figures["tickwork_occurrences_skipped_total"] == 5
+    assert figures["tickwork_tick_due_left"] == 17
+
+
+def test_lateness_series_exist_at_zero_before_any_tick(client, db, metrics_on):
+    figures = samples(client.get("/metrics"))
+
+    assert figures['tickwork_delivery_lateness_seconds_bucket{le="+Inf"}'] == 0
+    assert figures["tickwork_delivery_lateness_seconds_sum"] == 0
+    assert figures["tickwork_occurrences_skipped_total"] == 0
+    assert figures["tickwork_tick_due_left"] == 0

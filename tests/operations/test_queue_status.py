@@ -30,7 +30,12 @@ def fill_queues(tenant, *, now) -> None:
     make_job(tenant, status=JobStatus.COMPLETED)
     make_notification(tenant, next_fire_at=now - timedelta(seconds=90))
     make_notification(tenant, next_fire_at=now - timedelta(seconds=10))
-    make_notification(tenant, next_fire_at=now + timedelta(minutes=5), error_count=1)
+    make_notification(
+        tenant,
+        next_fire_at=now + timedelta(minutes=5),
+        due_at=now - timedelta(minutes=4),
+        error_count=1,
+    )
     make_notification(tenant, next_fire_at=None, dead_letter_reason="exhausted", error_count=3)
     make_notification(tenant, next_fire_at=now, claimed_until=now + timedelta(seconds=20))
 
@@ -55,6 +60,7 @@ def test_notification_figures(alice, settings):
         "due": 2,
         "oldest_due_age_seconds": 90,
         "backing_off": 1,
+        "oldest_backing_off_age_seconds": 240,
         "dead_lettered": 1,
         "in_flight": 1,
     }
@@ -63,6 +69,7 @@ def test_notification_figures(alice, settings):
 def test_empty_queues_report_zeros(db):
     assert job_queue_stats(now=NOW)["oldest_pending_age_seconds"] == 0
     assert notification_queue_stats(now=NOW)["oldest_due_age_seconds"] == 0
+    assert notification_queue_stats(now=NOW)["oldest_backing_off_age_seconds"] == 0
 
 
 def test_json_output_is_one_object_with_both_queues(alice, settings):
@@ -78,11 +85,13 @@ def test_json_output_is_one_object_with_both_queues(alice, settings):
         "due",
         "oldest_due_age_seconds",
         "backing_off",
+        "oldest_backing_off_age_seconds",
         "dead_lettered",
         "in_flight",
         "open_circuits",
         "failing_endpoints",
     }
+    assert figures["notifications"]["oldest_backing_off_age_seconds"] >= 240
     assert figures["jobs"]["pending"] == 2
     assert figures["jobs"]["failed"] == 1
     assert figures["jobs"]["oldest_pending_age_seconds"] >= 300
@@ -96,7 +105,8 @@ def test_the_table_names_every_figure(db):
     call_command("queue_status", stdout=out)
 
     text = out.getvalue()
-    for name in ("notifications", "jobs", "due", "backing_off", "pending", "in_flight"):
+    names = ("notifications", "jobs", "due", "backing_off", "pending", "in_flight")
+    for name in (*names, "oldest_due_age_seconds", "oldest_backing_off_age_seconds"):
         assert name in text
 
 
