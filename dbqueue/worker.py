@@ -4,9 +4,9 @@ signals, intervals and a database that goes away.
 A worker is a `run(stop)` function that does one bounded pass (a tick, a batch) and returns
 its summary. `--once` runs it once: a lost or unreachable database ends the command with its
 summary and one error line (exit 1), never a traceback. `--loop` runs it until SIGTERM or
-SIGINT: passes start `interval` seconds apart (a waiter may wake it earlier), idle passes
-are not reported, and a database error is reported in one line and
-tried again at the next interval on a new connection.
+SIGINT: passes start `interval` seconds apart (a waiter may wake it earlier, and a pass
+that left work behind is followed at once), idle passes are not reported, and a database
+error is reported in one line and tried again at the next interval on a new connection.
 """
 
 import logging
@@ -74,10 +74,14 @@ class Worker:
         report: Callable[[str], None],
         report_error: Callable[[str], None],
         waiter: Waiter | None = None,
+        again: Callable[[Summary], bool] = lambda summary: False,
     ) -> None:
         self.name, self.run, self.interval = name, run, interval
         self.report, self.report_error = report, report_error
         self.waiter = waiter or PollWaiter()
+        # Whether a pass left work it could not finish (its budget ran out): the next one
+        # starts at once instead of after the interval.
+        self.again = again
         self.notified_wakeups = 0
         self.timed_wakeups = 0
         self.idle = threading.Event()
@@ -109,6 +113,8 @@ class Worker:
             try:
                 while not self._stop.is_set():
                     summary = self._pass()
+                    if summary is not None and self.again(summary):
+                        continue
                     self._wait(0.0 if summary is None else summary.duration)
             finally:
                 self.waiter.close()

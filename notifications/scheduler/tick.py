@@ -34,6 +34,7 @@ from notifications.scheduler.deliver import (
     pending_channels,
 )
 from notifications.scheduler.gate import Admission, EndpointGate
+from notifications.scheduler.lateness import due_rows_left
 from notifications.scheduler.plan import RowPlan, plan_delivery, plan_poison, plan_release
 from notifications.scheduler.summary import TickConfig, TickSummary
 from notifications.scheduler.writeback import write_back
@@ -122,6 +123,7 @@ class _Tick:
                 else:
                     break
             self._flush()
+            self._count_left_behind()
         finally:
             self.rows.shutdown(wait=False, cancel_futures=True)
             self.channels.shutdown(wait=False, cancel_futures=True)
@@ -129,6 +131,18 @@ class _Tick:
         if self.lost is not None:
             raise ConnectionLost(self.summary) from self.lost
         return self.summary
+
+    def _count_left_behind(self) -> None:
+        """When the tick stopped on its budget, its cap or a stop request rather than on an
+        empty queue, record how many due rows it left (one COUNT); `--loop` then ticks again
+        at once, and /metrics shows whether the scheduler keeps up."""
+        if self.exhausted or self.lost is not None:
+            return
+        try:
+            self.summary.due_left = due_rows_left(now=self.clock.now())
+        except DatabaseError as exc:
+            if not self._lose(exc):
+                raise
 
     def _free_slots(self) -> int:
         waiting = sum(len(queue) for queue in self.gate.waiting.values())
@@ -326,4 +340,11 @@ def tick_worker(
     def tick(stop: threading.Event) -> TickSummary:
         return run_tick(max_rows=max_rows, stop=stop)
 
-    return Worker("run_tick", tick, interval=interval, report=report, report_error=report_error)
+    return Worker(
+        "run_tick",
+        tick,
+        interval=interval,
+        report=report,
+        report_error=report_error,
+        again=lambda summary: summary.due_left > 0,
+    )

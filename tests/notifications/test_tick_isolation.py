@@ -234,3 +234,17 @@ def test_a_new_url_or_a_rotated_secret_closes_the_circuit(db, local_channels):
         assert endpoint.consecutive_failures == 0
         assert endpoint.circuit_open_until is None
         assert endpoint.circuit_interval_seconds == 0
+
+
+def test_a_tick_stopped_by_its_cap_counts_the_due_rows_it_left(db, settings, channels):
+    settings.WEBHOOK_ENDPOINT_CONCURRENCY = 16
+    tenant = make_tenant()
+    endpoint = make_endpoint(tenant=tenant, url=HEALTHY)
+    make_notifications(25, tenant=tenant, endpoint=endpoint, next_fire_at=NOW)
+
+    capped = run_tick(now=NOW, max_rows=10, senders=channels.senders)
+    drained = run_tick(now=NOW, senders=channels.senders)
+
+    assert (capped.delivered, capped.due_left) == (10, 15)
+    assert (drained.delivered, drained.due_left) == (15, 0)
+    assert "due_left=15" in capped.line()
