@@ -8,8 +8,8 @@ from django.utils.safestring import mark_safe
 
 from dbqueue.clock import database_now
 from notifications.models import DeliveryOutcome
-from operations.charts import Series, stacked_bars_svg
-from operations.queue_health import HourlyOutcomes, queue_health
+from operations.charts import Series, lines_svg, stacked_bars_svg
+from operations.queue_health import HourlyLateness, HourlyOutcomes, queue_health
 
 OUTCOME_COLORS = {
     DeliveryOutcome.DELIVERED: "#2e7d32",
@@ -37,6 +37,7 @@ def queue_health_view(request: HttpRequest) -> TemplateResponse:
             for outcome in DeliveryOutcome
         ],
         "deliveries_chart": _deliveries_chart(health.deliveries),
+        "lateness_chart": _lateness_chart(health.lateness),
     }
     return TemplateResponse(request, "admin/operations/queue_health.html", context)
 
@@ -49,4 +50,15 @@ def _deliveries_chart(deliveries: HourlyOutcomes) -> str:
         title="Deliveries per hour by outcome, last 24 hours (UTC)",
     )
     # Built from numbers and escaped labels only (operations.charts).
+    return mark_safe(svg)  # noqa: S308
+
+
+def _lateness_chart(lateness: HourlyLateness) -> str:
+    svg = lines_svg(
+        labels=[hour.strftime("%H:00") for hour in lateness.hours],
+        values=lateness.quantiles,
+        series=[Series("p50", "p50 (s)", "#1565c0"), Series("p99", "p99 (s)", "#c62828")],
+        title="Lateness per hour, p50 and p99 in seconds, last 24 hours (UTC)",
+    )
+    # Built from numbers and fixed labels only (operations.charts).
     return mark_safe(svg)  # noqa: S308

@@ -98,3 +98,63 @@ def _legend(series: Sequence[Series]) -> list[str]:
             f'<text x="{x + 14}" y="{y}" fill="currentColor">{escape(s.label)}</text>'
         )
     return items
+
+
+def lines_svg(
+    *,
+    labels: Sequence[str],
+    values: Sequence[Mapping[str, float | None]],
+    series: Sequence[Series],
+    title: str,
+) -> str:
+    """An SVG of one line per series over `labels` (a missing value breaks the line), with
+    a y axis from 0 to the largest value and the same legend as the bars. Each point
+    carries a <title> with its value, readable on hover."""
+    top = max([1.0, *(v for column in values for v in column.values() if v is not None)])
+    plot_width, plot_height = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    slot = plot_width / max(1, len(labels))
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{escape(title)}" '
+        'font-family="sans-serif" font-size="11">',
+        f"<title>{escape(title)}</title>",
+        *_y_axis(round(top), plot_width, plot_height),
+    ]
+    for index, label in enumerate(labels):
+        if index % LABEL_EVERY == 0:
+            x = LEFT + index * slot + slot / 2
+            parts.append(
+                f'<text x="{x:.1f}" y="{TOP + plot_height + 14}" '
+                f'text-anchor="middle" fill="currentColor">{escape(label)}</text>'
+            )
+    for s in series:
+        parts.extend(_line(s, labels, values, top, slot, plot_height))
+    parts.extend(_legend(series))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _line(
+    s: Series,
+    labels: Sequence[str],
+    values: Sequence[Mapping[str, float | None]],
+    top: float,
+    slot: float,
+    plot_height: float,
+) -> list[str]:
+    points, marks = [], []
+    for index, (label, column) in enumerate(zip(labels, values, strict=True)):
+        value = column.get(s.key)
+        if value is None:
+            continue
+        x = LEFT + index * slot + slot / 2
+        y = TOP + plot_height - value / top * plot_height
+        points.append(f"{x:.1f},{y:.1f}")
+        marks.append(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{s.color}">'
+            f"<title>{escape(label)} {escape(s.label)}: {value:g}</title></circle>"
+        )
+    line = (
+        f'<polyline points="{" ".join(points)}" fill="none" stroke="{s.color}" stroke-width="1.5"/>'
+    )
+    return [line, *marks] if points else []

@@ -5,7 +5,7 @@ bounded aggregate in the database; nothing is loaded row by row."""
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.db.models.functions import TruncHour
 
 from jobs.stats import job_queue_stats
@@ -29,11 +29,26 @@ class HourlyOutcomes:
         }
 
 
+# Upper bounds (seconds) of the lateness bands each hour is counted in; a quantile is read
+# as the band it falls in, like a Prometheus histogram's.
+LATENESS_BANDS = (1, 5, 15, 30, 60, 120, 300, 900, 1800, 3600, 86_400)
+
+
+@dataclass(frozen=True)
+class HourlyLateness:
+    """Per hour (as in HourlyOutcomes): p50 and p99 lateness of the attempts, in seconds
+    (the upper bound of the band each falls in), None for an hour without attempts."""
+
+    hours: list[datetime]
+    quantiles: list[dict[str, float | None]]
+
+
 @dataclass(frozen=True)
 class QueueHealth:
     notifications: dict[str, int]
     jobs: dict[str, int]
     deliveries: HourlyOutcomes
+    lateness: HourlyLateness
 
 
 def queue_health(*, now: datetime) -> QueueHealth:
@@ -44,14 +59,19 @@ def queue_health(*, now: datetime) -> QueueHealth:
         },
         jobs=job_queue_stats(now=now),
         deliveries=hourly_outcomes(now=now),
+        lateness=hourly_lateness(now=now),
     )
+
+
+def _hours(now: datetime) -> list[datetime]:
+    current = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    return [current - timedelta(hours=back) for back in range(HOURS - 1, -1, -1)]
 
 
 def hourly_outcomes(*, now: datetime) -> HourlyOutcomes:
     """The last HOURS whole UTC hours up to and including the current one, in one GROUP BY
     over the attempted_at index; hours without deliveries are zeros."""
-    current = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-    hours = [current - timedelta(hours=back) for back in range(HOURS - 1, -1, -1)]
+    hours = _hours(now)
     rows = (
         Delivery.objects.filter(attempted_at__gte=hours[0])
         .annotate(hour=TruncHour("attempted_at", tzinfo=UTC))
@@ -65,3 +85,38 @@ def hourly_outcomes(*, now: datetime) -> HourlyOutcomes:
         if column is not None:
             column[row["outcome"]] = row["count"]
     return HourlyOutcomes(hours=hours, counts=[by_hour[hour] for hour in hours])
+
+
+def hourly_lateness(*, now: datetime) -> HourlyLateness:
+    """p50/p99 lateness per hour of the last HOURS hours from the delivery log's `late_ms`,
+    in one GROUP BY that counts each hour's attempts per band (both databases)."""
+    hours = _hours(now)
+    bands = {
+        f"le_{bound}": Count("pk", filter=Q(late_ms__lte=bound * 1000)) for bound in LATENESS_BANDS
+    }
+    rows = (
+        Delivery.objects.filter(attempted_at__gte=hours[0], late_ms__isnull=False)
+        .annotate(hour=TruncHour("attempted_at", tzinfo=UTC))
+        .values("hour")
+        .annotate(total=Count("pk"), **bands)
+        .order_by()
+    )
+    by_hour: dict[datetime, dict[str, float | None]] = {
+        hour: {"p50": None, "p99": None} for hour in hours
+    }
+    for row in rows:
+        hour = row["hour"].astimezone(UTC)
+        if hour in by_hour:
+            by_hour[hour] = {q: _band_quantile(row, share) for q, share in QUANTILES.items()}
+    return HourlyLateness(hours=hours, quantiles=[by_hour[hour] for hour in hours])
+
+
+QUANTILES = {"p50": 0.5, "p99": 0.99}
+
+
+def _band_quantile(row: dict, share: float) -> float:
+    wanted = share * row["total"]
+    for bound in LATENESS_BANDS:
+        if row[f"le_{bound}"] >= wanted:
+            return float(bound)
+    return float(LATENESS_BANDS[-1])

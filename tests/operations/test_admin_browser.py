@@ -94,4 +94,4 @@ def test_support_retries_a_dead_lettered_notification_and_reads_queue_health(pag
     expect(figures.get_by_role("row", name="Due now")).to_contain_text("1")
     expect(figures.get_by_role("row", name="Dead-lettered")).to_contain_text("0")
     expect(page.locator("#deliveries-chart svg")).to_be_visible()
-    expect(page.locator("#lateness-chart")).to_contain_text("Not recorded yet")
+    expect(page.locator("#lateness-chart svg")).to_have_count(1)

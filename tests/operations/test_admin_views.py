@@ -45,7 +45,7 @@ def test_the_page_shows_both_queues_and_the_last_24_hours(staff_client):
     assert notifications["oldest_due_age_seconds"] >= 120
     assert response.context["jobs"]["failed"] == 1
     assert "<svg" in html and "Delivered: 1</title>" in html
-    assert "Not recorded yet" in html
+    assert "Lateness per hour, p50 and p99 in seconds" in html
     assert "?queue=dead_lettered" in html and "?status__exact=failed" in html
 
 

@@ -2,7 +2,7 @@
 
 import xml.etree.ElementTree as ET
 
-from operations.charts import Series, stacked_bars_svg
+from operations.charts import Series, lines_svg, stacked_bars_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 SERIES = [Series("ok", "Delivered", "#0a0"), Series("bad", "Failed <5xx>", "#a00")]
@@ -55,3 +55,17 @@ def test_an_empty_window_draws_an_axis_and_no_bars():
 
     assert _segments(root) == []
     assert 'aria-label="Deliveries &amp; more"' in svg
+
+
+def test_lines_connect_the_points_and_skip_hours_without_a_value():
+    svg = lines_svg(
+        labels=["00:00", "01:00", "02:00"],
+        values=[{"p50": 1.0, "p99": 60.0}, {"p50": None, "p99": None}, {"p50": 5.0, "p99": 30.0}],
+        series=[Series("p50", "p50 (s)", "#111"), Series("p99", "p99 (s)", "#222")],
+        title="Lateness",
+    )
+
+    assert svg.count("<polyline") == 2
+    assert svg.count("<circle") == 4
+    assert "00:00 p99 (s): 60</title>" in svg
+    assert ">60</text>" in svg  # the axis tops at the largest value

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from notifications.models import Delivery, DeliveryOutcome
-from operations.queue_health import HOURS, hourly_outcomes, queue_health
+from operations.queue_health import HOURS, hourly_lateness, hourly_outcomes, queue_health
 from tests.jobs.factories import make_job
 from tests.notifications.factories import make_tenant
 
@@ -18,7 +18,7 @@ def tenant(db):
     return make_tenant("Acme")
 
 
-def _delivery(tenant, outcome, attempted_at):
+def _delivery(tenant, outcome, attempted_at, late_ms=None):
     return Delivery.objects.create(
         tenant=tenant,
         notification_id="00000000-0000-0000-0000-000000000001",
@@ -26,6 +26,7 @@ def _delivery(tenant, outcome, attempted_at):
         channel="webhook",
         outcome=outcome,
         attempted_at=attempted_at,
+        late_ms=late_ms,
     )
 
 
@@ -58,9 +59,27 @@ def test_the_figures_take_one_query_per_group(tenant, django_assert_num_queries)
     _delivery(tenant, "timeout", NOW - timedelta(minutes=1))
 
     # notifications: 4 (queue_status's own figures), jobs: 1, deliveries per hour: 1
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(8):
         health = queue_health(now=NOW)
 
     assert health.jobs["failed"] == 1
     assert health.notifications["dead_lettered"] == 0
     assert health.deliveries.totals()["timeout"] == 1
+
+
+def test_lateness_quantiles_per_hour_read_the_band_they_fall_in(tenant):
+    # This hour: 98 on time (< 1 s), one 40 s late, one 20 minutes late.
+    for _ in range(98):
+        _delivery(tenant, "delivered", NOW - timedelta(minutes=1), late_ms=300)
+    _delivery(tenant, "delivered", NOW - timedelta(minutes=2), late_ms=40_000)
+    _delivery(tenant, "failed", NOW - timedelta(minutes=3), late_ms=1_200_000)
+    # Two hours ago: everything about 10 s late. Attempts without late_ms are not counted.
+    _delivery(tenant, "delivered", NOW - timedelta(hours=2), late_ms=10_000)
+    _delivery(tenant, "skipped", NOW - timedelta(hours=2))
+
+    lateness = hourly_lateness(now=NOW)
+
+    assert len(lateness.hours) == len(lateness.quantiles) == HOURS
+    assert lateness.quantiles[-1] == {"p50": 1.0, "p99": 60.0}
+    assert lateness.quantiles[-3] == {"p50": 15.0, "p99": 15.0}
+    assert lateness.quantiles[-2] == {"p50": None, "p99": None}
