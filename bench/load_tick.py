@@ -7,6 +7,9 @@
 - dead_endpoint: 300 rows to an endpoint that accepts connections and never answers, ahead
   of 20 rows of a healthy tenant. Prints the healthy rows' lateness from the tick's start, the
   tick's duration and the connections opened to the dead endpoint, for two ticks.
+- soak: 1,200 FREQ=MINUTELY rows (1,000 webhook, 200 email) under `run_tick --loop
+  --interval 10` for a few minutes: outcomes, skipped occurrences, lateness p50/p99 from the
+  delivery log, and the worker's memory.
 
 Default settings throughout (CHANNEL_TIMEOUT_SECONDS 10, TICK_TIME_BUDGET_SECONDS 40), but
 private targets allowed. Prints figures; never judges.
@@ -179,5 +182,75 @@ def dead_endpoint(db: str, *, dead_rows: int = 300, healthy_rows: int = 20) -> N
                 )
     finally:
         silent.close()
+        sink.kill()
+        sink.wait()
+
+
+def soak(db: str, *, minutes: float = 3.0, webhooks: int = 1000, emails: int = 200) -> None:
+    """FREQ=MINUTELY rows (webhooks to a local sink, emails to Django's locmem backend)
+    delivered by `run_tick --loop --interval 10` for `minutes`: due minutes delivered or
+    skipped, lateness p50/p99 from the delivery log, and the worker's memory over time."""
+    import os
+    import signal
+
+    from django.db.models import Count
+    from django.utils import timezone
+
+    from notifications.models import Delivery, Notification
+    from tenancy.models import Tenant
+
+    log = Path(tempfile.gettempdir()) / f"tw_bench_soak_{db}.log"
+    log.unlink(missing_ok=True)
+    sink, url = start_recording_sink(log)
+    try:
+        tenant = Tenant.objects.create(name="soak")
+        endpoint = _endpoint(tenant, url)
+        start = timezone.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
+        common = {"tenant": tenant, "subject": "Soak", "rrule": "FREQ=MINUTELY"}
+        common |= {"next_fire_at": start, "due_at": start, "recurrence_anchor": start}
+        Notification.objects.bulk_create(
+            [
+                Notification(channels=["webhook"], webhook_endpoint=endpoint, **common)
+                for _ in range(webhooks)
+            ]
+            + [
+                Notification(channels=["email"], email_to=["soak@example.com"], **common)
+                for _ in range(emails)
+            ],
+            batch_size=1000,
+        )
+        env = {**os.environ, "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend"}
+        worker = subprocess.Popen(
+            [sys.executable, "manage.py", "run_tick", "--loop", "--interval", "10"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )
+        rss = []
+        until = time.time() + (start - timezone.now()).total_seconds() + minutes * 60
+        while time.time() < until:
+            time.sleep(10)
+            status = Path(f"/proc/{worker.pid}/status").read_text()
+            rss.append(int(next(ln.split()[1] for ln in status.splitlines() if "VmRSS" in ln)))
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=120)
+        attempts = Delivery.objects.filter(late_ms__isnull=False)
+        late = sorted(attempts.values_list("late_ms", flat=True))
+        per_outcome = dict(
+            Delivery.objects.values_list("outcome")
+            .annotate(n=Count("pk"))
+            .values_list("outcome", "n")
+        )
+        skips = Delivery.objects.filter(outcome="skipped").values_list("skipped_count", flat=True)
+        skipped = sum(skips)
+        due_minutes = int(minutes) * (webhooks + emails)
+        print(
+            f"[{db}] soak {minutes:g} min, {webhooks + emails} minutely rows: outcomes "
+            f"{per_outcome}, {skipped} occurrences skipped, about {due_minutes} due "
+            f"minutes; lateness p50 {late[len(late) // 2] / 1000:.1f}s p99 "
+            f"{late[int(len(late) * 0.99)] / 1000:.1f}s max {late[-1] / 1000:.1f}s; "
+            f"worker RSS {rss[0] // 1024}→{rss[-1] // 1024} MiB"
+        )
+    finally:
         sink.kill()
         sink.wait()
