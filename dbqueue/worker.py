@@ -76,7 +76,7 @@ class Worker:
         waiter: Waiter | None = None,
         again: Callable[[Summary], bool] = lambda summary: False,
     ) -> None:
-        self.name, self.run, self.interval = name, run, interval
+        self.name, self.one_pass, self.interval = name, run, interval
         self.report, self.report_error = report, report_error
         self.waiter = waiter or PollWaiter()
         # Whether a pass left work it could not finish (its budget ran out): the next one
@@ -90,12 +90,19 @@ class Worker:
     def stop(self) -> None:
         self._stop.set()
 
+    def run(self, *, loop: bool) -> None:
+        """`run_loop()` with --loop, else `run_once()`: the commands' one call."""
+        if loop:
+            self.run_loop()
+        else:
+            self.run_once()
+
     def run_once(self) -> Summary:
         """One pass; a database that is lost or unreachable raises CommandError with one
         line, after the pass's summary was reported."""
         with stop_on_signals(self.stop):
             try:
-                summary = self.run(self._stop)
+                summary = self.one_pass(self._stop)
             except ConnectionLost as exc:
                 self.report(exc.summary.line())
                 raise CommandError(database_error_line(self.name, exc.__cause__ or exc)) from exc
@@ -121,7 +128,7 @@ class Worker:
 
     def _pass(self) -> Summary | None:
         try:
-            summary = self.run(self._stop)
+            summary = self.one_pass(self._stop)
         except ConnectionLost as exc:
             summary = exc.summary
             self.report(summary.line())

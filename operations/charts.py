@@ -31,13 +31,7 @@ def stacked_bars_svg(
     top = max([1, *(sum(column.get(s.key, 0) for s in series) for column in values)])
     plot_width, plot_height = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     slot = plot_width / max(1, len(labels))
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-        f'width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{escape(title)}" '
-        'font-family="sans-serif" font-size="11">',
-        f"<title>{escape(title)}</title>",
-        *_y_axis(top, plot_width, plot_height),
-    ]
+    parts = [*_svg_open(title), *_y_axis(top, plot_width, plot_height)]
     for index, (label, column) in enumerate(zip(labels, values, strict=True)):
         x = LEFT + index * slot
         parts.extend(_stack(x, slot, label, column, series, top, plot_height))
@@ -49,6 +43,15 @@ def stacked_bars_svg(
     parts.extend(_legend(series))
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _svg_open(title: str) -> list[str]:
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{escape(title)}" '
+        'font-family="sans-serif" font-size="11">',
+        f"<title>{escape(title)}</title>",
+    ]
 
 
 def _y_axis(top: int, plot_width: float, plot_height: float) -> list[str]:
@@ -113,13 +116,7 @@ def lines_svg(
     top = max([1.0, *(v for column in values for v in column.values() if v is not None)])
     plot_width, plot_height = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     slot = plot_width / max(1, len(labels))
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-        f'width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{escape(title)}" '
-        'font-family="sans-serif" font-size="11">',
-        f"<title>{escape(title)}</title>",
-        *_y_axis(round(top), plot_width, plot_height),
-    ]
+    parts = [*_svg_open(title), *_y_axis(round(top), plot_width, plot_height)]
     for index, label in enumerate(labels):
         if index % LABEL_EVERY == 0:
             x = LEFT + index * slot + slot / 2

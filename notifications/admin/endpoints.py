@@ -38,19 +38,9 @@ class WebhookEndpointAdmin(ServiceSaveAdmin):
         "created_at",
         "updated_at",
     ]
-    # The breaker's state is the scheduler's: editing the URL (or rotating the secret through
-    # the API) closes the circuit.
-    readonly_fields = [
-        "tenant",
-        "disabled_reason",
-        "circuit",
-        "consecutive_failures",
-        "circuit_open_until",
-        "last_failure_at",
-        "id",
-        "created_at",
-        "updated_at",
-    ]
+    # Only the URL and the switch are edited here. The breaker's state is the scheduler's:
+    # editing the URL (or rotating the secret through the API) closes the circuit.
+    readonly_fields = [field for field in fields if field not in ("url", "enabled")]
     actions = ["enable", "disable"]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     refusals = (InvalidInput, WebhookEndpoint.DoesNotExist)

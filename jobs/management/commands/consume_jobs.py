@@ -32,7 +32,4 @@ class Command(BaseCommand):
             report=self.stdout.write,
             report_error=self.stderr.write,
         )
-        if options["loop"]:
-            worker.run_loop()
-        else:
-            worker.run_once()
+        worker.run(loop=options["loop"])
