@@ -25,9 +25,12 @@ class Signal(Enum):
     FAILED = "failed"
 
 
-def signal_of(*, ok: bool, category: str) -> Signal | None:
+def signal_of(*, ok: bool, category: str, backpressure: bool = False) -> Signal | None:
     """ALIVE for any answer but a 5xx, FAILED for a transport failure, None when the
-    attempt says nothing about the endpoint (a blocked address, an internal error)."""
+    attempt says nothing about the endpoint (a blocked address, an internal error, or a
+    push-back: busy is not down)."""
+    if backpressure:
+        return None
     if ok or category in ("http_3xx", "http_4xx"):
         return Signal.ALIVE
     if category in TRANSPORT_FAILURES:

@@ -63,12 +63,12 @@ class EndpointGate:
         self.waiting.setdefault(endpoint_id, deque()).append(item)
 
     def finish(
-        self, endpoint_id: Any, *, ok: bool, category: str, now: datetime
+        self, endpoint_id: Any, *, ok: bool, category: str, now: datetime, backpressure: bool
     ) -> breaker.Signal | None:
         """Free the slot and apply the attempt to the circuit; the attempt's signal when it
         says something new about the endpoint (so it must be written down), else None."""
         self.in_flight[endpoint_id] -= 1
-        signal = breaker.signal_of(ok=ok, category=category)
+        signal = breaker.signal_of(ok=ok, category=category, backpressure=backpressure)
         if signal is None:
             return None
         before = self.circuit(endpoint_id)

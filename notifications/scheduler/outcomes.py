@@ -16,6 +16,7 @@ class ChannelResult(Protocol):
     category: str
     http_status: int | None
     retry_after: float | None
+    backpressure: bool
 
 
 class Verdict(StrEnum):
@@ -28,12 +29,14 @@ class Verdict(StrEnum):
 class Classification:
     """A row's outcome. `failed` lists the failed channels in the row's channel order;
     `all_permanent` is true only for a full failure whose every error is permanent;
-    `retry_after` is the longest Retry-After any failed channel asked for (seconds)."""
+    `all_rate_limited` for one whose every error is a provider's push-back past the deferral
+    horizon; `retry_after` is the longest Retry-After any failed channel asked for (seconds)."""
 
     verdict: Verdict
     failed: tuple[str, ...]
     all_permanent: bool
     retry_after: float | None
+    all_rate_limited: bool = False
 
 
 def classify(results: Mapping[str, ChannelResult]) -> Classification:
@@ -53,6 +56,8 @@ def classify(results: Mapping[str, ChannelResult]) -> Classification:
         failed=failed,
         all_permanent=verdict is Verdict.FAILURE and all(results[c].permanent for c in failed),
         retry_after=max(waits) if waits else None,
+        all_rate_limited=verdict is Verdict.FAILURE
+        and all(results[c].backpressure for c in failed),
     )
 
 
@@ -63,6 +68,7 @@ class DeadLetterReason(StrEnum):
     EXHAUSTED = "exhausted"
     PERMANENT = "permanent"
     CRASHED = "crashed"
+    RATE_LIMITED = "rate_limited"
 
     @property
     def label(self) -> str:
@@ -73,6 +79,7 @@ _DEAD_LETTER_LABELS = {
     DeadLetterReason.EXHAUSTED: "Retries exhausted",
     DeadLetterReason.PERMANENT: "Permanent error",
     DeadLetterReason.CRASHED: "Crashed the worker repeatedly",
+    DeadLetterReason.RATE_LIMITED: "Rate limited past the deferral horizon",
 }
 
 
@@ -86,6 +93,8 @@ def dead_letter_reason(
     if classification.all_permanent:
         return DeadLetterReason.PERMANENT
     if error_count_after >= max_attempts:
+        if classification.all_rate_limited:
+            return DeadLetterReason.RATE_LIMITED
         return DeadLetterReason.EXHAUSTED
     return None
 

@@ -6,6 +6,7 @@ circuit is open) was not attempted, so the occurrence stays open for it alone wh
 channels already delivered are remembered in `channel_state` and never sent again. The
 partial-success rule applies to channels that failed."""
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -17,7 +18,7 @@ from notifications.models import WHOLE_OCCURRENCE, Delivery, DeliveryOutcome, No
 from notifications.recurrence import next_and_skipped
 from notifications.scheduler import outcomes
 from notifications.scheduler.breaker import Signal
-from notifications.scheduler.deliver import RowDelivery
+from notifications.scheduler.deliver import Deferral, RowDelivery
 from notifications.scheduler.outcomes import Classification, DeadLetterReason, Verdict
 
 
@@ -63,6 +64,8 @@ class RowPlan:
 class Policy:
     max_attempts: int
     backoff: Sequence[int]
+    # How long after an occurrence was due a provider's push-back still defers it for free.
+    max_defer_seconds: float = 86_400.0
 
 
 def due_time(notification: Notification) -> datetime | None:
@@ -245,6 +248,7 @@ def dead_letter(
 def plan_delivery(delivery: RowDelivery, *, token: int, now: datetime, policy: Policy) -> RowPlan:
     """The write-back for a delivered (or wholly deferred) row, per the partial-success
     rule over the occurrence's channels."""
+    delivery = _with_backpressure_deferred(delivery, now=now, policy=policy)
     row = delivery.notification
     state = {**row.channel_state, **_settled(delivery)}
     failed = tuple(c for c in row.channels if state.get(c) == ChannelState.FAILED)
@@ -260,6 +264,32 @@ def plan_delivery(delivery: RowDelivery, *, token: int, now: datetime, policy: P
     if any(r.gone for r in delivery.results.values()):
         plan.gone_endpoint_id = row.webhook_endpoint_id
     return plan
+
+
+def _with_backpressure_deferred(
+    delivery: RowDelivery, *, now: datetime, policy: Policy
+) -> RowDelivery:
+    """A channel whose provider pushed back ("later": 429, 503 with Retry-After) was not
+    refused: it is deferred to the time named (or the first backoff step when none was),
+    with no attempt counted — until `max_defer_seconds` after the occurrence was due, when
+    the push-back counts as a failure (category rate_limited) like any other."""
+    pushed = {c: r for c, r in delivery.results.items() if r.backpressure}
+    if not pushed:
+        return delivery
+    due = due_time(delivery.notification) or now
+    if (now - due).total_seconds() >= policy.max_defer_seconds:
+        results = {
+            c: dataclasses.replace(r, category="rate_limited") if c in pushed else r
+            for c, r in delivery.results.items()
+        }
+        return dataclasses.replace(delivery, results=results)
+    deferred = dict(delivery.deferred)
+    for channel, result in pushed.items():
+        wait = result.retry_after if result.retry_after is not None else policy.backoff[0]
+        until = now + timedelta(seconds=max(wait, 1.0))
+        deferred[channel] = Deferral(until=until, reason="rate_limited")
+    results = {c: r for c, r in delivery.results.items() if c not in pushed}
+    return dataclasses.replace(delivery, results=results, deferred=deferred)
 
 
 class ChannelState(StrEnum):

@@ -85,7 +85,9 @@ class TickConfig:
             endpoint_concurrency=settings.WEBHOOK_ENDPOINT_CONCURRENCY,
             circuit_failures=settings.WEBHOOK_CIRCUIT_FAILURES,
             policy=Policy(
-                max_attempts=settings.NOTIFICATION_MAX_ATTEMPTS, backoff=settings.BACKOFF_SECONDS
+                max_attempts=settings.NOTIFICATION_MAX_ATTEMPTS,
+                backoff=settings.BACKOFF_SECONDS,
+                max_defer_seconds=settings.BACKPRESSURE_MAX_DEFER_SECONDS,
             ),
         )
         for name in ("time_budget", "concurrency"):

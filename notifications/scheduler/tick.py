@@ -290,6 +290,7 @@ class _Tick:
             ok=result is not None and result.ok,
             category=result.category if result is not None else "internal",
             now=now,
+            backpressure=result is not None and result.backpressure,
         )
         if signal is not None and plan is not None:
             plan.endpoint_signal = (endpoint_id, signal)

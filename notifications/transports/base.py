@@ -16,7 +16,10 @@ class DeliveryResult:
     `permanent` means retrying cannot help; `category` is "" on success, else one of:
     timeout, connection, http_3xx, http_4xx, http_5xx, ssrf_blocked, endpoint_disabled,
     invalid_request, internal. `retry_after` is in seconds (from a 429/503 Retry-After);
-    `gone` is set when a webhook answered 410 and its endpoint should be disabled.
+    `gone` is set when a webhook answered 410 and its endpoint should be disabled;
+    `backpressure` when the provider said "later", not "no" (429, 503 with Retry-After,
+    Resend's rate_limit_exceeded or concurrent_idempotent_requests): a deferral, not a
+    failure, until the deferral horizon.
     """
 
     ok: bool
@@ -26,6 +29,7 @@ class DeliveryResult:
     http_status: int | None = None
     retry_after: float | None = None
     gone: bool = False
+    backpressure: bool = False
     duration_ms: int = 0
 
     @property

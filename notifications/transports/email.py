@@ -97,6 +97,9 @@ def classify_resend_response(
         category=status_category(status),
         http_status=status,
         retry_after=retry_after,
+        backpressure=status == 429
+        or (status == 409 and transient)
+        or (status == 503 and retry_after is not None),
     )
 
 

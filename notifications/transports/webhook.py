@@ -94,6 +94,7 @@ def classify_response(status: int, headers: Mapping[str, str]) -> DeliveryResult
         http_status=status,
         retry_after=retry_after,
         gone=status == 410,
+        backpressure=status == 429 or (status == 503 and retry_after is not None),
     )
 
 
