@@ -25,10 +25,12 @@ pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True), pytest
 ROWS = 40
 CONCURRENCY = 8
 LEASE = 7
+# One endpoint takes every row here: losing the database, not endpoint isolation, is tested.
 TICK_ENV = {
     "CHANNEL_TIMEOUT_SECONDS": "2",
     "CLAIM_LEASE_SECONDS": str(LEASE),
     "TICK_CONCURRENCY": str(CONCURRENCY),
+    "WEBHOOK_ENDPOINT_CONCURRENCY": str(CONCURRENCY),
 }
 JOB_LEASE = 6
 JOBS_ENV = {"JOB_LEASE_SECONDS": str(JOB_LEASE), "PROVISIONING_TIMEOUT_SECONDS": "3"}
