@@ -123,13 +123,13 @@ def _postgres_claim(
     # are two steps. The ranking oversamples: rows a concurrent claimer holds are skipped
     # by the lock, and the batch still fills from the rows ranked after them.
     model = ready.model
-    ranked_sql, ranked_params = _ranked(spec, ready, OVERSAMPLE * limit).query.sql_with_params()
-    compiler = ready.query.get_compiler(connection=connection)
     if set(ready.query.alias_map) - {model._meta.db_table}:
         raise ValueError("a claim's ready queryset must not join other tables")
+    ranked_sql, ranked_params = _ranked(spec, ready, OVERSAMPLE * limit).query.sql_with_params()
     # The ready predicate again, on the locked table itself: a row another claimer committed
     # after our snapshot is re-checked in its new version (EvalPlanQual) and refused, where a
     # check on the ranked copy would let it be claimed twice.
+    compiler = ready.query.get_compiler(connection=connection)
     where_sql, where_params = compiler.compile(ready.query.where)
     table = connection.ops.quote_name(model._meta.db_table)
     pk = connection.ops.quote_name(model._meta.pk.column)

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dbqueue.claims import ClaimSpec
+from dbqueue.claims import ClaimSpec, claim
 from jobs.consumer import JOB_CLAIM
 from jobs.models import Job
 from notifications.models import Notification
@@ -38,8 +38,6 @@ class Queue:
     add: Callable[[Tenant, Sequence[datetime]], list[Any]]
 
     def claim(self, limit: int, *, now: datetime = NOW) -> set[Any]:
-        from dbqueue.claims import claim
-
         return {row.pk for row in claim(self.spec, now=now, lease=LEASE, limit=limit)}
 
 

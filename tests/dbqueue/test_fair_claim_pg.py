@@ -3,11 +3,16 @@ separate connections that overlap without claiming a row twice or leaving one be
 
 import threading
 from collections import Counter
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction
 
+from dbqueue.claims import claim_statement
+from jobs.consumer import JOB_CLAIM
+from jobs.models import Job
+from projects.models import Project
 from tests.conftest import requires_postgres
 from tests.dbqueue.fair_queues import LEASE, NOW, QUEUES, seconds_ago
 from tests.notifications.factories import make_tenant
@@ -45,9 +50,6 @@ INDEX = {"notifications": "notification_due_idx", "jobs": "job_ready_idx"}
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", sorted(QUEUES))
 def test_the_fair_claim_plan_uses_the_ready_index_and_scans_no_table(name):
-    from dbqueue.claims import claim_statement
-    from projects.models import Project
-
     queue = QUEUES[name]
     tenants = [make_tenant(f"t{n}") for n in range(3)]
     for tenant in tenants:
@@ -102,3 +104,14 @@ def test_overlapping_claimers_take_every_row_exactly_once(name):
     assert set(counts) == set(rows)
     assert max(counts.values()) == 1
     assert all(claimed), "both claimers took rows"
+
+
+@pytest.mark.django_db
+def test_a_ready_queryset_that_joins_another_table_is_refused():
+    # The lock re-applies the ready predicate to the claimed table alone.
+    joining = replace(
+        JOB_CLAIM, ready=lambda now: Job.objects.ready(now=now).filter(project__name="Import")
+    )
+
+    with pytest.raises(ValueError, match="must not join"):
+        claim_statement(joining, now=NOW, lease=LEASE, limit=1)
