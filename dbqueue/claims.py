@@ -9,6 +9,11 @@ PostgreSQL the pick is `FOR UPDATE SKIP LOCKED`, so concurrent claimers take dis
 without waiting; on SQLite the statement runs under the single writer lock, which gives the
 same guarantee.
 
+Claims are fair between the groups named by `ClaimSpec.fair_by` (the tenant): the ready rows
+are ranked within their group by the claim order, and a batch takes every group's first row
+before any group's second (round-robin, oldest first within a group), so one group's backlog
+never delays another group's single row past the first batch.
+
 Every write-back is conditional on `(pk, claim_token)` and clears `claimed_until`; zero rows
 changed means the row was reclaimed after our lease ran out ("fenced out") and the stale
 outcome must be dropped. A change made outside a claim (a support retry, an edit) goes
@@ -23,8 +28,13 @@ from enum import Enum
 from typing import Any, TypeVar
 
 from django.db import connection, models
+from django.db.models.functions import RowNumber
 
 M = TypeVar("M", bound=models.Model)
+
+# How many ready rows a PostgreSQL claim ranks per row it takes; the rest cover rows that
+# concurrent claimers hold locked, so up to OVERSAMPLE - 1 of them do not shrink a batch.
+OVERSAMPLE = 4
 
 
 class ClaimValue(Enum):
@@ -37,17 +47,20 @@ class ClaimValue(Enum):
 
 @dataclass(frozen=True)
 class ClaimSpec:
-    """How a queue claims: `ready(now)` is the queryset of claimable rows, `order_by` the
-    claim order, and `on_claim` further columns the claim sets (a value, or a ClaimValue)."""
+    """How a queue claims: `ready(now)` is the queryset of claimable rows (one table, no
+    joins), `order_by` the claim order within a group, `fair_by` the field whose groups
+    take turns (round-robin), and `on_claim` further columns the claim sets (a value, or a
+    ClaimValue)."""
 
     ready: Callable[[datetime], models.QuerySet]
     order_by: tuple[str, ...]
+    fair_by: str
     on_claim: Mapping[str, Any] = field(default_factory=dict)
 
 
 def claim(spec: ClaimSpec, *, now: datetime, lease: timedelta, limit: int) -> list[Any]:
-    """Claim up to `limit` ready rows (first by `order_by`) and return them as model
-    instances, in no particular order.
+    """Claim up to `limit` ready rows (round-robin across `fair_by` groups, first by
+    `order_by` within one) and return them as model instances, in no particular order.
 
     The returned instances carry the new `claim_token` and `claimed_until`; a row another
     claimer took first is simply not returned.
@@ -64,8 +77,6 @@ def claim_statement(
     """The one statement `claim` runs, with its parameters (EXPLAIN it to see the plan)."""
     ready = spec.ready(now)
     model = ready.model
-    picked = ready.order_by(*spec.order_by).values(model._meta.pk.name)[:limit]
-    pick_sql, pick_params = picked.query.sql_with_params()
     lease_until = now + lease
     assignments, set_params = _assignments(
         model,
@@ -76,14 +87,67 @@ def claim_statement(
     table = connection.ops.quote_name(model._meta.db_table)
     pk = connection.ops.quote_name(model._meta.pk.column)
     if connection.vendor == "postgresql":
-        sql = (
-            f"WITH picked AS ({pick_sql} FOR UPDATE SKIP LOCKED) "
-            f"UPDATE {table} AS claimed SET {assignments} FROM picked "
-            f"WHERE claimed.{pk} = picked.{pk} RETURNING claimed.*"
+        return model, *_postgres_claim(spec, ready, assignments, set_params, limit)
+    ranked_sql, ranked_params = _ranked(spec, ready, limit).query.sql_with_params()
+    # The single writer lock serialises claimers, so the ranking itself is the pick.
+    sql = (
+        f"UPDATE {table} SET {assignments} WHERE {pk} IN "
+        f"(SELECT {pk} FROM ({ranked_sql}) AS ranked) RETURNING *"
+    )
+    return model, sql, [*set_params, *ranked_params]
+
+
+def _ranked(spec: ClaimSpec, ready: models.QuerySet, count: int) -> models.QuerySet:
+    """The first `count` ready rows in fair order: each row's rank within its group
+    (1 = the group's first by `order_by`), then `order_by` among rows of equal rank."""
+    order = [
+        models.F(name[1:]).desc() if name.startswith("-") else models.F(name).asc()
+        for name in spec.order_by
+    ]
+    pk = ready.model._meta.pk.name
+    return (
+        ready.annotate(
+            fair_rank=models.Window(
+                RowNumber(), partition_by=[models.F(spec.fair_by)], order_by=[*order, pk]
+            )
         )
-        return model, sql, [*pick_params, *set_params]
-    sql = f"UPDATE {table} SET {assignments} WHERE {pk} IN ({pick_sql}) RETURNING *"
-    return model, sql, [*set_params, *pick_params]
+        .order_by("fair_rank", *spec.order_by, pk)
+        .values(pk, "fair_rank")[:count]
+    )
+
+
+def _postgres_claim(
+    spec: ClaimSpec, ready: models.QuerySet, assignments: str, set_params: list[Any], limit: int
+) -> tuple[str, list[Any]]:
+    # PostgreSQL refuses FOR UPDATE next to a window function, so the ranking and the lock
+    # are two steps. The ranking oversamples: rows a concurrent claimer holds are skipped
+    # by the lock, and the batch still fills from the rows ranked after them.
+    model = ready.model
+    if set(ready.query.alias_map) - {model._meta.db_table}:
+        raise ValueError("a claim's ready queryset must not join other tables")
+    ranked_sql, ranked_params = _ranked(spec, ready, OVERSAMPLE * limit).query.sql_with_params()
+    # The ready predicate again, on the locked table itself: a row another claimer committed
+    # after our snapshot is re-checked in its new version (EvalPlanQual) and refused, where a
+    # check on the ranked copy would let it be claimed twice.
+    compiler = ready.query.get_compiler(connection=connection)
+    where_sql, where_params = compiler.compile(ready.query.where)
+    table = connection.ops.quote_name(model._meta.db_table)
+    pk = connection.ops.quote_name(model._meta.pk.column)
+    order = ", ".join(
+        f"{table}.{connection.ops.quote_name(model._meta.get_field(name.lstrip('-')).column)}"
+        + (" DESC" if name.startswith("-") else "")
+        for name in spec.order_by
+    )
+    sql = (
+        f"WITH ranked AS ({ranked_sql}), "
+        f"picked AS (SELECT {table}.{pk} FROM {table} "
+        f"JOIN ranked ON ranked.{pk} = {table}.{pk} WHERE {where_sql} "
+        f"ORDER BY ranked.fair_rank, {order}, {table}.{pk} "
+        f"LIMIT %s FOR UPDATE OF {table} SKIP LOCKED) "
+        f"UPDATE {table} AS claimed SET {assignments} FROM picked "
+        f"WHERE claimed.{pk} = picked.{pk} RETURNING claimed.*"
+    )
+    return sql, [*ranked_params, *where_params, limit, *set_params]
 
 
 def _assignments(

@@ -36,6 +36,7 @@ NOTIFY_CHANNEL = "tickwork_jobs"
 JOB_CLAIM = ClaimSpec(
     ready=lambda now: Job.objects.ready(now=now),
     order_by=("next_attempt_at",),
+    fair_by="tenant",
     # While enqueued, next_attempt_at is the lease expiry: job_ready_idx then serves both
     # due pending jobs and orphaned enqueued ones.
     on_claim={

@@ -44,6 +44,7 @@ logger = logging.getLogger("notifications.scheduler")
 DUE = ClaimSpec(
     ready=lambda now: Notification.objects.due(now=now),
     order_by=("next_fire_at",),
+    fair_by="tenant",
     # Reset by every write-back, so it counts claims that died before producing an outcome.
     on_claim={"unfinished_claims": ClaimValue.INCREMENT},
 )

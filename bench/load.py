@@ -1,0 +1,217 @@
+"""Load benchmarks of the queues under multi-tenant load. Prints figures; never judges.
+
+    .venv/bin/python bench/load.py --scenario claims [--db sqlite|postgres|both]
+        [--claims N] [--filler N] [--rounds N]
+
+Each scenario is a function in SCENARIOS, run once per database in its own process (Django
+binds one database per process) against a fresh database: a SQLite file in the temporary
+directory, or the PostgreSQL database named by DATABASE_URL (default
+postgres://postgres@127.0.0.1:5432/bench_fair), which is DROPPED and re-created.
+
+claims: the median time of one claim batch (16 rows, rolled back so every claim sees the
+same table) of the scheduler's fair claim, over 10,000 due rows of one tenant and over
+10,000 due rows spread across 1,000 tenants, each without and with --filler parked/future
+rows in the table; the ratios are 1,000 tenants / 1 tenant and filled / not filled. The
+shapes alternate for --rounds rounds and each figure is its best round's median: the
+machine is shared and noisy.
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import tick_db  # noqa: E402
+
+PG_DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/bench_fair"
+SQLITE_PATH = Path(tempfile.gettempdir()) / "tw_bench_load.sqlite3"
+DUE_ROWS = 10_000
+TENANTS = 1_000
+BATCH = 16
+
+
+def _pg_url() -> str:
+    return os.environ.get("DATABASE_URL", PG_DEFAULT_URL)
+
+
+def _pg_admin(url: str) -> tuple[str, str]:
+    """(URL of the server's `postgres` database, name of the bench database)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(scheme="postgresql", path="/postgres")), parts.path[1:]
+
+
+def _sqlite_files() -> list[Path]:
+    return [Path(f"{SQLITE_PATH}{suffix}") for suffix in ("", "-wal", "-shm")]
+
+
+def prepare_environment(db: str) -> None:
+    """Point Django at a fresh bench database (call before django.setup())."""
+    if db == "postgres":
+        import psycopg
+
+        url = _pg_url()
+        admin_url, name = _pg_admin(url)
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            admin.execute(f'CREATE DATABASE "{name}"')
+        os.environ["DATABASE_URL"] = url
+    else:
+        for path in _sqlite_files():
+            path.unlink(missing_ok=True)
+        os.environ["DATABASE_URL"] = f"sqlite:///{SQLITE_PATH}"
+    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+
+def drop(db: str) -> None:
+    from django.db import connection
+
+    connection.close()
+    if db == "postgres":
+        import psycopg
+
+        admin_url, name = _pg_admin(_pg_url())
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    else:
+        for path in _sqlite_files():
+            path.unlink(missing_ok=True)
+
+
+def add_due(*, tenants: list, count: int, now: datetime) -> None:
+    """`count` due rows dealt round the tenants, one second apart, oldest first."""
+    from django.db import connection
+
+    from notifications.models import Notification
+
+    Notification.objects.bulk_create(
+        [
+            Notification(
+                tenant=tenants[i % len(tenants)],
+                channels=["webhook"],
+                subject="Bench",
+                body="Bench body",
+                next_fire_at=now - timedelta(seconds=count - i),
+                recurrence_anchor=now,
+            )
+            for i in range(count)
+        ],
+        batch_size=1000,
+    )
+    # Vacuum too: the rows a previous shape deleted would otherwise sit in the due index's
+    # range, and every claim would visit them.
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE" if connection.vendor == "postgresql" else "ANALYZE")
+
+
+def median_claim_ms(*, now: datetime, claims: int) -> float:
+    """Median milliseconds of one claim batch; each is rolled back, so all see one table."""
+    from django.db import transaction
+
+    from notifications.scheduler.tick import notification_claim
+
+    timings = []
+    for _ in range(claims):
+        with transaction.atomic():
+            started = time.perf_counter()
+            claimed = notification_claim(now=now, lease=timedelta(seconds=45), limit=BATCH)
+            timings.append(time.perf_counter() - started)
+            assert len(claimed) == BATCH, len(claimed)
+            transaction.set_rollback(True)
+    return statistics.median(timings) * 1000
+
+
+def scenario_claims(db: str, args: argparse.Namespace) -> None:
+    from django.utils import timezone
+
+    from notifications.models import Notification
+    from tenancy.models import Tenant
+
+    now = timezone.now()
+    tenants = Tenant.objects.bulk_create([Tenant(name=f"t{i}") for i in range(TENANTS)])
+    shapes = {"1 tenant": tenants[:1], f"{TENANTS:,} tenants": tenants}
+
+    def measure() -> dict[str, float]:
+        figures = dict.fromkeys(shapes, float("inf"))
+        for _ in range(args.rounds):
+            for shape, owners in shapes.items():
+                Notification.objects.filter(subject="Bench").delete()
+                add_due(tenants=owners, count=DUE_ROWS, now=now)
+                median_claim_ms(now=now, claims=5)  # warm the caches and the plan
+                figures[shape] = min(figures[shape], median_claim_ms(now=now, claims=args.claims))
+        return figures
+
+    empty = measure()
+    tick_db.add_filler(tenant=Tenant.objects.create(name="filler"), count=args.filler, now=now)
+    filled = measure()
+    one, many = shapes
+    for label, figures in ((" no filler", empty), (f" {args.filler:,} filler", filled)):
+        print(
+            f"[{db}] claims,{label}: {DUE_ROWS:,} due rows of {one}: {figures[one]:.2f} ms; "
+            f"over {many}: {figures[many]:.2f} ms; ratio {figures[many] / figures[one]:.2f} "
+            f"(best of {args.rounds} medians of {args.claims} batches of {BATCH})"
+        )
+    for shape in shapes:
+        print(
+            f"[{db}] claims, {DUE_ROWS:,} due rows of {shape}: with {args.filler:,} "
+            f"parked/future rows {filled[shape]:.2f} ms, without {empty[shape]:.2f} ms; "
+            f"ratio {filled[shape] / empty[shape]:.2f}"
+        )
+
+
+SCENARIOS: dict[str, Callable[[str, argparse.Namespace], None]] = {
+    "claims": scenario_claims,
+}
+
+
+def run_one(db: str, args: argparse.Namespace) -> None:
+    prepare_environment(db)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    try:
+        SCENARIOS[args.scenario](db, args)
+    finally:
+        drop(db)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenario", choices=sorted(SCENARIOS), required=True)
+    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--claims", type=int, default=200, help="claim batches per figure")
+    parser.add_argument("--filler", type=int, default=1_000_000, help="parked/future rows")
+    parser.add_argument("--rounds", type=int, default=3, help="alternations of the shapes")
+    args = parser.parse_args()
+    if args.db != "both":
+        run_one(args.db, args)
+        return
+    for db in ("sqlite", "postgres"):
+        options = ["--claims", args.claims, "--filler", args.filler, "--rounds", args.rounds]
+        command = [
+            sys.executable,
+            __file__,
+            "--scenario",
+            args.scenario,
+            "--db",
+            db,
+            *map(str, options),
+        ]
+        subprocess.run(command, check=True)
+
+
+if __name__ == "__main__":
+    main()
