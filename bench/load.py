@@ -1,7 +1,7 @@
 """Load benchmarks of the queues under multi-tenant load. Prints figures; never judges.
 
-    .venv/bin/python bench/load.py --scenario claims [--db sqlite|postgres|both]
-        [--claims N] [--filler N] [--rounds N]
+    .venv/bin/python bench/load.py --scenario claims|burst|dead_endpoint|soak
+        [--db sqlite|postgres|both] [--claims N] [--filler N] [--rounds N] [--minutes M]
 
 Each scenario is a function in SCENARIOS, run once per database in its own process (Django
 binds one database per process) against a fresh database: a SQLite file in the temporary
@@ -14,6 +14,9 @@ same table) of the scheduler's fair claim, over 10,000 due rows of one tenant an
 rows in the table; the ratios are 1,000 tenants / 1 tenant and filled / not filled. The
 shapes alternate for --rounds rounds and each figure is its best round's median: the
 machine is shared and noisy.
+
+burst, dead_endpoint and soak run real ticks against real local HTTP servers with default
+settings; see bench/load_tick.py for what each prints.
 """
 
 import argparse
@@ -31,7 +34,7 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import tick_db  # noqa: E402
+from bench import load_tick, tick_db  # noqa: E402
 
 PG_DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/bench_fair"
 SQLITE_PATH = Path(tempfile.gettempdir()) / "tw_bench_load.sqlite3"
@@ -71,6 +74,8 @@ def prepare_environment(db: str) -> None:
         os.environ["DATABASE_URL"] = f"sqlite:///{SQLITE_PATH}"
     os.environ.setdefault("SECRET_KEY", "bench-only-secret-key")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    # The scenarios' receivers listen on 127.0.0.1.
+    os.environ["WEBHOOK_ALLOW_PRIVATE_TARGETS"] = "true"
 
 
 def drop(db: str) -> None:
@@ -171,6 +176,9 @@ def scenario_claims(db: str, args: argparse.Namespace) -> None:
 
 SCENARIOS: dict[str, Callable[[str, argparse.Namespace], None]] = {
     "claims": scenario_claims,
+    "burst": lambda db, args: load_tick.burst(db),
+    "dead_endpoint": lambda db, args: load_tick.dead_endpoint(db),
+    "soak": lambda db, args: load_tick.soak(db, minutes=args.minutes),
 }
 
 
@@ -195,12 +203,14 @@ def main() -> None:
     parser.add_argument("--claims", type=int, default=200, help="claim batches per figure")
     parser.add_argument("--filler", type=int, default=1_000_000, help="parked/future rows")
     parser.add_argument("--rounds", type=int, default=3, help="alternations of the shapes")
+    parser.add_argument("--minutes", type=float, default=3.0, help="soak: how long")
     args = parser.parse_args()
     if args.db != "both":
         run_one(args.db, args)
         return
     for db in ("sqlite", "postgres"):
         options = ["--claims", args.claims, "--filler", args.filler, "--rounds", args.rounds]
+        options += ["--minutes", args.minutes]
         command = [
             sys.executable,
             __file__,
