@@ -50,12 +50,14 @@ class ClaimSpec:
     """How a queue claims: `ready(now)` is the queryset of claimable rows (one table, no
     joins), `order_by` the claim order within a group, `fair_by` the field whose groups
     take turns (round-robin), and `on_claim` further columns the claim sets (a value, or a
-    ClaimValue)."""
+    ClaimValue). `cap_by` = (field, n) takes at most n rows of one value of `field` (rows
+    where it is NULL are not capped) in one claim."""
 
     ready: Callable[[datetime], models.QuerySet]
     order_by: tuple[str, ...]
     fair_by: str
     on_claim: Mapping[str, Any] = field(default_factory=dict)
+    cap_by: tuple[str, int] | None = None
 
 
 def claim(spec: ClaimSpec, *, now: datetime, lease: timedelta, limit: int) -> list[Any]:
@@ -105,15 +107,19 @@ def _ranked(spec: ClaimSpec, ready: models.QuerySet, count: int) -> models.Query
         for name in spec.order_by
     ]
     pk = ready.model._meta.pk.name
-    return (
-        ready.annotate(
-            fair_rank=models.Window(
-                RowNumber(), partition_by=[models.F(spec.fair_by)], order_by=[*order, pk]
-            )
+    ranked = ready.annotate(
+        fair_rank=models.Window(
+            RowNumber(), partition_by=[models.F(spec.fair_by)], order_by=[*order, pk]
         )
-        .order_by("fair_rank", *spec.order_by, pk)
-        .values(pk, "fair_rank")[:count]
     )
+    if spec.cap_by is not None:
+        capped, most = spec.cap_by
+        ranked = ranked.annotate(
+            cap_rank=models.Window(
+                RowNumber(), partition_by=[models.F(capped)], order_by=[*order, pk]
+            )
+        ).filter(models.Q(cap_rank__lte=most) | models.Q(**{f"{capped}__isnull": True}))
+    return ranked.order_by("fair_rank", *spec.order_by, pk).values(pk, "fair_rank")[:count]
 
 
 def _postgres_claim(
@@ -123,7 +129,10 @@ def _postgres_claim(
     # are two steps. The ranking oversamples: rows a concurrent claimer holds are skipped
     # by the lock, and the batch still fills from the rows ranked after them.
     model = ready.model
-    if set(ready.query.alias_map) - {model._meta.db_table}:
+    # Django keeps (unreferenced) aliases for joins it trimmed, e.g. for a negated lookup
+    # on a nullable foreign key: only joins still in use count.
+    joined = {alias for alias, uses in ready.query.alias_refcount.items() if uses}
+    if joined - {model._meta.db_table}:
         raise ValueError("a claim's ready queryset must not join other tables")
     ranked_sql, ranked_params = _ranked(spec, ready, OVERSAMPLE * limit).query.sql_with_params()
     # The ready predicate again, on the locked table itself: a row another claimer committed

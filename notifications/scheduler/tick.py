@@ -11,6 +11,7 @@ breaker defers its rows while it is down, so a dead receiver costs nobody else a
 import dataclasses
 import logging
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
@@ -51,16 +52,24 @@ DUE = ClaimSpec(
 
 
 def notification_claim(
-    *, now: datetime, lease: timedelta, limit: int, skip_endpoints: Iterable[Any] = ()
+    *,
+    now: datetime,
+    lease: timedelta,
+    limit: int,
+    skip_endpoints: Iterable[Any] = (),
+    per_endpoint: int | None = None,
 ) -> list[Notification]:
-    """Claim up to `limit` due rows (oldest first); each carries its new claim_token. Rows
-    of `skip_endpoints` (busy in this tick) are left for a later claim."""
+    """Claim up to `limit` due rows (round-robin across tenants, oldest first within one);
+    each carries its new claim_token. Rows of `skip_endpoints` (busy in this tick) are left
+    for a later claim, and at most `per_endpoint` rows of one webhook endpoint are taken."""
     skipped = set(skip_endpoints)
-    if not skipped:
-        return claim(DUE, now=now, lease=lease, limit=limit)
-    spec = dataclasses.replace(
-        DUE, ready=lambda at: DUE.ready(at).exclude(webhook_endpoint_id__in=skipped)
-    )
+    spec = DUE
+    if skipped:
+        spec = dataclasses.replace(
+            spec, ready=lambda at: DUE.ready(at).exclude(webhook_endpoint_id__in=skipped)
+        )
+    if per_endpoint is not None:
+        spec = dataclasses.replace(spec, cap_by=("webhook_endpoint", per_endpoint))
     return claim(spec, now=now, lease=lease, limit=limit)
 
 
@@ -171,14 +180,23 @@ class _Tick:
         busy = self.gate.saturated(now=now)
         try:
             claimed = notification_claim(
-                now=now, lease=self.config.lease, limit=wanted, skip_endpoints=busy
+                now=now,
+                lease=self.config.lease,
+                limit=wanted,
+                skip_endpoints=busy,
+                # No more of one endpoint's rows than it can start or hold waiting.
+                per_endpoint=self.config.endpoint_concurrency,
             )
         except DatabaseError as exc:
             if self._lose(exc):
                 return
             raise
-        self.exhausted = len(claimed) < wanted
-        self.left_for_later = bool(busy)
+        per_endpoint = Counter(row.webhook_endpoint_id for row in claimed)
+        per_endpoint.pop(None, None)
+        # A claim that took an endpoint's full share may have left more of its rows due.
+        capped = any(n >= self.config.endpoint_concurrency for n in per_endpoint.values())
+        self.exhausted = len(claimed) < wanted and not capped
+        self.left_for_later = bool(busy) or capped
         self.summary.claimed += len(claimed)
         try:
             self._load_endpoints({row.webhook_endpoint_id for row in claimed} - {None})

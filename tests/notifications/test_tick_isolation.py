@@ -248,3 +248,32 @@ def test_a_tick_stopped_by_its_cap_counts_the_due_rows_it_left(db, settings, cha
     assert (capped.delivered, capped.due_left) == (10, 15)
     assert (drained.delivered, drained.due_left) == (15, 0)
     assert "due_left=15" in capped.line()
+
+
+def test_a_claim_takes_no_more_of_one_endpoints_rows_than_it_can_use(db):
+    from notifications.scheduler.tick import notification_claim
+
+    tenant = make_tenant()
+    first = make_endpoint(tenant=tenant, url=HEALTHY)
+    second = make_endpoint(tenant=tenant, url=DEAD)
+    make_notifications(10, tenant=tenant, endpoint=first, next_fire_at=NOW)
+    make_notifications(10, tenant=tenant, endpoint=second, next_fire_at=NOW)
+    make_notifications(
+        3, tenant=tenant, channels=("email",), email_to=("a@example.com",), next_fire_at=NOW
+    )
+
+    claimed = notification_claim(now=NOW, lease=timedelta(seconds=45), limit=16, per_endpoint=4)
+
+    per_endpoint = Counter(row.webhook_endpoint_id for row in claimed)
+    assert per_endpoint == {first.pk: 4, second.pk: 4, None: 3}
+
+
+def test_a_single_endpoint_burst_needs_no_releases(db, channels):
+    tenant = make_tenant()
+    endpoint = make_endpoint(tenant=tenant, url=HEALTHY)
+    make_notifications(60, tenant=tenant, endpoint=endpoint, next_fire_at=NOW)
+
+    summary = run_tick(now=NOW, senders=channels.senders)
+
+    assert (summary.delivered, summary.released) == (60, 0)
+    assert summary.claimed == 60

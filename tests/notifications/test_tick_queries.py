@@ -30,7 +30,7 @@ def test_tick_statements_stay_constant_as_rows_grow(
     db, settings, django_assert_num_queries, rows, rrule
 ):
     # One endpoint takes every row here: let it have them all in flight at once.
-    settings.WEBHOOK_ENDPOINT_CONCURRENCY = rows
+    settings.WEBHOOK_ENDPOINT_CONCURRENCY = rows + 1
     tenant = make_tenant()
     endpoint = make_endpoint(tenant=tenant, url="http://127.0.0.1:9/unused")
     make_notifications(rows, tenant=tenant, endpoint=endpoint, next_fire_at=NOW, rrule=rrule)
