@@ -46,9 +46,24 @@ def test_full_failures_back_off_one_then_five_minutes_then_dead_letter(tenant):
 
 
 def test_retry_after_on_429_pushes_the_retry_at_least_that_far(tenant):
+    # Backpressure: deferred to the time named, and no attempt used up.
     with recording_server(lambda r: Reply(429, headers={"Retry-After": "120"})) as server:
         endpoint = make_endpoint(tenant=tenant, url=server.url)
-        row = make_notification(tenant=tenant, endpoint=endpoint, next_fire_at=NOW)
+        row = make_notification(tenant=tenant, endpoint=endpoint, next_fire_at=NOW, due_at=NOW)
+
+        run_tick(now=NOW)
+
+    row.refresh_from_db()
+    assert row.next_fire_at >= NOW + timedelta(seconds=120)
+    assert row.error_count == 0
+
+
+def test_past_the_deferral_horizon_retry_after_still_pushes_the_retry(tenant, settings):
+    settings.BACKPRESSURE_MAX_DEFER_SECONDS = 60
+    with recording_server(lambda r: Reply(429, headers={"Retry-After": "120"})) as server:
+        endpoint = make_endpoint(tenant=tenant, url=server.url)
+        due = NOW - timedelta(minutes=5)
+        row = make_notification(tenant=tenant, endpoint=endpoint, next_fire_at=NOW, due_at=due)
 
         run_tick(now=NOW)
 
