@@ -4,8 +4,10 @@ Registered with the jobs registry by this app (`ProjectsConfig.ready`). `perform
 operator's provisioning API, if one is configured, with the job id as its idempotency key;
 `apply` marks the project active and announces it: one invitation email per invited
 address (the creator when the list is empty) and a `project.activated` event to each
-enabled webhook endpoint of the tenant. A dead-lettered job turns the project `failed`; a
-support retry puts it back to `provisioning`. Every step is keyed by the job id, so a job
+enabled webhook endpoint of the tenant. A dead-lettered job turns the project `failed` and
+reports it the same way: a `project.failed` event to each enabled endpoint and an email to
+the creator. A support retry puts the project back to `provisioning`; its success then
+announces `project.activated` as usual. Every step is keyed by the job id, so a job
 that runs twice creates nothing twice.
 """
 
@@ -123,8 +125,27 @@ def invite_addresses(payload: dict[str, Any], *, creator: object | None) -> list
 
 
 def project_job_dead_lettered(sender: type, *, job: Job, now: datetime, **kwargs: Any) -> None:
-    """Any job of a project that dead-letters leaves the project `failed`."""
-    project_fail(project_id=job.project_id, now=now)
+    """Any job of a project that dead-letters leaves the project `failed`, and the tenant
+    hears of it like of an activation (keyed by the job id: told once)."""
+    project = project_fail(project_id=job.project_id, now=now)
+    creator = project.created_by
+    announcement = Announcement(
+        addresses=[creator.email] if creator is not None and creator.email else [],
+        email_subject=f'Project "{project.name}" could not be set up',
+        email_body=(
+            f'Setting up the project "{project.name}" on Tickwork failed after every attempt. '
+            "Support has been told; the project can be retried once the cause is fixed."
+        ),
+        event={"type": "project.failed", "data": _project_fields(job, name=project.name)},
+        event_subject=f'Project "{project.name}" failed',
+    )
+    notifications_announce(
+        tenant_id=job.tenant_id,
+        project_id=project.pk,
+        source_key=f"job:{job.id}:failed",
+        announcement=announcement,
+        now=now,
+    )
 
 
 def project_job_retried(sender: type, *, job: Job, now: datetime, **kwargs: Any) -> None:

@@ -228,9 +228,11 @@ def project_activate(*, project_id: uuid.UUID, now: datetime) -> Project:
     return Project.objects.select_related("created_by").get(pk=project_id)
 
 
-def project_fail(*, project_id: uuid.UUID, now: datetime) -> None:
-    """Mark the project failed: its provisioning was dead-lettered."""
+def project_fail(*, project_id: uuid.UUID, now: datetime) -> Project:
+    """Mark the project failed (its provisioning was dead-lettered); returns it with its
+    creator."""
     Project.objects.filter(pk=project_id).update(status=ProjectStatus.FAILED, updated_at=now)
+    return Project.objects.select_related("created_by").get(pk=project_id)
 
 
 def project_reprovision(*, project_id: uuid.UUID, now: datetime) -> None:

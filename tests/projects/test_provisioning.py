@@ -124,3 +124,52 @@ def test_completing_a_provision_job_takes_a_fixed_number_of_queries(
         outcome = job_process(job, clock=Clock(now=NOW))
 
     assert outcome is Outcome.COMPLETED
+
+
+def test_a_dead_lettered_provision_reports_project_failed_then_a_retry_reports_activation(
+    alice, settings
+):
+    from datetime import timedelta
+
+    import responses
+
+    from jobs.services import job_retry
+
+    api = "https://provisioning.example.com/v1/workspaces"
+    settings.PROVISIONING_URL = api
+    endpoint, disabled = make_endpoint(alice.tenant), make_endpoint(alice.tenant, enabled=False)
+    job = make_job(alice.tenant, user=alice.user, max_attempts=1)
+    with responses.RequestsMock() as mock:
+        mock.add(responses.POST, api, status=422)
+        drain()
+        drain()  # told once, however often the dead letter is seen
+
+    job = reload(job)
+    assert (job.status, job.project.status) == (JobStatus.FAILED, ProjectStatus.FAILED)
+    [event] = Notification.objects.filter(channels=[Channel.WEBHOOK])
+    assert event.webhook_endpoint_id == endpoint.id
+    assert event.webhook_event == {
+        "type": "project.failed",
+        "data": {
+            "project_id": str(job.project_id),
+            "tenant_id": str(alice.tenant.id),
+            "name": "Website relaunch",
+        },
+    }
+    [email] = Notification.objects.filter(channels=[Channel.EMAIL])
+    assert email.email_to == [alice.user.email]
+    assert "could not be set up" in email.subject
+    assert not Notification.objects.filter(webhook_endpoint=disabled).exists()
+
+    job_retry(tenant=alice.tenant, job_id=job.id, now=NOW)
+    assert reload(job).project.status == ProjectStatus.PROVISIONING
+    with responses.RequestsMock() as mock:
+        mock.add(responses.POST, api, status=201)
+        jobs_drain(clock=Clock(now=NOW + timedelta(minutes=1)), limit=100, max_seconds=60)
+
+    job = reload(job)
+    assert (job.status, job.project.status) == (JobStatus.COMPLETED, ProjectStatus.ACTIVE)
+    types = sorted(
+        n.webhook_event["type"] for n in Notification.objects.filter(channels=[Channel.WEBHOOK])
+    )
+    assert types == ["project.activated", "project.failed"]
