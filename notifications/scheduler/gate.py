@@ -3,9 +3,9 @@ flight, and what its circuit says. The tick asks `admit` before a row's webhook 
 tells `finish` when it came back; `saturated` names the endpoints the next claim should leave
 alone, so one slow receiver cannot take the whole pool.
 
-A row that finds its endpoint busy may wait for a slot, but only one wave deep (at most
-`capacity` waiting rows per endpoint), so it starts within one channel timeout of its claim
-and its lease still covers its work; beyond that it is released unattempted for a later claim.
+A row that finds its endpoint busy may wait for a slot, but only `depth` rows deep (whole
+waves of the endpoint's slots, as many as the lease covers), so its lease still covers the
+wait and its own work; beyond that it is released unattempted for a later claim.
 """
 
 from collections import Counter, deque
@@ -29,7 +29,7 @@ class Admission(Enum):
 class EndpointGate:
     capacity: int
     threshold: int
-    may_wait: bool
+    depth: int
 
     def __post_init__(self) -> None:
         self.circuits: dict[Any, Circuit] = {}
@@ -52,7 +52,7 @@ class EndpointGate:
         if self.in_flight[endpoint_id] < self._slots(circuit, now):
             return Admission.START
         queue = self.waiting.get(endpoint_id, ())
-        if self.may_wait and len(queue) < self.capacity:
+        if len(queue) < self.depth:
             return Admission.WAIT
         return Admission.RELEASE
 

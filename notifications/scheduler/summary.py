@@ -98,7 +98,16 @@ class TickConfig:
         return config
 
     @property
-    def rows_may_wait(self) -> bool:
-        """A row may wait one wave for its endpoint only while its lease still covers the
-        wait and its own delivery (two channel timeouts and a margin)."""
-        return 2 * self.channel_timeout + 5 <= self.lease.total_seconds()
+    def waiting_depth(self) -> int:
+        """How many rows may wait for one endpoint's slots: whole waves of its slots, as
+        many as the lease covers on top of the row's own delivery (each wave one channel
+        timeout, plus a margin), two at most. Defaults: 10 s timeouts, a 45 s lease → 2 waves
+        of 4 = 8 rows."""
+        waves = int((self.lease.total_seconds() - 5) // self.channel_timeout) - 1
+        return self.endpoint_concurrency * max(0, min(2, waves))
+
+    @property
+    def endpoint_share(self) -> int:
+        """The most rows of one endpoint a claim takes: what it can hold waiting (or, when
+        nothing may wait, what it can start)."""
+        return self.waiting_depth or self.endpoint_concurrency

@@ -112,7 +112,7 @@ class _Tick:
         self.gate = EndpointGate(
             capacity=config.endpoint_concurrency,
             threshold=config.circuit_failures,
-            may_wait=config.rows_may_wait,
+            depth=config.waiting_depth,
         )
         self.lost: DatabaseError | None = None
 
@@ -185,7 +185,7 @@ class _Tick:
                 limit=wanted,
                 skip_endpoints=busy,
                 # No more of one endpoint's rows than it can start or hold waiting.
-                per_endpoint=self.config.endpoint_concurrency,
+                per_endpoint=self.config.endpoint_share,
             )
         except DatabaseError as exc:
             if self._lose(exc):
@@ -194,7 +194,7 @@ class _Tick:
         per_endpoint = Counter(row.webhook_endpoint_id for row in claimed)
         per_endpoint.pop(None, None)
         # A claim that took an endpoint's full share may have left more of its rows due.
-        capped = any(n >= self.config.endpoint_concurrency for n in per_endpoint.values())
+        capped = any(n >= self.config.endpoint_share for n in per_endpoint.values())
         self.exhausted = len(claimed) < wanted and not capped
         self.left_for_later = bool(busy) or capped
         self.summary.claimed += len(claimed)
@@ -295,7 +295,11 @@ class _Tick:
                 plan, delivery = None, None
             if endpoint_id is not None:
                 self._endpoint_done(endpoint_id, delivery, plan)
-                if self.left_for_later:
+                # Claim again once an endpoint whose rows were left can take more: not on
+                # every delivery (each claim ranks every due row), but when its queue ran dry.
+                if self.left_for_later and endpoint_id not in self.gate.saturated(
+                    now=self.clock.now()
+                ):
                     self.exhausted = False
             if plan is not None:
                 self._record(plan)
