@@ -9,9 +9,10 @@ creates and drops, `tw_bench_jobs` unless --pg-database says otherwise) it print
   1. drain rate: N jobs of a kind are inserted, then 1 or 2 `manage.py consume_jobs --once
      --limit N` processes are started at once; the rate is N over the wall time from the
      first process's start to the last one's exit (Python and Django start-up included:
-     that is what a cron run costs). Kinds: `noop` (registered by bench/jobs_settings.py
-     only) and the real `provision` job (no PROVISIONING_URL: the local writes and the
-     invitation). Median [min-max] of R rounds, the four cases interleaved in each round;
+     that is what a cron run costs; the time of a run on an empty queue is printed too).
+     Kinds: `noop` (registered by bench/jobs_settings.py only) and the real `provision`
+     job (no PROVISIONING_URL: the local writes and the invitation). Median [min-max] of
+     R rounds, the four cases interleaved in each round;
   2. SQL statements and commits per job, counted in-process (CaptureQueriesContext around
      one `jobs_drain` of 500 jobs; a statement outside BEGIN..COMMIT commits on its own);
   3. create->active latency: one `consume_jobs --loop` process runs while projects are
@@ -145,6 +146,13 @@ def drain(env: dict[str, str], *, jobs: int, workers: int) -> float:
     return jobs / elapsed
 
 
+def _idle_run(env: dict[str, str]) -> float:
+    command = [PYTHON, "manage.py", "consume_jobs", "--once"]
+    started = time.monotonic()
+    subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, check=True)
+    return time.monotonic() - started
+
+
 def counted(*, kind: str, tenant, user) -> tuple[float, float]:
     """(statements, commits) per job of one in-process drain of COUNTED_JOBS jobs."""
     from django.db import connection
@@ -267,6 +275,8 @@ def run_one(args: argparse.Namespace) -> None:
                     rates.setdefault((kind, workers), []).append(rate)
                     clear()
         print(f"[{args.db}] 1. drain rate, jobs/s, median [min-max]; {load()}")
+        idle = statistics.median(_idle_run(env) for _ in range(3))
+        print(f"  (of which start-up: consume_jobs --once on an empty queue takes {idle:.2f} s)")
         for kind in ("noop", "provision"):
             one, two = rates[(kind, 1)], rates[(kind, 2)]
             print(

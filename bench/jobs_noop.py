@@ -19,4 +19,7 @@ class NoopJobConfig(AppConfig):
     def ready(self) -> None:
         from jobs.registry import Handler, register
 
-        register(NOOP_KIND, Handler(perform=_nothing, apply=_nothing))
+        handler = Handler(
+            perform=_nothing, apply=_nothing, apply_many=_nothing, max_seconds=lambda: 0.1
+        )
+        register(NOOP_KIND, handler)
