@@ -146,6 +146,20 @@ def drain(env: dict[str, str], *, jobs: int, workers: int) -> float:
     return jobs / elapsed
 
 
+def _table_writes() -> str:
+    """Updates (and how many were HOT) and the indexes every non-HOT update writes to."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'jobs_job'"
+        )
+        updates, hot = cursor.fetchone()
+        cursor.execute("SELECT count(*) FROM pg_index WHERE indrelid = 'jobs_job'::regclass")
+        (indexes,) = cursor.fetchone()
+    return f"{updates} updates, {hot} HOT; {indexes} indexes"
+
+
 def _idle_run(env: dict[str, str]) -> float:
     command = [PYTHON, "manage.py", "consume_jobs", "--once"]
     started = time.monotonic()
@@ -283,6 +297,8 @@ def run_one(args: argparse.Namespace) -> None:
                 f"  {kind:<9} 1 worker {_spread(one)}   2 workers {_spread(two)}   "
                 f"ratio {statistics.median(two) / statistics.median(one):.2f}"
             )
+        if args.db == "postgres":
+            print(f"  jobs_job since the start: {_table_writes()}")
         print(f"[{args.db}] 2. SQL per job (in-process drain of {COUNTED_JOBS})")
         for kind in ("noop", "provision"):
             statements, commits = counted(kind=kind, tenant=tenant, user=user)
