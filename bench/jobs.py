@@ -30,7 +30,14 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # Django is set up only once the bench database is chosen.
+    from django.contrib.auth.models import User
+
+    from tenancy.models import Tenant
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -76,7 +83,7 @@ def load() -> str:
     return "load average " + ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
-def add_jobs(*, kind: str, count: int, tenant, user) -> None:
+def add_jobs(*, kind: str, count: int, tenant: "Tenant", user: "User") -> None:
     """`count` pending jobs of `kind`, due now; a provision job gets its own project."""
     from django.db import transaction
     from django.utils import timezone
@@ -167,7 +174,7 @@ def _idle_run(env: dict[str, str]) -> float:
     return time.monotonic() - started
 
 
-def counted(*, kind: str, tenant, user) -> tuple[float, float]:
+def counted(*, kind: str, tenant: "Tenant", user: "User") -> tuple[float, float]:
     """(statements, commits) per job of one in-process drain of COUNTED_JOBS jobs."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -178,7 +185,7 @@ def counted(*, kind: str, tenant, user) -> tuple[float, float]:
     add_jobs(kind=kind, count=COUNTED_JOBS, tenant=tenant, user=user)
     autocommitted = []
 
-    def note(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+    def note(execute: Callable, sql: str, params: Any, many: bool, context: dict) -> Any:
         # A write outside atomic() commits by itself; COMMITs of atomic blocks are logged.
         if not connection.in_atomic_block and sql.split()[0].upper() in WRITES:
             autocommitted.append(sql)
@@ -194,7 +201,9 @@ def counted(*, kind: str, tenant, user) -> tuple[float, float]:
     return statements / COUNTED_JOBS, commits / COUNTED_JOBS
 
 
-def latency(env: dict[str, str], *, tenant, user, rate: float, seconds: float) -> list[float]:
+def latency(
+    env: dict[str, str], *, tenant: "Tenant", user: "User", rate: float, seconds: float
+) -> list[float]:
     """Seconds from each create's commit to its project being seen active."""
     from django.db import connection
 
@@ -245,7 +254,7 @@ def latency(env: dict[str, str], *, tenant, user, rate: float, seconds: float) -
     return [seen[pk] - created[pk] for pk in created]
 
 
-def _create(*, tenant, user, name: str) -> uuid.UUID:
+def _create(*, tenant: "Tenant", user: "User", name: str) -> uuid.UUID:
     from django.utils import timezone
 
     from projects.services import project_create
