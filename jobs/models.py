@@ -49,7 +49,11 @@ class Job(models.Model):
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="jobs")
+    # No index of its own: job_tenant_status_idx leads with the tenant, and every index is
+    # written again by each claim and completion (status changes, so no update is HOT).
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.CASCADE, related_name="jobs", db_index=False
+    )
     # By name, not import: jobs sits below projects and knows no project behaviour.
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="jobs")
     kind = models.CharField(max_length=50)
@@ -79,7 +83,12 @@ class Job(models.Model):
                 name="job_ready_idx",
             ),
             models.Index(fields=["tenant", "status", "-created_at"], name="job_tenant_status_idx"),
-            models.Index(fields=["status", "updated_at"], name="job_status_updated_idx"),
+            # For the prune only; partial, so only a completion writes to it.
+            models.Index(
+                fields=["completed_at"],
+                condition=models.Q(status="completed"),
+                name="job_completed_idx",
+            ),
         ]
         constraints = [
             models.CheckConstraint(

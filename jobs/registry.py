@@ -47,8 +47,15 @@ class JobError(Exception):
 
 @dataclass(frozen=True)
 class Handler:
+    """`apply_many(jobs, *, now)`, when given, makes the local writes of several jobs of
+    this kind at once (the same writes as `apply` for each). `max_seconds()` is the most a
+    job's `perform` plus `apply` may take (its deadline plus an allowance for the local
+    writes); None means unknown, and jobs are then claimed one at a time."""
+
     perform: Callable[[Job], None]
     apply: Callable[..., None]  # apply(job, *, now)
+    apply_many: Callable[..., None] | None = None  # apply_many(jobs, *, now)
+    max_seconds: Callable[[], float | None] = lambda: None
 
 
 HANDLERS: dict[str, Handler] = {}
@@ -57,6 +64,11 @@ HANDLERS: dict[str, Handler] = {}
 def register(kind: str, handler: Handler) -> None:
     """Make `handler` run the jobs of `kind` (called from the owning app's `ready()`)."""
     HANDLERS[kind] = handler
+
+
+def handlers() -> list[Handler]:
+    """Every registered handler."""
+    return list(HANDLERS.values())
 
 
 def handler_for(kind: str) -> Handler | None:

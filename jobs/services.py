@@ -10,7 +10,7 @@ dead letter or retry means for its project is the projects app's business: it li
 
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -20,7 +20,7 @@ from django.db import transaction
 
 from dbqueue.backoff import retry_delay
 from dbqueue.batches import delete_in_batches
-from dbqueue.claims import fenced_update
+from dbqueue.claims import fenced_update, fenced_update_many
 from jobs.models import ErrorCategory, Job, JobStatus
 from jobs.registry import job_dead_lettered, job_retried
 from tenancy.models import Tenant
@@ -97,6 +97,45 @@ def job_complete(*, job: Job, now: datetime, apply: Callable[[], None] | None = 
         if done and apply is not None:
             apply()
     return done
+
+
+def jobs_complete(
+    *, jobs: Sequence[Job], now: datetime, apply: Callable[[list[Job]], None] | None = None
+) -> set[uuid.UUID]:
+    """Mark several claimed jobs completed in one fenced statement and run `apply` on
+    those still ours, in one transaction; returns their ids (the others were fenced out).
+    If `apply` raises, nothing is written."""
+    changes = {
+        "status": JobStatus.COMPLETED,
+        "next_attempt_at": None,
+        "completed_at": now,
+        "updated_at": now,
+    }
+    with transaction.atomic():
+        done = fenced_update_many(Job, [(job.pk, job.claim_token, changes) for job in jobs])
+        if done and apply is not None:
+            apply([job for job in jobs if job.pk in done])
+    return done
+
+
+def jobs_release(*, jobs: Sequence[Job], now: datetime) -> set[uuid.UUID]:
+    """Give back claimed jobs that were never started (the worker is stopping, or their
+    shared lease no longer covers another run): pending and due now, with the attempt
+    their claim counted taken back. Fenced; returns the ids released."""
+    items = [
+        (
+            job.pk,
+            job.claim_token,
+            {
+                "status": JobStatus.PENDING,
+                "attempts": job.attempts - 1,
+                "next_attempt_at": now,
+                "updated_at": now,
+            },
+        )
+        for job in jobs
+    ]
+    return fenced_update_many(Job, items)
 
 
 def job_fail(

@@ -95,20 +95,50 @@ class Announcement:
     event_subject: str
 
 
-def notifications_announce(
-    *, tenant_id: UUID, project_id: UUID, source_key: str, announcement: Announcement, now: datetime
-) -> None:
-    """Create the one-shot notifications of `announcement`, due now, in one insert.
+@dataclass(frozen=True)
+class Announced:
+    """One producer's announcement to one tenant, keyed by `source_key`."""
 
-    Each row's source key extends `source_key` (`…:invite:<address digest>`,
+    tenant_id: UUID
+    project_id: UUID
+    source_key: str
+    announcement: Announcement
+
+
+def notifications_announce(items: Sequence[Announced], *, now: datetime) -> None:
+    """Create the one-shot notifications of each announcement, due now: one read of the
+    tenants' enabled endpoints and one insert, whatever their number.
+
+    Each row's source key extends its item's `source_key` (`…:invite:<address digest>`,
     `…:event:<endpoint id>`), so a producer that runs twice creates nothing the second
-    time. Addresses are checked as the API checks them (InvalidInput)."""
-    errors = _recipient_errors([Channel.EMAIL], list(announcement.addresses))
-    if announcement.addresses and errors:
-        raise InvalidInput(errors)
+    time. Addresses are checked as the API checks them: an invalid one raises InvalidInput
+    and creates nothing."""
+    for item in items:
+        addresses = list(item.announcement.addresses)
+        errors = _recipient_errors([Channel.EMAIL], addresses)
+        if addresses and errors:
+            raise InvalidInput(errors)
+    endpoints: dict[UUID, list[UUID]] = {}
+    enabled = WebhookEndpoint.objects.filter(
+        tenant_id__in={item.tenant_id for item in items}, enabled=True
+    )
+    for tenant_id, endpoint_id in enabled.values_list("tenant_id", "id"):
+        endpoints.setdefault(tenant_id, []).append(endpoint_id)
+    rows = [
+        row
+        for item in items
+        for row in _announcement_rows(item, endpoints.get(item.tenant_id, []), now=now)
+    ]
+    Notification.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def _announcement_rows(
+    item: Announced, endpoint_ids: list[UUID], *, now: datetime
+) -> list[Notification]:
+    announcement, source_key = item.announcement, item.source_key
     common = {
-        "tenant_id": tenant_id,
-        "project_id": project_id,
+        "tenant_id": item.tenant_id,
+        "project_id": item.project_id,
         "next_fire_at": now,
         "due_at": now,
         "recurrence_anchor": now,
@@ -128,7 +158,6 @@ def notifications_announce(
         )
         for address in announcement.addresses
     ]
-    endpoints = WebhookEndpoint.objects.filter(tenant_id=tenant_id, enabled=True)
     events = [
         Notification(
             channels=[Channel.WEBHOOK],
@@ -138,9 +167,9 @@ def notifications_announce(
             source_key=f"{source_key}:event:{endpoint_id}",
             **common,
         )
-        for endpoint_id in endpoints.values_list("id", flat=True)
+        for endpoint_id in endpoint_ids
     ]
-    Notification.objects.bulk_create(emails + events, ignore_conflicts=True)
+    return emails + events
 
 
 def _digest(address: str) -> str:

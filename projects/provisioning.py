@@ -19,16 +19,19 @@ from django.conf import settings
 
 from jobs.models import ErrorCategory, Job
 from jobs.registry import Handler, JobError
-from notifications.services import Announcement, notifications_announce
+from notifications.services import Announced, Announcement, notifications_announce
 from outbound.http import HttpError, post
 from outbound.statuses import TRANSIENT_4XX, parse_retry_after
 from projects.models import Project
-from projects.services import project_activate, project_fail, project_reprovision
+from projects.services import project_fail, project_reprovision, projects_activate
 
 # Beyond the usual retryable 4xx, the provisioning API may still be working on this
 # idempotency key (409).
 _TRANSIENT_4XX = TRANSIENT_4XX | {409}
 _PERMANENT_TRANSPORT = frozenset({ErrorCategory.INVALID_URL, "ssrf_blocked"})
+# A generous bound on the local writes of one job (four short statements), so a claim takes
+# only as many jobs as the lease covers even when the database is slow.
+LOCAL_WRITES_SECONDS = 1.0
 
 
 def provision_call_api(job: Job) -> None:
@@ -94,8 +97,19 @@ def _raise_for_status(status: int, retry_after: str | None) -> None:
 def provision_activate(job: Job, *, now: datetime) -> None:
     """Mark the project active and announce it (see the module docstring). Each
     notification's source key derives from the job id, so a second run inserts nothing."""
+    provision_activate_many([job], now=now)
 
-    project = project_activate(project_id=job.project_id, now=now)
+
+def provision_activate_many(jobs: list[Job], *, now: datetime) -> None:
+    """`provision_activate` for several jobs: four statements, whatever their number."""
+    projects = {
+        project.pk: project
+        for project in projects_activate(project_ids=[job.project_id for job in jobs], now=now)
+    }
+    notifications_announce([_announced(job, projects[job.project_id]) for job in jobs], now=now)
+
+
+def _announced(job: Job, project: Project) -> Announced:
     announcement = Announcement(
         addresses=invite_addresses(job.payload, creator=project.created_by),
         email_subject=f'You are invited to the project "{project.name}"',
@@ -103,13 +117,14 @@ def provision_activate(job: Job, *, now: datetime) -> None:
         event={"type": "project.activated", "data": _project_fields(job, name=project.name)},
         event_subject=f'Project "{project.name}" activated',
     )
-    notifications_announce(
-        tenant_id=job.tenant_id,
-        project_id=project.pk,
-        source_key=f"job:{job.id}",
-        announcement=announcement,
-        now=now,
-    )
+    return Announced(job.tenant_id, project.pk, f"job:{job.id}", announcement)
+
+
+def provision_max_seconds() -> float:
+    """The most one provision job may take: the API call's deadline, if one is configured,
+    plus an allowance for its local writes."""
+    api = settings.PROVISIONING_TIMEOUT_SECONDS if settings.PROVISIONING_URL else 0.0
+    return api + LOCAL_WRITES_SECONDS
 
 
 def invite_addresses(payload: dict[str, Any], *, creator: object | None) -> list[str]:
@@ -140,11 +155,7 @@ def project_job_dead_lettered(sender: type, *, job: Job, now: datetime, **kwargs
         event_subject=f'Project "{project.name}" failed',
     )
     notifications_announce(
-        tenant_id=job.tenant_id,
-        project_id=project.pk,
-        source_key=f"job:{job.id}:failed",
-        announcement=announcement,
-        now=now,
+        [Announced(job.tenant_id, project.pk, f"job:{job.id}:failed", announcement)], now=now
     )
 
 
@@ -153,4 +164,9 @@ def project_job_retried(sender: type, *, job: Job, now: datetime, **kwargs: Any)
     project_reprovision(project_id=job.project_id, now=now)
 
 
-PROVISION = Handler(perform=provision_call_api, apply=provision_activate)
+PROVISION = Handler(
+    perform=provision_call_api,
+    apply=provision_activate,
+    apply_many=provision_activate_many,
+    max_seconds=provision_max_seconds,
+)

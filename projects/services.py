@@ -9,7 +9,7 @@ request and replayed for identical retries until the key expires.
 import hashlib
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -222,10 +222,11 @@ def operation_keys_purge(*, now: datetime, batch_size: int = _PURGE_BATCH) -> in
     )
 
 
-def project_activate(*, project_id: uuid.UUID, now: datetime) -> Project:
-    """Mark the project active (its workspace is provisioned); returns it with its creator."""
-    Project.objects.filter(pk=project_id).update(status=ProjectStatus.ACTIVE, updated_at=now)
-    return Project.objects.select_related("created_by").get(pk=project_id)
+def projects_activate(*, project_ids: Sequence[uuid.UUID], now: datetime) -> list[Project]:
+    """Mark projects active (their workspaces are provisioned) in one statement; returns
+    them with their creators (one more), in no particular order."""
+    Project.objects.filter(pk__in=project_ids).update(status=ProjectStatus.ACTIVE, updated_at=now)
+    return list(Project.objects.select_related("created_by").filter(pk__in=project_ids))
 
 
 def project_fail(*, project_id: uuid.UUID, now: datetime) -> Project:

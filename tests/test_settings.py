@@ -90,3 +90,19 @@ def test_a_malformed_setting_is_one_line_naming_it(overrides, message):
     assert result.returncode == 1
     [line] = result.stderr.splitlines()
     assert line.startswith(message)
+
+
+def database_options(**overrides: str) -> subprocess.CompletedProcess:
+    script = "from django.conf import settings; print(settings.DATABASES['default']['OPTIONS'])"
+    return run([sys.executable, "-c", f"import django; django.setup(); {script}"], **overrides)
+
+
+def test_postgresql_prepares_hot_statements_unless_turned_off_for_a_pooler():
+    url = "postgres://app@db.internal:5432/app"
+
+    default = database_options(DATABASE_URL=url)
+    off = database_options(DATABASE_URL=url, DATABASE_PREPARED_STATEMENTS="false")
+
+    assert "'server_side_binding': True, 'prepare_threshold': 2" in default.stdout
+    assert "server_side_binding" not in off.stdout
+    assert "prepare_threshold" not in off.stdout

@@ -7,7 +7,7 @@ from django.db import connection
 
 from dbqueue.claims import claim_statement
 from jobs.consumer import JOB_CLAIM, jobs_claim
-from jobs.models import JobStatus
+from jobs.models import Job, JobStatus
 from tests.conftest import requires_postgres
 from tests.jobs.factories import NOW, make_job, reload
 
@@ -104,3 +104,35 @@ def test_the_ready_query_is_served_by_the_partial_index(alice):
         plan = "\n".join(row[0] for row in cursor.fetchall())
 
     assert "job_ready_idx" in plan
+
+
+@requires_postgres
+def test_the_prune_is_served_by_the_partial_completed_index(alice):
+    make_job(alice.tenant, status=JobStatus.COMPLETED, completed_at=NOW, next_attempt_at=None)
+    finished = Job.objects.filter(status=JobStatus.COMPLETED, completed_at__lt=NOW)
+    sql, params = finished.values("pk").query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + sql, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+
+    assert "job_completed_idx" in plan
+
+
+@requires_postgres
+def test_a_claim_and_a_completion_write_four_indexes_not_six(alice):
+    # Each non-HOT update writes every index whose predicate its new row satisfies.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexrelid::regclass::text, pg_get_expr(indpred, indrelid) "
+            "FROM pg_index WHERE indrelid = 'jobs_job'::regclass"
+        )
+        indexes = dict(cursor.fetchall())
+
+    unconditional = sorted(name for name, predicate in indexes.items() if predicate is None)
+    assert len(unconditional) == 3  # the primary key, the project, tenant+status+created
+    assert "job_tenant_status_idx" in unconditional
+    assert sorted(name for name, predicate in indexes.items() if predicate) == [
+        "job_completed_idx",
+        "job_ready_idx",
+    ]

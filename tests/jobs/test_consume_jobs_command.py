@@ -68,12 +68,12 @@ def test_bad_flags_are_refused_with_a_clear_message(db, flags, message):
         call_command("consume_jobs", *flags)
 
 
-def test_once_stops_on_a_lost_database_with_one_error_line_and_leaves_the_job_claimed(
+def test_once_stops_on_a_lost_database_with_one_error_line_and_leaves_the_batch_claimed(
     alice, monkeypatch
 ):
-    job = make_job(alice.tenant, now=timezone.now() - timedelta(minutes=1))
-    make_job(alice.tenant, now=timezone.now())
-    monkeypatch.setattr("jobs.consumer.job_complete", fail_with(session_ended()))
+    jobs = [make_job(alice.tenant, now=timezone.now() - timedelta(minutes=1)) for _ in range(2)]
+    make_job(alice.tenant, now=timezone.now() + timedelta(minutes=1))
+    monkeypatch.setattr("jobs.consumer.jobs_complete", fail_with(session_ended()))
     out = io.StringIO()
 
     with pytest.raises(CommandError) as raised:
@@ -83,9 +83,10 @@ def test_once_stops_on_a_lost_database_with_one_error_line_and_leaves_the_job_cl
         "consume_jobs: lost the database connection "
         "(terminating connection due to administrator command)"
     )
-    # No failure recorded for the job (the database failed, not the job): it stays
-    # claimed and is reclaimed when its lease expires. No further job was claimed.
-    job.refresh_from_db()
-    assert (job.status, job.attempts, job.last_error) == (JobStatus.ENQUEUED, 1, "")
-    assert job.claimed_until > timezone.now()
+    # No failure recorded for the batch's jobs (the database failed, not the jobs): they
+    # stay claimed and are reclaimed when their lease expires. Nothing else was claimed.
+    for job in jobs:
+        job.refresh_from_db()
+        assert (job.status, job.attempts, job.last_error) == (JobStatus.ENQUEUED, 1, "")
+        assert job.claimed_until > timezone.now()
     assert Job.objects.filter(status=JobStatus.PENDING).count() == 1

@@ -119,7 +119,7 @@ def test_completing_a_provision_job_takes_a_fixed_number_of_queries(
     make_job(alice.tenant, invite=["ann@example.com", "ben@example.com"])
     [job] = jobs_claim(now=NOW, limit=1)
 
-    # savepoint, fenced update, project read, project update, endpoints, insert, release
+    # savepoint, fenced update, project update, project read, endpoints, insert, release
     with django_assert_num_queries(7):
         outcome = job_process(job, clock=Clock(now=NOW))
 

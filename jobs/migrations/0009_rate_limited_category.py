@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0007_next_attempt_null_when_finished'),
+        ('jobs', '0008_fewer_indexes_written_per_update'),
     ]
 
     operations = [
