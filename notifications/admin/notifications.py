@@ -95,6 +95,22 @@ def _cells(delivery: Delivery) -> tuple:
     )
 
 
+QUEUE_STATE_FIELDS = [
+    "state",
+    "next_fire_at",
+    "due_at",
+    "channel_state",
+    "occurrence",
+    "last_fired_at",
+    "error_count",
+    "last_error",
+    "dead_letter_reason",
+    "claimed_until",
+    "claim_token",
+    "unfinished_claims",
+]
+
+
 @admin.register(Notification)
 class NotificationAdmin(StateButtonsAdmin, ServiceSaveAdmin):
     change_list_template = "admin/queue_change_list.html"
@@ -134,43 +150,19 @@ class NotificationAdmin(StateButtonsAdmin, ServiceSaveAdmin):
         ("Schedule", {"fields": ["rrule", "timezone", "recurrence_anchor"]}),
         (
             "Queue state (changed only by the buttons above)",
-            {
-                "fields": [
-                    "state",
-                    "next_fire_at",
-                    "due_at",
-                    "channel_state",
-                    "occurrence",
-                    "last_fired_at",
-                    "error_count",
-                    "last_error",
-                    "dead_letter_reason",
-                    "claimed_until",
-                    "claim_token",
-                    "unfinished_claims",
-                ]
-            },
+            {"fields": QUEUE_STATE_FIELDS},
         ),
         ("Record", {"fields": ["id", "source_key", "created_at", "updated_at"]}),
         ("Delivery log", {"fields": ["recent_deliveries"]}),
     ]
+    # Everything but the content a support engineer may correct: the queue's own state
+    # changes only through the services behind the buttons.
     readonly_fields = [
         "tenant",
         "project",
         "webhook_event_json",
         "recurrence_anchor",
-        "state",
-        "next_fire_at",
-        "due_at",
-        "channel_state",
-        "occurrence",
-        "last_fired_at",
-        "error_count",
-        "last_error",
-        "dead_letter_reason",
-        "claimed_until",
-        "claim_token",
-        "unfinished_claims",
+        *QUEUE_STATE_FIELDS,
         "id",
         "source_key",
         "created_at",
