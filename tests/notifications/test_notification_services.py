@@ -299,7 +299,7 @@ def test_announced_rows_are_due_now(tenant):
     )
 
     services.notifications_announce(
-        tenant_id=tenant.id, project_id=None, source_key="k", announcement=announcement, now=NOW
+        [services.Announced(tenant.id, None, "k", announcement)], now=NOW
     )
 
     assert list(Notification.objects.values_list("due_at", "next_fire_at")) == [(NOW, NOW)]
