@@ -258,6 +258,8 @@ if CLAIM_LEASE_SECONDS < CHANNEL_TIMEOUT_SECONDS + 5:
 
 RESEND_API_KEY = _read("RESEND_API_KEY", env.str, "")
 RESEND_API_URL = _read("RESEND_API_URL", env.str, "https://api.resend.com").rstrip("/")
+# Requests per second to Resend across every tick process (Resend's default team limit).
+RESEND_RATE_LIMIT = _positive("RESEND_RATE_LIMIT", _read("RESEND_RATE_LIMIT", env.float, 2.0))
 NOTIFICATIONS_EMAIL_FROM = _read(
     "NOTIFICATIONS_EMAIL_FROM", env.str, "Tickwork <notifications@tickwork.invalid>"
 )

@@ -22,3 +22,17 @@ class WorkerTotal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.worker} {self.name}={self.total}"
+
+
+class PaceBudget(models.Model):
+    """The send budget of one rate-limited provider (e.g. "resend"), shared by every process
+    on every machine: the next instant a request may go (GCRA's theoretical arrival time).
+    Taking a slot moves it forward by one interval; a provider's "slow down" moves it to the
+    time the provider named. See dbqueue/pacing.py."""
+
+    name = models.CharField(max_length=64, primary_key=True)
+    next_slot_at = models.DateTimeField()
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.name} next slot {self.next_slot_at.isoformat()}"

@@ -119,6 +119,29 @@ _STATE_FILTERS = {
 }
 
 
+class EmailBatch(models.Model):
+    """One Resend batch request as it was composed, recorded before it is sent: a retry of
+    the batch sends these exact bytes under this key (Resend replays its first answer
+    instead of sending again), and an email that must go again in another batch gets that
+    batch's key, which cannot collide. `members` names the occurrence of each email, in
+    the body's order ("<notification id>/<occurrence>")."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    body = models.TextField()
+    members = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=utc_now, editable=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["created_at"], name="email_batch_created_idx")]
+
+    def __str__(self) -> str:
+        return f"email batch {self.id} ({len(self.members)} emails)"
+
+    @property
+    def idempotency_key(self) -> str:
+        return f"batch_{self.id}"
+
+
 class Notification(models.Model):
     """A one-shot (empty `rrule`) or recurring notification; the row is its own queue entry.
 
@@ -175,6 +198,17 @@ class Notification(models.Model):
     claimed_until = models.DateTimeField(null=True, blank=True)
     claim_token = models.BigIntegerField(default=0)
     unfinished_claims = models.PositiveIntegerField(default=0)
+    # The recorded Resend batch carrying this occurrence's email until its outcome is known:
+    # a retry resends that identical batch. Cleared when the occurrence ends.
+    email_batch = models.ForeignKey(
+        EmailBatch,
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+    )
     # Set by internal producers (e.g. a job's invitations) so re-running them creates nothing.
     source_key = models.CharField(max_length=200, null=True, blank=True, editable=False)  # noqa: DJ001
     created_at = models.DateTimeField(default=utc_now, editable=False)
@@ -192,6 +226,12 @@ class Notification(models.Model):
                 name="notification_due_idx",
             ),
             models.Index(fields=["tenant", "-created_at"], name="notification_tenant_idx"),
+            # Pruning a batch clears the rows still naming it (none, unless parked).
+            models.Index(
+                fields=["email_batch"],
+                condition=models.Q(email_batch__isnull=False),
+                name="notification_email_batch_idx",
+            ),
         ]
         constraints = [
             models.UniqueConstraint(

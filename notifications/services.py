@@ -320,6 +320,9 @@ def _rearmed(*, next_fire_at: datetime) -> dict[str, Any]:
         "unfinished_claims": 0,
         "next_fire_at": next_fire_at,
         "due_at": next_fire_at,
+        # A retried email goes in a new batch under a new key: the old batch's key would
+        # make Resend replay its old answer instead of sending.
+        "email_batch": None,
     }
 
 

@@ -20,17 +20,24 @@ Sender = Callable[..., DeliveryResult]  # sender(message, *, timeout=seconds)
 
 @dataclass(frozen=True)
 class Senders:
-    """The channel functions; tests inject fakes, production uses the transports."""
+    """The channel functions; tests inject fakes, production uses the transports. With
+    `email_batch` (Resend configured), emails go out in batches instead of one by one:
+    email_batch(body=, size=, key=, timeout=) -> BatchAnswer."""
 
     email: Sender
     webhook: Sender
+    email_batch: Callable[..., Any] | None = None
 
 
 def default_senders() -> Senders:
+    from django.conf import settings
+
     from notifications.transports.email import send_email
+    from notifications.transports.resend import send_batch
     from notifications.transports.webhook import send_webhook
 
-    return Senders(email=send_email, webhook=send_webhook)
+    batches = send_batch if settings.RESEND_API_KEY else None
+    return Senders(email=send_email, webhook=send_webhook, email_batch=batches)
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,15 @@ def _call(sender: Sender, message: Any, timeout: float) -> DeliveryResult:
         )
 
 
+def email_message(notification: Notification) -> EmailMessage:
+    return EmailMessage(
+        to=tuple(notification.email_to or ()),
+        subject=notification.subject,
+        body=notification.body,
+        idempotency_key=occurrence_id(notification),
+    )
+
+
 def _channel_call(
     channel: str,
     notification: Notification,
@@ -117,13 +133,7 @@ def _channel_call(
 ) -> tuple[Sender, Any] | DeliveryResult:
     """The sender and message for `channel`, or a ready result when no call can help."""
     if channel == Channel.EMAIL:
-        message = EmailMessage(
-            to=tuple(notification.email_to or ()),
-            subject=notification.subject,
-            body=notification.body,
-            idempotency_key=occurrence_id(notification),
-        )
-        return senders.email, message
+        return senders.email, email_message(notification)
     if channel == Channel.WEBHOOK:
         if endpoint is None or not endpoint.enabled:
             state = "missing" if endpoint is None else "disabled"
@@ -152,16 +162,17 @@ def deliver_row(
     pool: Executor,
     timeout: float,
     deferred: Mapping[str, Deferral] | None = None,
+    elsewhere: frozenset[str] = frozenset(),
 ) -> RowDelivery:
-    """Run the row's pending channels but the `deferred` ones in parallel on `pool`; a
-    channel still running at the deadline (its own timeout plus a small grace) is recorded
-    as a timeout."""
+    """Run the row's pending channels but the `deferred` ones and those sent `elsewhere`
+    (an email in a batch) in parallel on `pool`; a channel still running at the deadline
+    (its own timeout plus a small grace) is recorded as a timeout."""
     started = time.monotonic()
     deferred = deferred or {}
     results: dict[str, DeliveryResult] = {}
     pending: dict[str, Future[DeliveryResult]] = {}
     for channel in pending_channels(notification):
-        if channel in deferred:
+        if channel in deferred or channel in elsewhere:
             continue
         call = _channel_call(channel, notification, endpoint=endpoint, now=now, senders=senders)
         if isinstance(call, DeliveryResult):

@@ -165,6 +165,7 @@ def _finish(row: Notification, token: int, failed: tuple[str, ...], *, now: date
         "dead_letter_reason": "",
         "unfinished_claims": 0,
         "channel_state": {},
+        "email_batch": None,
         "updated_at": now,
     }
     return RowPlan(
@@ -224,6 +225,8 @@ def dead_letter(
         "dead_letter_reason": "" if upcoming else reason.value,
         "unfinished_claims": 0,
         "channel_state": {},
+        # A re-armed occurrence that sends its email again does so in a new batch.
+        "email_batch": None,
         "updated_at": now,
     }
     log = _delivery_row(

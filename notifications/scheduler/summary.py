@@ -69,6 +69,8 @@ class TickConfig:
     endpoint_concurrency: int
     circuit_failures: int
     policy: Policy = field(repr=False)
+    # Resend requests per second, shared by every tick process (RESEND_RATE_LIMIT).
+    mail_rate: float = 2.0
 
     @classmethod
     def from_settings(
@@ -84,6 +86,7 @@ class TickConfig:
             channel_timeout=settings.CHANNEL_TIMEOUT_SECONDS,
             endpoint_concurrency=settings.WEBHOOK_ENDPOINT_CONCURRENCY,
             circuit_failures=settings.WEBHOOK_CIRCUIT_FAILURES,
+            mail_rate=settings.RESEND_RATE_LIMIT,
             policy=Policy(
                 max_attempts=settings.NOTIFICATION_MAX_ATTEMPTS,
                 backoff=settings.BACKOFF_SECONDS,
@@ -96,6 +99,13 @@ class TickConfig:
         if config.max_rows is not None and config.max_rows <= 0:
             raise ValueError("max_rows must be greater than zero")
         return config
+
+    @property
+    def mail_horizon(self) -> float:
+        """How far ahead (seconds) an email batch may be claimed for its send slot: its
+        rows' lease must still cover the send itself (one channel timeout) and a margin.
+        Defaults: 45 s lease, 10 s timeout → 30 s, 60 batches at 2 requests/s."""
+        return self.lease.total_seconds() - self.channel_timeout - 5
 
     @property
     def waiting_depth(self) -> int:

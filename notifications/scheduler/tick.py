@@ -6,11 +6,18 @@ is reached. The main thread does all database work; row workers only call the ch
 row is claimed only when a worker slot is free for it, so its lease starts when its work
 starts. Each webhook endpoint gets at most a few slots (`EndpointGate`), and its circuit
 breaker defers its rows while it is down, so a dead receiver costs nobody else anything.
+
+With Resend configured, emails go out in batches of up to 100, paced by a send budget that
+every tick process shares: rows whose only pending channel is email are claimed a batch at
+a time, and only while the budget has a slot within the horizon their leases cover, so the
+rest stay due, unclaimed. A row with a webhook and an email is claimed for its webhook; its
+email joins the next batch and the row is written back once both are known.
 """
 
 import dataclasses
 import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -18,10 +25,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import DatabaseError
+from django.db.models import Q
 
 from dbqueue.claims import ClaimSpec, ClaimValue, claim
 from dbqueue.clock import Clock
 from dbqueue.database import connection_lost
+from dbqueue.pacing import PaceContention
 from dbqueue.worker import ConnectionLost, Worker
 from notifications.models import Channel, Notification, WebhookEndpoint
 from notifications.scheduler import outcomes
@@ -36,9 +45,20 @@ from notifications.scheduler.deliver import (
 )
 from notifications.scheduler.gate import Admission, EndpointGate
 from notifications.scheduler.lateness import due_rows_left
+from notifications.scheduler.mail import (
+    Holdoff,
+    OutgoingBatch,
+    compose,
+    first_free_slot,
+    hold,
+    send_when_due,
+    take_slots,
+)
 from notifications.scheduler.plan import RowPlan, plan_delivery, plan_poison, plan_release
 from notifications.scheduler.summary import TickConfig, TickSummary
 from notifications.scheduler.writeback import write_back
+from notifications.transports.base import DeliveryResult
+from notifications.transports.resend import BATCH_LIMIT, BatchAnswer
 
 logger = logging.getLogger("notifications.scheduler")
 
@@ -49,6 +69,13 @@ DUE = ClaimSpec(
     # Reset by every write-back, so it counts claims that died before producing an outcome.
     on_claim={"unfinished_claims": ClaimValue.INCREMENT},
 )
+# Rows with nothing but an email left to send: email is their only channel, or their webhook
+# is settled. (Stated positively: a negated JSON path lookup is NULL, not true, where the
+# path is missing.)
+EMAIL_ONLY = Q(channels=[Channel.EMAIL]) | Q(channel_state__has_key=Channel.WEBHOOK)
+# Batches sleeping until their slot or being sent; each holds a mailer thread.
+MAILERS = 8
+MAX_BATCHES_IN_FLIGHT = 64
 
 
 def notification_claim(
@@ -58,16 +85,23 @@ def notification_claim(
     limit: int,
     skip_endpoints: Iterable[Any] = (),
     per_endpoint: int | None = None,
+    only: Q | None = None,
 ) -> list[Notification]:
     """Claim up to `limit` due rows (round-robin across tenants, oldest first within one);
     each carries its new claim_token. Rows of `skip_endpoints` (busy in this tick) are left
-    for a later claim, and at most `per_endpoint` rows of one webhook endpoint are taken."""
+    for a later claim, at most `per_endpoint` rows of one webhook endpoint are taken, and
+    with `only` just the rows it matches."""
     skipped = set(skip_endpoints)
     spec = DUE
-    if skipped:
-        spec = dataclasses.replace(
-            spec, ready=lambda at: DUE.ready(at).exclude(webhook_endpoint_id__in=skipped)
-        )
+    if skipped or only is not None:
+
+        def ready(at: datetime) -> Any:
+            rows = DUE.ready(at)
+            if skipped:
+                rows = rows.exclude(webhook_endpoint_id__in=skipped)
+            return rows if only is None else rows.filter(only)
+
+        spec = dataclasses.replace(spec, ready=ready)
     if per_endpoint is not None:
         spec = dataclasses.replace(spec, cap_by=("webhook_endpoint", per_endpoint))
     return claim(spec, now=now, lease=lease, limit=limit)
@@ -97,6 +131,21 @@ def run_tick(
     return summary
 
 
+@dataclasses.dataclass
+class _Join:
+    """A row whose channels went out in pieces (its webhook in a row worker, its email in a
+    batch): what came back so far. It is planned once `pieces` reaches zero."""
+
+    token: int
+    pieces: int
+    attempted_at: datetime
+    results: dict[str, DeliveryResult] = dataclasses.field(default_factory=dict)
+    deferred: dict[str, Deferral] = dataclasses.field(default_factory=dict)
+    email_only: bool = False
+    signal: Any = None
+    broken: bool = False
+
+
 class _Tick:
     def __init__(self, config: TickConfig, clock: Clock, senders: Senders, stop: threading.Event):
         self.config, self.clock, self.senders, self.stop = config, clock, senders, stop
@@ -115,21 +164,45 @@ class _Tick:
             depth=config.waiting_depth,
         )
         self.lost: DatabaseError | None = None
+        # Email in Resend batches (DESIGN §4, §6): rows whose email waits for a batch, the
+        # rows out in pieces, the batches on their way, and when the shared send budget may
+        # next have a slot within the horizon.
+        self.batching = senders.email_batch is not None
+        self.mail_rows: list[Notification] = []
+        self.joins: dict[Any, _Join] = {}
+        self.mail_in_flight: dict[Future, OutgoingBatch] = {}
+        self.mail_exhausted = not self.batching
+        self.mail_resume_at = 0.0
+        self.budget_seen = False
+        self.mail_stalled = False
+        self.holdoff = Holdoff()
 
     def run(self) -> TickSummary:
         self.rows = ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="tick-row")
         # Two channels a row at most; a channel that overran its deadline may still hold
         # a thread, so the channel pool is not shared with the row workers.
         self.channels = ThreadPoolExecutor(2 * self.config.concurrency, "tick-channel")
+        self.mailer = ThreadPoolExecutor(MAILERS, "tick-mail")
         try:
             while True:
+                claimed = False
                 if self._may_claim():
                     # New rows start first; finished ones are written back while they run.
                     self._claim()
+                    claimed = True
+                if self._may_claim_mail():
+                    self._claim_mail()
+                    claimed = True
+                if claimed:
+                    self._dispatch_mail()
                     self._flush()
-                elif self.in_flight:
-                    done, _ = wait(self.in_flight, return_when=FIRST_COMPLETED)
+                elif self.in_flight or self.mail_in_flight:
+                    futures = [*self.in_flight, *self.mail_in_flight]
+                    done, _ = wait(futures, timeout=self._mail_pause(), return_when=FIRST_COMPLETED)
                     self._collect(done)
+                    self._dispatch_mail()
+                elif (pause := self._mail_pause()) is not None:
+                    self.stop.wait(pause)
                 else:
                     break
             self._flush()
@@ -137,6 +210,7 @@ class _Tick:
         finally:
             self.rows.shutdown(wait=False, cancel_futures=True)
             self.channels.shutdown(wait=False, cancel_futures=True)
+            self.mailer.shutdown(wait=False, cancel_futures=True)
         self.summary.duration = self.clock.elapsed()
         if self.lost is not None:
             raise ConnectionLost(self.summary) from self.lost
@@ -146,7 +220,8 @@ class _Tick:
         """When the tick stopped on its budget, its cap or a stop request rather than on an
         empty queue, record how many due rows it left (one COUNT); `--loop` then ticks again
         at once, and /metrics shows whether the scheduler keeps up."""
-        if self.exhausted or self.lost is not None:
+        drained = self.exhausted and self.mail_exhausted and not self.mail_stalled
+        if drained or self.lost is not None:
             return
         try:
             self.summary.due_left = due_rows_left(now=self.clock.now())
@@ -158,19 +233,68 @@ class _Tick:
         waiting = sum(len(queue) for queue in self.gate.waiting.values())
         return self.config.concurrency - len(self.in_flight) - waiting
 
-    def _may_claim(self) -> bool:
-        free = self._free_slots()
+    def _may_claim_any(self) -> bool:
         capped = self.config.max_rows is not None and self.summary.claimed >= self.config.max_rows
         return (
-            not self.exhausted
-            and not capped
+            not capped
             and self.lost is None
             and not self.stop.is_set()
             and self.clock.elapsed() < self.config.time_budget
+        )
+
+    def _may_claim(self) -> bool:
+        free = self._free_slots()
+        return (
+            not self.exhausted
+            and self._may_claim_any()
             # Claim in batches (fewer statements), yet only for slots that are free now.
             and (free * 2 >= self.config.concurrency or not self.in_flight)
             and free > 0
         )
+
+    def _may_claim_mail(self) -> bool:
+        """An email batch may be claimed: some may be due, and the send budget has a slot
+        within the horizon the rows' leases cover."""
+        if self.mail_exhausted or not self._may_claim_any():
+            return False
+        if not self.budget_seen:
+            self._look_at_send_budget()
+        paused = self._mail_pause() is not None  # may find the wait outlasts the budget
+        return (
+            not paused
+            and not self.mail_exhausted
+            and len(self.mail_in_flight) < MAX_BATCHES_IN_FLIGHT
+        )
+
+    def _mail_pause(self) -> float | None:
+        """Seconds until the send budget may have a slot within the horizon again, while
+        emails may still be due and claimed this tick; None when nothing waits for it or
+        the wait would outlast the tick's time budget (the rows stay due, unclaimed)."""
+        if self.mail_exhausted or not self._may_claim_any():
+            return None
+        pause = self.mail_resume_at - time.monotonic()
+        if pause <= 0:
+            return None
+        if pause >= self.config.time_budget - self.clock.elapsed():
+            # No email claim this tick; the rows are left due, not drained.
+            self.mail_exhausted = self.mail_stalled = True
+            return None
+        return pause
+
+    def _look_at_send_budget(self) -> None:
+        """Before the first email claim: leave the email rows due, unclaimed, while other
+        processes hold the budget's slots beyond the horizon."""
+        self.budget_seen = True
+        now = self.clock.now()
+        try:
+            first_free = first_free_slot()
+        except DatabaseError as exc:
+            if self._lose(exc):
+                return
+            raise
+        if first_free is not None:
+            ahead = (first_free - now).total_seconds() - self.config.mail_horizon
+            self.mail_resume_at = time.monotonic() + ahead
 
     def _claim(self) -> None:
         wanted = min(self._free_slots(), self.config.batch)
@@ -186,6 +310,8 @@ class _Tick:
                 skip_endpoints=busy,
                 # No more of one endpoint's rows than it can start or hold waiting.
                 per_endpoint=self.config.endpoint_share,
+                # Rows with nothing but an email to send are claimed a batch at a time.
+                only=~EMAIL_ONLY if self.batching else None,
             )
         except DatabaseError as exc:
             if self._lose(exc):
@@ -205,6 +331,9 @@ class _Tick:
                 self.summary.errors += len(claimed)
                 return
             raise
+        self._start_claimed(claimed, now=now)
+
+    def _start_claimed(self, claimed: list[Notification], *, now: datetime) -> None:
         for row in claimed:
             poison = outcomes.is_poison(
                 unfinished_claims=row.unfinished_claims,
@@ -214,6 +343,24 @@ class _Tick:
                 self._record(plan_poison(row, token=row.claim_token, now=now))
                 continue
             self._start(row)
+
+    def _claim_mail(self) -> None:
+        """Claim one batch of rows whose only pending channel is email."""
+        wanted = min(self.config.batch, BATCH_LIMIT)
+        if self.config.max_rows is not None:
+            wanted = min(wanted, self.config.max_rows - self.summary.claimed)
+        now = self.clock.now()
+        try:
+            claimed = notification_claim(
+                now=now, lease=self.config.lease, limit=wanted, only=EMAIL_ONLY
+            )
+        except DatabaseError as exc:
+            if self._lose(exc):
+                return
+            raise
+        self.mail_exhausted = len(claimed) < wanted
+        self.summary.claimed += len(claimed)
+        self._start_claimed(claimed, now=now)
 
     def _start(self, row: Notification) -> None:
         """Send the row's pending channels, or defer, hold or release it as its webhook
@@ -236,7 +383,21 @@ class _Tick:
                 endpoint = None
             else:
                 self.gate.started(endpoint.pk)
-        if deferred and set(pending_channels(row)) <= set(deferred):
+        pending = pending_channels(row)
+        batched = self.batching and Channel.EMAIL in pending and Channel.EMAIL not in deferred
+        if batched:
+            others = [c for c in pending if c != Channel.EMAIL and c not in deferred]
+            self.mail_rows.append(row)
+            self.joins[row.pk] = _Join(
+                token=row.claim_token,
+                pieces=1 + bool(others),
+                email_only=not others,
+                attempted_at=now,
+                deferred=dict(deferred),
+            )
+            if not others:
+                return
+        elif deferred and set(pending) <= set(deferred):
             delivery = RowDelivery(row, results={}, attempted_at=now, deferred=deferred)
             self._record(self._plan(delivery, row.claim_token))
             return
@@ -249,6 +410,7 @@ class _Tick:
             pool=self.channels,
             timeout=self.config.channel_timeout,
             deferred=deferred,
+            elsewhere=frozenset({Channel.EMAIL}) if batched else frozenset(),
         )
         self.in_flight[future] = (row, row.claim_token, endpoint.pk if endpoint else None)
 
@@ -280,32 +442,185 @@ class _Tick:
 
     def _collect(self, done: set[Future]) -> None:
         for future in done:
+            if future in self.mail_in_flight:
+                self._mail_answered(self.mail_in_flight.pop(future), future)
+                continue
             row, token, endpoint_id = self.in_flight.pop(future)
             try:
                 delivery = future.result()
-                plan = self._plan(delivery, token)
             except Exception as exc:  # one bad row must not stop the tick
-                self.summary.errors += 1
-                logger.error(
-                    "row %s: unexpected %s while processing; it stays claimed until its "
-                    "lease expires",
-                    row.pk,
-                    type(exc).__name__,
-                )
-                plan, delivery = None, None
+                self._row_broke(row, exc)
+                delivery = None
+            signal = None
             if endpoint_id is not None:
-                self._endpoint_done(endpoint_id, delivery, plan)
+                signal = self._endpoint_done(endpoint_id, delivery)
                 # Claim again once an endpoint whose rows were left can take more: not on
                 # every delivery (each claim ranks every due row), but when its queue ran dry.
                 if self.left_for_later and endpoint_id not in self.gate.saturated(
                     now=self.clock.now()
                 ):
                     self.exhausted = False
-            if plan is not None:
-                self._record(plan)
+            join = self.joins.get(row.pk)
+            if join is not None:
+                join.broken |= delivery is None
+                if delivery is not None:
+                    join.results.update(delivery.results)
+                    join.deferred.update(delivery.deferred)
+                join.signal = signal
+                self._piece_done(row)
+            elif delivery is not None:
+                self._plan_and_record(delivery, token, signal)
 
-    def _endpoint_done(self, endpoint_id: Any, delivery: RowDelivery | None, plan: Any) -> None:
-        """Free the endpoint's slot, apply the attempt to its circuit, start who waited."""
+    def _row_broke(self, row: Notification, exc: Exception) -> None:
+        self.summary.errors += 1
+        logger.error(
+            "row %s: unexpected %s while processing; it stays claimed until its lease expires",
+            row.pk,
+            type(exc).__name__,
+        )
+
+    def _plan_and_record(self, delivery: RowDelivery, token: int, signal: Any) -> None:
+        row = delivery.notification
+        try:
+            plan = self._plan(delivery, token)
+        except Exception as exc:  # one bad row must not stop the tick
+            self._row_broke(row, exc)
+            return
+        plan.endpoint_signal = signal
+        self._record(plan)
+
+    def _piece_done(self, row: Notification) -> None:
+        """One piece of a row out in pieces came back; plan the row when it was the last."""
+        join = self.joins[row.pk]
+        join.pieces -= 1
+        if join.pieces:
+            return
+        del self.joins[row.pk]
+        if join.broken:
+            return
+        results = {c: join.results[c] for c in row.channels if c in join.results}
+        delivery = RowDelivery(
+            row, results=results, attempted_at=join.attempted_at, deferred=join.deferred
+        )
+        self._plan_and_record(delivery, join.token, join.signal)
+
+    def _email_done(
+        self,
+        row: Notification,
+        *,
+        result: DeliveryResult | None = None,
+        deferral: Deferral | None = None,
+        sent_at: datetime | None = None,
+    ) -> None:
+        join = self.joins[row.pk]
+        if result is not None:
+            join.results[Channel.EMAIL] = result
+        if deferral is not None:
+            join.deferred[Channel.EMAIL] = deferral
+        if sent_at is not None and join.email_only:
+            # An email-only row was attempted when its batch went, not when it was claimed.
+            join.attempted_at = sent_at
+        self._piece_done(row)
+
+    def _dispatch_mail(self) -> None:
+        """Put the emails that wait into batches: recorded, each with a send slot of the
+        shared budget, handed to a mailer thread that sends it when its slot comes. A batch
+        whose slot lies beyond the horizon (other processes took the budget) is not sent:
+        its emails are deferred, unattempted, to that slot."""
+        if not self.mail_rows or self.lost is not None:
+            return
+        rows, self.mail_rows = self.mail_rows, []
+        now = self.clock.now()
+        try:
+            batches = compose(rows, now=now)
+            if batches:
+                take_slots(batches, rate=self.config.mail_rate, now=now)
+        except PaceContention:
+            until = now + timedelta(seconds=1)
+            for row in rows:
+                self._email_done(row, deferral=Deferral(until=until, reason="send_budget"))
+            return
+        except DatabaseError as exc:
+            if not self._lose(exc):
+                raise
+            self.summary.errors += len(rows)
+            for row in rows:
+                self.joins.pop(row.pk, None)
+            return
+        self._mail_left_out(rows, batches, now=now)
+        horizon = now + timedelta(seconds=self.config.mail_horizon)
+        for batch in batches:
+            if batch.slot > horizon:
+                for row, _token, _index in batch.members:
+                    deferral = Deferral(until=batch.slot, reason="send_budget")
+                    self._email_done(row, deferral=deferral)
+                continue
+            future = self.mailer.submit(
+                send_when_due,
+                batch,
+                delay=(batch.slot - now).total_seconds(),
+                latest=time.monotonic() + self.config.mail_horizon,
+                sender=self.senders.email_batch,
+                timeout=self.config.channel_timeout,
+                holdoff=self.holdoff,
+                stop=self.stop,
+                clock=self.clock.now,
+            )
+            self.mail_in_flight[future] = batch
+        if batches:
+            self._pause_mail_until(max(b.slot for b in batches), now=now)
+
+    def _mail_left_out(
+        self, rows: list[Notification], batches: list[OutgoingBatch], *, now: datetime
+    ) -> None:
+        """Rows that no batch took were reclaimed by another tick meanwhile (fenced out):
+        this tick sends nothing for them; their write-back will be fenced out too."""
+        taken = {row.pk for batch in batches for row, _, _ in batch.members}
+        for row in rows:
+            if row.pk not in taken:
+                self._email_done(row, deferral=Deferral(until=now, reason="send_budget"))
+
+    def _pause_mail_until(self, last_slot: datetime, *, now: datetime) -> None:
+        """No email claim until the budget's next slot (after `last_slot`) is within the
+        horizon again."""
+        next_slot = last_slot + timedelta(seconds=1 / self.config.mail_rate)
+        ahead = (next_slot - now).total_seconds() - self.config.mail_horizon
+        self.mail_resume_at = max(self.mail_resume_at, time.monotonic() + ahead)
+
+    def _mail_answered(self, batch: OutgoingBatch, future: Future) -> None:
+        """Apply a batch's answer to the rows it carried, and any hold-off the provider
+        asked for to the shared budget."""
+        try:
+            answer: BatchAnswer | None = future.result()
+        except Exception as exc:  # send_when_due does not raise; this guards the tick
+            for row, _, _ in batch.members:
+                self.joins[row.pk].broken = True
+                self._row_broke(row, exc)
+                self._piece_done(row)
+            return
+        now = self.clock.now()
+        if answer is None:  # not sent: the tick stopped, or the slot came too late
+            for row, _, _ in batch.members:
+                self._email_done(row, deferral=Deferral(until=now, reason="send_budget"))
+        else:
+            if answer.hold_seconds:
+                self._hold_mail(answer.hold_seconds, now=now)
+            for row, _, index in batch.members:
+                self._email_done(row, result=answer.results[index], sent_at=batch.sent_at)
+        self._flush()
+
+    def _hold_mail(self, seconds: float, *, now: datetime) -> None:
+        self.holdoff.extend(seconds)
+        self.mail_resume_at = max(self.mail_resume_at, time.monotonic() + seconds)
+        try:
+            hold(seconds=seconds, now=now)
+        except DatabaseError as exc:
+            if not self._lose(exc):
+                raise
+
+    def _endpoint_done(self, endpoint_id: Any, delivery: RowDelivery | None) -> Any:
+        """Free the endpoint's slot, apply the attempt to its circuit, start who waited;
+        the attempt's news for the circuit, if any, for the row's write-back."""
         result = delivery.results.get(Channel.WEBHOOK) if delivery is not None else None
         now = self.clock.now()
         signal = self.gate.finish(
@@ -315,10 +630,9 @@ class _Tick:
             now=now,
             backpressure=result is not None and result.backpressure,
         )
-        if signal is not None and plan is not None:
-            plan.endpoint_signal = (endpoint_id, signal)
         while (row := self.gate.next_waiting(endpoint_id, now=now)) is not None:
             self._start(row)
+        return (endpoint_id, signal) if signal is not None else None
 
     def _plan(self, delivery: RowDelivery, token: int) -> RowPlan:
         return plan_delivery(delivery, token=token, now=self.clock.now(), policy=self.config.policy)

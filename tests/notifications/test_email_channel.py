@@ -1,4 +1,5 @@
-"""send_email through the Resend API: request shape and Resend's error classes."""
+"""Resend batches (POST /emails/batch): request shape, per-email answers and Resend's error
+classes."""
 
 import json
 import logging
@@ -8,17 +9,20 @@ import requests
 import responses
 
 from notifications.transports.base import EmailMessage
-from notifications.transports.email import send_email
+from notifications.transports.resend import batch_body, send_batch
 from tests.support.http_server import Reply, recording_server
 
 KEY = "re_test_0123456789abcdef"
 API = "https://api.resend.test"
-MESSAGE = EmailMessage(
-    to=("ada@example.com", "bob@example.com"),
-    subject="Reminder",
-    body="It is time.",
-    idempotency_key="notification_12_3",
-)
+MESSAGES = [
+    EmailMessage(
+        to=("ada@example.com", "bob@example.com"),
+        subject="Reminder",
+        body="It is time.",
+        idempotency_key="notification_12_3",
+    ),
+    EmailMessage(to=("eve@example.com",), subject="Ünïcode", body="B", idempotency_key="x"),
+]
 
 
 @pytest.fixture
@@ -30,34 +34,72 @@ def resend(settings):
         yield mock
 
 
+def send(key: str = "batch_1"):
+    return send_batch(body=batch_body(MESSAGES), size=len(MESSAGES), key=key, timeout=5)
+
+
 def error_reply(mock, status, name, headers=None):
     body = json.dumps({"statusCode": status, "name": name, "message": f"{KEY} echoed"})
-    mock.post(f"{API}/emails", status=status, body=body, headers=headers or {})
+    mock.post(f"{API}/emails/batch", status=status, body=body, headers=headers or {})
 
 
-def test_sent_email_carries_key_user_agent_and_idempotency_key(resend):
-    resend.post(f"{API}/emails", status=200, json={"id": "49a3999c"})
-    result = send_email(MESSAGE, timeout=5)
-    assert (result.ok, result.http_status, result.error) == (True, 200, "")
+def test_a_batch_carries_key_user_agent_idempotency_key_and_permissive_mode(resend):
+    resend.post(f"{API}/emails/batch", json={"data": [{"id": "a"}, {"id": "b"}]})
+    answer = send()
+    assert [(r.ok, r.http_status, r.error) for r in answer.results] == [(True, 200, "")] * 2
+    assert answer.hold_seconds is None
     request = resend.calls[0].request
     assert request.headers["Authorization"] == f"Bearer {KEY}"
     assert request.headers["User-Agent"] == "Tickwork/1.0"
-    assert request.headers["Idempotency-Key"] == "notification_12_3"
+    assert request.headers["Idempotency-Key"] == "batch_1"
+    assert request.headers["x-batch-validation"] == "permissive"
     assert request.headers["Content-Type"] == "application/json"
-    assert json.loads(request.body) == {
-        "from": "Tickwork <noreply@example.com>",
-        "to": ["ada@example.com", "bob@example.com"],
-        "subject": "Reminder",
-        "text": "It is time.",
-    }
+    assert json.loads(request.body) == [
+        {
+            "from": "Tickwork <noreply@example.com>",
+            "to": ["ada@example.com", "bob@example.com"],
+            "subject": "Reminder",
+            "text": "It is time.",
+        },
+        {
+            "from": "Tickwork <noreply@example.com>",
+            "to": ["eve@example.com"],
+            "subject": "Ünïcode",
+            "text": "B",
+        },
+    ]
 
 
-def test_retries_reuse_the_idempotency_key(resend):
-    error_reply(resend, 500, "internal_server_error")
-    send_email(MESSAGE, timeout=5)
-    send_email(MESSAGE, timeout=5)
-    keys = [call.request.headers["Idempotency-Key"] for call in resend.calls]
-    assert keys == ["notification_12_3", "notification_12_3"]
+def test_the_recorded_body_is_sent_byte_for_byte(resend):
+    resend.post(f"{API}/emails/batch", json={"data": [{"id": "a"}, {"id": "b"}]})
+    body = batch_body(MESSAGES)
+    send_batch(body=body, size=2, key="k", timeout=5)
+    assert resend.calls[0].request.body == body.encode()
+
+
+def test_per_email_errors_of_a_permissive_batch_fail_those_emails_alone(resend):
+    errors = [{"index": 1, "message": "Invalid `to` field."}]
+    resend.post(f"{API}/emails/batch", json={"data": [{"id": "a"}], "errors": errors})
+    first, second = send().results
+    assert (first.ok, second.ok) == (True, False)
+    assert (second.permanent, second.category) == (True, "invalid_request")
+    assert "Invalid" not in second.error  # the provider's text is not stored
+
+
+def test_an_exhausted_budget_asks_every_sender_to_hold_until_its_reset(resend):
+    resend.post(
+        f"{API}/emails/batch",
+        json={"data": [{"id": "a"}, {"id": "b"}]},
+        headers={"ratelimit-limit": "2", "ratelimit-remaining": "0", "ratelimit-reset": "1"},
+    )
+    assert send().hold_seconds == 1
+
+
+def test_a_429_is_backpressure_for_every_email_and_holds_the_budget(resend):
+    error_reply(resend, 429, "rate_limit_exceeded", headers={"Retry-After": "3"})
+    answer = send()
+    assert answer.hold_seconds == 3
+    assert all(r.backpressure and r.retry_after == 3 and not r.permanent for r in answer.results)
 
 
 @pytest.mark.parametrize(
@@ -74,23 +116,27 @@ def test_retries_reuse_the_idempotency_key(resend):
         (503, "internal_server_error", False, "http_5xx"),
     ],
 )
-def test_resend_error_classes(resend, status, name, permanent, category):
+def test_resend_error_classes_apply_to_every_email_of_the_batch(
+    resend, status, name, permanent, category
+):
     error_reply(resend, status, name)
-    result = send_email(MESSAGE, timeout=5)
-    assert (result.ok, result.permanent, result.category) == (False, permanent, category)
-    assert result.http_status == status
-    assert result.error == f"Resend answered HTTP {status} ({name})"
+    for result in send().results:
+        assert (result.ok, result.permanent, result.category) == (False, permanent, category)
+        assert result.http_status == status
+        assert result.error == f"Resend answered HTTP {status} ({name})"
 
 
-def test_rate_limit_retry_after_is_reported(resend):
-    error_reply(resend, 429, "rate_limit_exceeded", headers={"Retry-After": "2"})
-    result = send_email(MESSAGE, timeout=5)
-    assert (result.permanent, result.retry_after) == (False, 2)
+def test_retries_of_a_batch_reuse_its_key(resend):
+    error_reply(resend, 500, "internal_server_error")
+    send()
+    send()
+    keys = [call.request.headers["Idempotency-Key"] for call in resend.calls]
+    assert keys == ["batch_1", "batch_1"]
 
 
 def test_unparseable_error_body_still_classifies_by_status(resend):
-    resend.post(f"{API}/emails", status=502, body=b"<html>Bad gateway</html>")
-    result = send_email(MESSAGE, timeout=5)
+    resend.post(f"{API}/emails/batch", status=502, body=b"<html>Bad gateway</html>")
+    result = send().results[0]
     assert (result.permanent, result.category, result.error) == (
         False,
         "http_5xx",
@@ -103,31 +149,34 @@ def test_unparseable_error_body_still_classifies_by_status(resend):
     [(requests.ReadTimeout(), "timeout"), (requests.ConnectionError(), "connection")],
 )
 def test_network_errors_are_retried(resend, error, category):
-    resend.post(f"{API}/emails", body=error)
-    result = send_email(MESSAGE, timeout=5)
-    assert (result.ok, result.permanent, result.category) == (False, False, category)
+    resend.post(f"{API}/emails/batch", body=error)
+    for result in send().results:
+        assert (result.ok, result.permanent, result.category) == (False, False, category)
 
 
 def test_key_never_reaches_errors_or_logs(resend, caplog):
-    resend.post(f"{API}/emails", body=RuntimeError(f"unexpected: Bearer {KEY}"))
+    resend.post(f"{API}/emails/batch", body=RuntimeError(f"unexpected: Bearer {KEY}"))
     with caplog.at_level(logging.DEBUG):
-        result = send_email(MESSAGE, timeout=5)
-    assert (result.ok, result.category) == (False, "internal")
+        results = send().results
+    assert {(r.ok, r.category) for r in results} == {(False, "internal")}
     assert "RuntimeError" in caplog.text
     assert KEY not in caplog.text
-    assert KEY not in result.error
+    assert all(KEY not in r.error for r in results)
 
 
-def test_fake_resend_server_receives_the_post(settings):
+def test_a_real_local_server_receives_the_batch(settings):
     settings.RESEND_API_KEY = KEY
-    with recording_server(lambda request: Reply(200, body=b'{"id":"e-1"}')) as server:
+    reply = Reply(200, body=b'{"data":[{"id":"e-1"},{"id":"e-2"}]}')
+    with recording_server(lambda request: reply) as server:
         settings.RESEND_API_URL = server.url
-        result = send_email(MESSAGE, timeout=2)
-    assert result.ok
-    [received] = server.received("/emails")
+        answer = send_batch(body=batch_body(MESSAGES), size=2, key="batch_9", timeout=2)
+    assert [r.ok for r in answer.results] == [True, True]
+    [received] = server.received("/emails/batch")
     assert received.method == "POST"
     assert received.headers["authorization"] == f"Bearer {KEY}"
-    assert received.headers["idempotency-key"] == "notification_12_3"
+    assert received.headers["idempotency-key"] == "batch_9"
     assert received.headers["user-agent"] == "Tickwork/1.0"
-    assert json.loads(received.body)["to"] == ["ada@example.com", "bob@example.com"]
-    assert json.loads(received.body)["text"] == "It is time."
+    assert [e["to"] for e in json.loads(received.body)] == [
+        ["ada@example.com", "bob@example.com"],
+        ["eve@example.com"],
+    ]

@@ -9,7 +9,7 @@ from notifications.models import Delivery, DeliveryOutcome, Notification
 from notifications.scheduler.deliver import Senders
 from notifications.scheduler.tick import run_tick
 from notifications.transports.base import DeliveryResult
-from notifications.transports.email import classify_resend_response
+from notifications.transports.resend import classify_resend_response
 from notifications.transports.webhook import classify_response
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
 

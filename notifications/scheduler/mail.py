@@ -1,0 +1,173 @@
+"""Email in Resend batches, the tick's database side: which batch each claimed row's email
+goes in, the batch recorded before it is sent, and its send slot taken from the shared
+budget. No network I/O happens here; `send_when_due` runs in a mailer thread.
+
+A row whose email is already in a recorded batch (its earlier send got no answer, or a "later")
+goes again in that identical batch, under the same key: Resend replays its first answer
+instead of sending twice. Every other email goes in a new batch with a new key.
+"""
+
+import functools
+import operator
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import Q
+
+from dbqueue import pacing
+from notifications.models import EmailBatch, Notification
+from notifications.scheduler.deliver import email_message
+from notifications.transports.resend import BATCH_LIMIT, PROVIDER, BatchAnswer, batch_body
+
+BatchSender = Callable[..., BatchAnswer]  # sender(body=, size=, key=, timeout=)
+
+
+def member_name(row: Notification) -> str:
+    return f"{row.pk}/{row.occurrence}"
+
+
+@dataclass
+class OutgoingBatch:
+    """A recorded batch on its way: its exact body and key, the rows of this tick it
+    carries (row, claim token, index in the body), and its send slot."""
+
+    record: EmailBatch
+    members: list[tuple[Notification, int, int]]
+    slot: datetime | None = None
+    sent_at: datetime | None = field(default=None, compare=False)
+
+
+def compose(rows: Sequence[Notification], *, now: datetime) -> list[OutgoingBatch]:
+    """Put the claimed rows' emails in batches and record each new batch (its composition
+    first, then the rows naming it, fenced by their claim tokens, in one transaction). A row
+    fenced out meanwhile is left out of its new batch (the tick that reclaimed it sends it)."""
+    again: dict[uuid.UUID, list[Notification]] = {}
+    fresh: list[Notification] = []
+    for row in rows:
+        (again.setdefault(row.email_batch_id, []) if row.email_batch_id else fresh).append(row)
+    batches = _resent(again)
+    fresh += [row for group in again.values() for row in group if not _in_any(row, batches)]
+    for start in range(0, len(fresh), BATCH_LIMIT):
+        batch = _record_new(fresh[start : start + BATCH_LIMIT], now=now)
+        if batch is not None:
+            batches.append(batch)
+    return batches
+
+
+def _in_any(row: Notification, batches: list[OutgoingBatch]) -> bool:
+    return any(member is row for batch in batches for member, _, _ in batch.members)
+
+
+def _resent(groups: dict[uuid.UUID, list[Notification]]) -> list[OutgoingBatch]:
+    """The recorded batches the rows' emails already belong to, to be sent again as they
+    are (rows whose record was pruned, or names another occurrence, go in a new batch)."""
+    if not groups:
+        return []
+    records = EmailBatch.objects.in_bulk(list(groups))
+    batches = []
+    for batch_id, rows in groups.items():
+        record = records.get(batch_id)
+        if record is None:
+            continue
+        index = {name: i for i, name in enumerate(record.members)}
+        members = [
+            (row, row.claim_token, index[member_name(row)])
+            for row in rows
+            if member_name(row) in index
+        ]
+        if members:
+            batches.append(OutgoingBatch(record=record, members=members))
+    return batches
+
+
+def _record_new(rows: list[Notification], *, now: datetime) -> OutgoingBatch | None:
+    batch_id = uuid.uuid4()
+    with transaction.atomic():
+        fence = functools.reduce(
+            operator.or_, (Q(pk=row.pk, claim_token=row.claim_token) for row in rows)
+        )
+        named = Notification.objects.filter(fence).update(email_batch_id=batch_id)
+        if named != len(rows):
+            kept = set(
+                Notification.objects.filter(email_batch_id=batch_id).values_list("pk", flat=True)
+            )
+            rows = [row for row in rows if row.pk in kept]
+        if not rows:
+            return None
+        record = EmailBatch.objects.create(
+            id=batch_id,
+            body=batch_body([email_message(row) for row in rows]),
+            members=[member_name(row) for row in rows],
+            created_at=now,
+        )
+    for row in rows:
+        row.email_batch_id = batch_id
+    return OutgoingBatch(record=record, members=[(r, r.claim_token, i) for i, r in enumerate(rows)])
+
+
+def take_slots(batches: Sequence[OutgoingBatch], *, rate: float, now: datetime) -> None:
+    """A send slot for each batch from the budget every process shares."""
+    slots = pacing.reserve_slots(PROVIDER, rate=rate, count=len(batches), now=now)
+    for batch, slot in zip(batches, slots, strict=True):
+        batch.slot = slot
+
+
+def first_free_slot() -> datetime | None:
+    return pacing.next_slot(PROVIDER)
+
+
+def hold(*, seconds: float, now: datetime) -> datetime:
+    """The provider asked every sender to wait `seconds`: no slot of the budget before then."""
+    until = now + timedelta(seconds=seconds)
+    pacing.hold_until(PROVIDER, until=until, now=now)
+    return until
+
+
+class Holdoff:
+    """What mailer threads of one tick share: the monotonic instant before which none
+    sends (the provider said wait), so slots already handed out honour it too."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._until = 0.0
+
+    def extend(self, seconds: float) -> None:
+        with self._lock:
+            self._until = max(self._until, time.monotonic() + seconds)
+
+    def remaining(self) -> float:
+        with self._lock:
+            return max(0.0, self._until - time.monotonic())
+
+
+def send_when_due(
+    batch: OutgoingBatch,
+    *,
+    delay: float,
+    latest: float,
+    sender: BatchSender,
+    timeout: float,
+    holdoff: Holdoff,
+    stop: threading.Event,
+    clock: Callable[[], datetime],
+) -> BatchAnswer | None:
+    """Wait for the batch's slot (and any hold-off the provider asked for), then send it.
+    None when nothing was sent: the tick was asked to stop first, or the wait ran past
+    `latest` (a monotonic instant), after which the rows' leases would not cover the send."""
+    if stop.wait(delay):
+        return None
+    while (wait := holdoff.remaining()) > 0:
+        if time.monotonic() + wait > latest or stop.wait(wait):
+            return None
+    if time.monotonic() > latest:
+        return None
+    batch.sent_at = clock()
+    record = batch.record
+    return sender(
+        body=record.body, size=len(record.members), key=record.idempotency_key, timeout=timeout
+    )
