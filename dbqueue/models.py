@@ -26,13 +26,14 @@ class WorkerTotal(models.Model):
 
 class PaceBudget(models.Model):
     """The send budget of one rate-limited provider (e.g. "resend"), shared by every process
-    on every machine: the next instant a request may go (GCRA's theoretical arrival time).
+    on every machine: the next instant a request may go (GCRA's theoretical arrival time),
+    in microseconds since the Unix epoch so one UPDATE can move it on either database.
     Taking a slot moves it forward by one interval; a provider's "slow down" moves it to the
     time the provider named. See dbqueue/pacing.py."""
 
     name = models.CharField(max_length=64, primary_key=True)
-    next_slot_at = models.DateTimeField()
+    next_slot_us = models.BigIntegerField()
     updated_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
-        return f"{self.name} next slot {self.next_slot_at.isoformat()}"
+        return f"{self.name} next slot at {self.next_slot_us} µs"

@@ -30,7 +30,6 @@ from django.db.models import Q
 from dbqueue.claims import ClaimSpec, ClaimValue, claim
 from dbqueue.clock import Clock
 from dbqueue.database import connection_lost
-from dbqueue.pacing import PaceContention
 from dbqueue.worker import ConnectionLost, Worker
 from notifications.models import Channel, Notification, WebhookEndpoint
 from notifications.scheduler import outcomes
@@ -535,11 +534,6 @@ class _Tick:
             batches = compose(rows, now=now)
             if batches:
                 take_slots(batches, rate=self.config.mail_rate, now=now)
-        except PaceContention:
-            until = now + timedelta(seconds=1)
-            for row in rows:
-                self._email_done(row, deferral=Deferral(until=until, reason="send_budget"))
-            return
         except DatabaseError as exc:
             if not self._lose(exc):
                 raise
