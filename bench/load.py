@@ -1,6 +1,6 @@
 """Load benchmarks of the queues under multi-tenant load. Prints figures; never judges.
 
-    .venv/bin/python bench/load.py --scenario claims|burst|dead_endpoint|soak
+    .venv/bin/python bench/load.py --scenario claims|burst|dead_endpoint|soak|email_burst
         [--db sqlite|postgres|both] [--claims N] [--filler N] [--rounds N] [--minutes M]
 
 Each scenario is a function in SCENARIOS, run once per database in its own process (Django
@@ -15,7 +15,8 @@ rows in the table; the ratios are 1,000 tenants / 1 tenant and filled / not fill
 shapes alternate for --rounds rounds and each figure is its best round's median: the
 machine is shared and noisy.
 
-burst, dead_endpoint and soak run real ticks against real local HTTP servers with default
+burst, dead_endpoint, soak and email_burst run real ticks against real local HTTP servers
+(email_burst against the fake Resend of tests/support at 2 requests/s) with default
 settings; see bench/load_tick.py for what each prints.
 """
 
@@ -179,6 +180,7 @@ SCENARIOS: dict[str, Callable[[str, argparse.Namespace], None]] = {
     "burst": lambda db, args: load_tick.burst(db),
     "dead_endpoint": lambda db, args: load_tick.dead_endpoint(db),
     "soak": lambda db, args: load_tick.soak(db, minutes=args.minutes),
+    "email_burst": lambda db, args: load_tick.email_burst(db, sizes=tuple(args.sizes)),
 }
 
 
@@ -204,13 +206,16 @@ def main() -> None:
     parser.add_argument("--filler", type=int, default=1_000_000, help="parked/future rows")
     parser.add_argument("--rounds", type=int, default=3, help="alternations of the shapes")
     parser.add_argument("--minutes", type=float, default=3.0, help="soak: how long")
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=[300, 10_000], help="email_burst: rows"
+    )
     args = parser.parse_args()
     if args.db != "both":
         run_one(args.db, args)
         return
     for db in ("sqlite", "postgres"):
         options = ["--claims", args.claims, "--filler", args.filler, "--rounds", args.rounds]
-        options += ["--minutes", args.minutes]
+        options += ["--minutes", args.minutes, "--sizes", *args.sizes]
         command = [
             sys.executable,
             __file__,

@@ -10,6 +10,9 @@
 - soak: 1,200 FREQ=MINUTELY rows (1,000 webhook, 200 email) under `run_tick --loop
   --interval 10` for a few minutes: outcomes, skipped occurrences, lateness p50/p99 from the
   delivery log, and the worker's memory.
+- email_burst: 300, then 10,000 email rows of one tenant due at once and one of another tenant
+  a second later, through the fake Resend at 2 requests/s: ticks needed, time until the last
+  email was sent, requests, 429s, duplicate sends (counted by the fake) and dead letters.
 
 Default settings throughout (CHANNEL_TIMEOUT_SECONDS 10, TICK_TIME_BUDGET_SECONDS 40), but
 private targets allowed. Prints figures; never judges.
@@ -254,3 +257,73 @@ def soak(db: str, *, minutes: float = 3.0, webhooks: int = 1000, emails: int = 2
     finally:
         sink.kill()
         sink.wait()
+
+
+def _email_rows(*, tenant, count: int, due_at, prefix: str) -> list:
+    from notifications.models import Notification
+
+    return Notification.objects.bulk_create(
+        [
+            Notification(
+                tenant=tenant,
+                channels=["email"],
+                email_to=[f"{prefix}{i}@example.com"],
+                subject="Load",
+                body="Reminder",
+                next_fire_at=due_at,
+                due_at=due_at,
+                recurrence_anchor=due_at,
+            )
+            for i in range(count)
+        ],
+        batch_size=1000,
+    )
+
+
+def email_burst(db: str, *, sizes: tuple[int, ...] = (300, 10_000), rate: float = 2.0) -> None:
+    """`size` email rows of one tenant due at once, and one of another tenant due a second
+    later, sent through the fake Resend at `rate` requests per second (its token bucket, its
+    429s and its count of emails actually sent): ticks back to back until nothing is due."""
+    from django.conf import settings
+    from django.utils import timezone
+
+    from notifications.models import Delivery, DeliveryOutcome, Notification
+    from notifications.scheduler.tick import run_tick
+    from tenancy.models import Tenant
+    from tests.support.fake_resend import fake_resend
+
+    for size in sizes:
+        Notification.objects.all().delete()
+        with fake_resend(rate=rate) as resend:
+            settings.RESEND_API_KEY, settings.RESEND_API_URL = resend.api_key, resend.url
+            settings.RESEND_RATE_LIMIT = rate
+            noisy = Tenant.objects.create(name=f"noisy {size}")
+            quiet = Tenant.objects.create(name=f"quiet {size}")
+            due = timezone.now()
+            due_clock = time.monotonic()
+            _email_rows(tenant=noisy, count=size, due_at=due, prefix="noisy")
+            quiet_due = due + timedelta(seconds=1)
+            _email_rows(tenant=quiet, count=1, due_at=quiet_due, prefix="quiet")
+            ticks = []
+            while Notification.objects.exists() and len(ticks) < 30:
+                ticks.append(run_tick())
+                print(f"[{db}] email_burst tick {len(ticks)}: {ticks[-1].line()}", flush=True)
+            sent = resend.sent
+            answered = {r.number: r.answered_at for r in resend.requests}
+            last = max(answered[e.request_number] for e in sent) - due_clock if sent else 0.0
+            quiet_sent = [e for e in sent if e.to == ["quiet0@example.com"]]
+            rank = sent.index(quiet_sent[0]) + 1 if quiet_sent else None
+            dead = Delivery.objects.filter(outcome=DeliveryOutcome.DEAD_LETTERED).count()
+            print(
+                f"[{db}] email_burst {size + 1} rows at {rate:g} req/s: {len(sent)} sent by "
+                f"{len(ticks)} tick(s) (first tick: {ticks[0].delivered} in "
+                f"{ticks[0].duration:.1f}s), all within {last:.1f}s of due; "
+                f"{len(resend.requests)} requests, {resend.answered(429)} answered 429, "
+                f"{sum(resend.duplicates().values())} duplicate sends, {dead} dead-lettered"
+            )
+            if rank is not None:
+                quiet_late = answered[quiet_sent[0].request_number] - due_clock - 1
+                print(
+                    f"[{db}] email_burst: quiet tenant's email sent {quiet_late:+.2f}s after "
+                    f"its due time, rank {rank} of {len(sent)}"
+                )

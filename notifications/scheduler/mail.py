@@ -148,7 +148,7 @@ class Holdoff:
 def send_when_due(
     batch: OutgoingBatch,
     *,
-    delay: float,
+    send_at: float,
     latest: float,
     sender: BatchSender,
     timeout: float,
@@ -156,10 +156,11 @@ def send_when_due(
     stop: threading.Event,
     clock: Callable[[], datetime],
 ) -> BatchAnswer | None:
-    """Wait for the batch's slot (and any hold-off the provider asked for), then send it.
+    """Wait for the batch's slot, `send_at` (a monotonic instant: the batch may have waited
+    for a mailer thread meanwhile), and any hold-off the provider asked for; then send it.
     None when nothing was sent: the tick was asked to stop first, or the wait ran past
     `latest` (a monotonic instant), after which the rows' leases would not cover the send."""
-    if stop.wait(delay):
+    if stop.wait(max(0.0, send_at - time.monotonic())):
         return None
     while (wait := holdoff.remaining()) > 0:
         if time.monotonic() + wait > latest or stop.wait(wait):

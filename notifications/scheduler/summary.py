@@ -55,6 +55,9 @@ class TickSummary(WorkerSummary):
         return self.lateness.totals()
 
 
+MAIL_LOOKAHEAD_SECONDS = 15.0
+
+
 @dataclass(frozen=True)
 class TickConfig:
     """`batch`: rows per claim (TICK_LIMIT); `max_rows`: an optional cap on the tick
@@ -102,9 +105,17 @@ class TickConfig:
 
     @property
     def mail_horizon(self) -> float:
-        """How far ahead (seconds) an email batch may be claimed for its send slot: its
-        rows' lease must still cover the send itself (one channel timeout) and a margin.
-        Defaults: 45 s lease, 10 s timeout → 30 s, 60 batches at 2 requests/s."""
+        """How far ahead (seconds) an email batch may be claimed for its send slot: far
+        enough that a tick's last claims keep the provider busy past its time budget (a
+        10,000-email burst needs 50 s at 2 requests/s), near enough that an email due during
+        a burst waits at most this long behind it; and its rows' lease must still cover the
+        send itself (one channel timeout) and a margin."""
+        return min(MAIL_LOOKAHEAD_SECONDS, self.mail_lease_margin)
+
+    @property
+    def mail_lease_margin(self) -> float:
+        """How long after its claim an email batch may still go: its rows' lease must cover
+        the send (one channel timeout) and a margin. Defaults: 45 - 10 - 5 = 30 s."""
         return self.lease.total_seconds() - self.channel_timeout - 5
 
     @property

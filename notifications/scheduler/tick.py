@@ -552,8 +552,8 @@ class _Tick:
             future = self.mailer.submit(
                 send_when_due,
                 batch,
-                delay=(batch.slot - now).total_seconds(),
-                latest=time.monotonic() + self.config.mail_horizon,
+                send_at=time.monotonic() + (batch.slot - now).total_seconds(),
+                latest=time.monotonic() + self.config.mail_lease_margin,
                 sender=self.senders.email_batch,
                 timeout=self.config.channel_timeout,
                 holdoff=self.holdoff,

@@ -124,12 +124,20 @@ def _error_indexes(body: bytes) -> list[int]:
 
 def _hold_seconds(status: int, headers: Mapping[str, str]) -> float | None:
     """How long the provider asked us to wait before the next request: a 429's
-    retry-after, or the reset time of a budget it reports as spent."""
+    retry-after; or, when it reports its budget spent (`ratelimit-remaining: 0`), one
+    request's share of the window it reports (`ratelimit-reset` over `ratelimit-limit`):
+    its next free request at its own rate, which slows us down when its limit is below
+    ours, without idling a whole window on every answer that happened to take the last
+    token."""
     if status == 429:
         return parse_retry_after(headers.get("Retry-After")) or 1.0
-    if headers.get("ratelimit-remaining", "").strip() == "0":
-        return parse_retry_after(headers.get("ratelimit-reset"))
-    return None
+    if headers.get("ratelimit-remaining", "").strip() != "0":
+        return None
+    reset = parse_retry_after(headers.get("ratelimit-reset"))
+    limit = headers.get("ratelimit-limit", "").strip()
+    if reset is None:
+        return None
+    return reset / int(limit) if limit.isdigit() and int(limit) > 0 else reset
 
 
 def classify_resend_response(

@@ -86,13 +86,19 @@ def test_per_email_errors_of_a_permissive_batch_fail_those_emails_alone(resend):
     assert "Invalid" not in second.error  # the provider's text is not stored
 
 
-def test_an_exhausted_budget_asks_every_sender_to_hold_until_its_reset(resend):
-    resend.post(
-        f"{API}/emails/batch",
-        json={"data": [{"id": "a"}, {"id": "b"}]},
-        headers={"ratelimit-limit": "2", "ratelimit-remaining": "0", "ratelimit-reset": "1"},
-    )
-    assert send().hold_seconds == 1
+@pytest.mark.parametrize(
+    ("headers", "hold"),
+    [
+        ({"ratelimit-limit": "2", "ratelimit-remaining": "0", "ratelimit-reset": "1"}, 0.5),
+        ({"ratelimit-limit": "1", "ratelimit-remaining": "0", "ratelimit-reset": "3"}, 3),
+        ({"ratelimit-remaining": "0", "ratelimit-reset": "2"}, 2),
+        ({"ratelimit-limit": "2", "ratelimit-remaining": "1", "ratelimit-reset": "1"}, None),
+        ({}, None),
+    ],
+)
+def test_a_spent_budget_holds_senders_for_one_request_of_the_providers_rate(resend, headers, hold):
+    resend.post(f"{API}/emails/batch", json={"data": [{"id": "a"}, {"id": "b"}]}, headers=headers)
+    assert send().hold_seconds == hold
 
 
 def test_a_429_is_backpressure_for_every_email_and_holds_the_budget(resend):
