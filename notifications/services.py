@@ -24,6 +24,7 @@ from dbqueue.claims import guarded_update
 from notifications.models import (
     Channel,
     Delivery,
+    EmailBatch,
     Notification,
     NotificationState,
     WebhookEndpoint,
@@ -415,6 +416,14 @@ def _recipient_errors(channels: list[str], email_to: list[str]) -> dict[str, lis
         except ValidationError:
             return {"email_to": [f"{address[:100]!r} is not a valid email address."]}
     return {}
+
+
+def email_batches_prune(*, before: datetime, batch_size: int) -> int:
+    """Delete the records of Resend batches composed before `before`, in short batches;
+    returns the count. Past Resend's 24 h idempotency window a record no longer prevents
+    anything; a row still naming one (parked on it) sends its email in a new batch."""
+    old = EmailBatch.objects.filter(created_at__lt=before)
+    return delete_in_batches(old, batch_size=batch_size)
 
 
 def deliveries_prune(*, before: datetime, batch_size: int) -> int:

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs.models import Job, JobStatus
-from notifications.models import Delivery, Notification
+from notifications.models import Delivery, EmailBatch, Notification
 from projects.models import OperationKey
 from tests.jobs.factories import make_job
 from tests.notifications.factories import make_notification
@@ -47,6 +47,9 @@ def seed(tenant, *, now) -> dict[str, object]:
             response_body={},
             expires_at=expires_at,
         )
+    old_batch = EmailBatch.objects.create(body="[]", members=[], created_at=now - timedelta(days=3))
+    EmailBatch.objects.create(body="[]", members=[], created_at=now - timedelta(days=1))
+    rows["old_batch"] = old_batch
     return rows
 
 
@@ -57,7 +60,14 @@ def test_prune_deletes_what_is_past_retention_and_prints_counts(alice, settings)
 
     call_command("prune", "--json", stdout=out)
 
-    assert json.loads(out.getvalue()) == {"jobs": 1, "deliveries": 2, "operation_keys": 1}
+    assert json.loads(out.getvalue()) == {
+        "jobs": 1,
+        "deliveries": 2,
+        "operation_keys": 1,
+        "email_batches": 1,
+    }
+    assert not EmailBatch.objects.filter(pk=rows["old_batch"].pk).exists()
+    assert EmailBatch.objects.count() == 1
     remaining = set(Job.objects.values_list("pk", flat=True))
     assert rows["old_done"].pk not in remaining
     assert {rows["recent_done"].pk, rows["old_failed"].pk, rows["old_pending"].pk} <= remaining
@@ -72,7 +82,8 @@ def test_days_overrides_the_retention_settings_and_prints_one_logfmt_line(alice)
     call_command("prune", "--days", "7", stdout=out)
 
     assert re.fullmatch(
-        r"event=prune jobs=2 deliveries=3 operation_keys=1 jobs_days=7 deliveries_days=7 "
+        r"event=prune jobs=2 deliveries=3 operation_keys=1 email_batches=1 jobs_days=7 "
+        r"deliveries_days=7 "
         r"duration_s=\d+\.\d{3}",
         out.getvalue().strip(),
     )
@@ -86,11 +97,21 @@ def test_each_table_has_its_own_age(alice, settings):
 
     call_command("prune", "--json", stdout=out)
 
-    assert json.loads(out.getvalue()) == {"jobs": 2, "deliveries": 0, "operation_keys": 1}
+    assert json.loads(out.getvalue()) == {
+        "jobs": 2,
+        "deliveries": 0,
+        "operation_keys": 1,
+        "email_batches": 1,
+    }
 
     call_command("prune", "--json", "--deliveries-days", "30", stdout=(out := io.StringIO()))
 
-    assert json.loads(out.getvalue()) == {"jobs": 0, "deliveries": 2, "operation_keys": 0}
+    assert json.loads(out.getvalue()) == {
+        "jobs": 0,
+        "deliveries": 2,
+        "operation_keys": 0,
+        "email_batches": 0,
+    }
 
 
 def test_rows_go_in_bounded_batches_each_its_own_short_delete(alice):
