@@ -1,13 +1,16 @@
 """Real ticks against the fake Resend on 127.0.0.1: its token bucket, its idempotency keys and
 its count of emails actually sent tell whether every email went exactly once."""
 
+import threading
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from notifications.models import Delivery, DeliveryOutcome, Notification
 from notifications.scheduler.tick import run_tick
+from tests.conftest import requires_postgres
 from tests.notifications.factories import make_notifications, make_tenant
 from tests.support.fake_resend import ManualClock, fake_resend
 
@@ -93,3 +96,35 @@ def test_a_provider_refusing_for_a_while_defers_then_sends_each_email_once(db, s
     assert recovered.delivered == 4
     assert (len(resend.sent), resend.duplicates()) == (4, {})
     assert not Delivery.objects.filter(outcome=DeliveryOutcome.DEAD_LETTERED).exists()
+
+
+@requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_overlapping_ticks_send_each_email_exactly_once(settings):
+    """Three ticks on their own connections drain 600 due emails at once: every email is
+    sent exactly once (counted by the fake), none is left, and the ticks shared the budget."""
+    with fake_resend(rate=50, burst=50) as resend:
+        settings.RESEND_API_KEY = resend.api_key
+        settings.RESEND_API_URL = resend.url
+        settings.RESEND_RATE_LIMIT = 40
+        due_emails(600)
+        start = threading.Barrier(3)
+        summaries = []
+
+        def tick() -> None:
+            try:
+                start.wait()
+                summaries.append(run_tick())
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=tick) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    assert (len(resend.sent), resend.duplicates(), resend.answered(429)) == (600, {}, 0)
+    assert sum(s.delivered for s in summaries) == 600
+    assert sum(s.fenced_out for s in summaries) == 0
+    assert not Notification.objects.exists()
