@@ -7,9 +7,11 @@ For each database (a fresh SQLite file, or a PostgreSQL database it drops and re
 `tw_bench_api` unless --pg-database says otherwise) it migrates, creates a tenant, starts
 gunicorn on 127.0.0.1 and drives N client threads for S seconds per endpoint, the endpoints
 interleaved in each of R rounds; req/s and latencies are the median [min-max] of the rounds,
-the ratio is the median of each round's create / bare insert. SQL per request is counted
-in-process with CaptureQueriesContext around the same requests. It prints figures and the
-load average; it never judges them.
+the ratio is the median of each round's create / bare insert. Server CPU per request (the
+gunicorn workers' and, on PostgreSQL, the bench database's backends' user + system time,
+read from /proc) is the figure other load on a shared machine moves least. SQL per request
+is counted in-process with CaptureQueriesContext around the same requests. It prints
+figures and the load average; it never judges them.
 """
 
 import argparse
@@ -23,6 +25,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import requests
@@ -102,7 +105,40 @@ def start_gunicorn(env: dict[str, str], port: int) -> subprocess.Popen:
     raise SystemExit("gunicorn did not become healthy within 30 s")
 
 
-def drive(request_once, *, clients: int, seconds: float) -> dict[str, float]:
+def server_cpu(server: subprocess.Popen, pg_database: str | None) -> Callable[[], float]:
+    """A function giving the CPU seconds used so far by the gunicorn workers and, on
+    PostgreSQL, by the bench database's backends: figures that other load on the machine
+    does not move as it moves requests/s."""
+
+    def pids() -> list[int]:
+        children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+        found = [int(pid) for pid in children]
+        if pg_database is not None:
+            import psycopg
+
+            with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+                rows = conn.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = %s", [pg_database]
+                ).fetchall()
+            found += [pid for (pid,) in rows]
+        return found
+
+    def seconds() -> float:
+        total = 0
+        for pid in pids():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except FileNotFoundError:
+                continue
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        return total / os.sysconf("SC_CLK_TCK")
+
+    return seconds
+
+
+def drive(
+    request_once, *, clients: int, seconds: float, cpu: Callable[[], float]
+) -> dict[str, float]:
     """Run `request_once(session)` from `clients` threads for `seconds`; returns figures."""
     latencies: list[float] = []
     errors = 0
@@ -128,11 +164,13 @@ def drive(request_once, *, clients: int, seconds: float) -> dict[str, float]:
     for thread in threads:
         thread.start()
     stop_at.append(time.perf_counter() + seconds)
+    cpu_before = cpu()
     began = time.perf_counter()
     start.wait()
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - began
+    cpu_used = cpu() - cpu_before
     quantiles = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
     return {
         "requests": len(latencies),
@@ -140,6 +178,7 @@ def drive(request_once, *, clients: int, seconds: float) -> dict[str, float]:
         "rps": len(latencies) / elapsed,
         "p50_ms": quantiles[49] * 1000,
         "p99_ms": quantiles[98] * 1000,
+        "cpu_ms": cpu_used * 1000 / max(1, len(latencies)),
     }
 
 
@@ -202,12 +241,14 @@ def run_one(db: str, *, clients: int, seconds: float, rounds: int, pg_database: 
     def bare(session: requests.Session) -> bool:
         return session.post(f"{base}/bench/bare-insert").ok
 
-    calls = {"create": create, "list": list_projects, "bare insert": bare}
+    # create and bare insert side by side: their ratio is taken within each round.
+    calls = {"create": create, "bare insert": bare, "list": list_projects}
     figures: dict[str, list[dict[str, float]]] = {name: [] for name in calls}
+    cpu = server_cpu(server, pg_database if db == "postgres" else None)
     try:
         for _ in range(rounds):
             for name, call in calls.items():
-                figures[name].append(drive(call, clients=clients, seconds=seconds))
+                figures[name].append(drive(call, clients=clients, seconds=seconds, cpu=cpu))
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -220,8 +261,9 @@ def run_one(db: str, *, clients: int, seconds: float, rounds: int, pg_database: 
         drop_postgres_database(pg_database)
 
 
-def _spread(values: list[float]) -> str:
-    return f"{statistics.median(values):.1f} [{min(values):.1f}-{max(values):.1f}]"
+def _spread(values: list[float], digits: int = 1) -> str:
+    median, low, high = statistics.median(values), min(values), max(values)
+    return f"{median:.{digits}f} [{low:.{digits}f}-{high:.{digits}f}]"
 
 
 def print_table(
@@ -237,7 +279,10 @@ def print_table(
         f"\n{db}: gunicorn {WORKERS} sync workers, {clients} clients, {seconds:g} s each, "
         f"{rounds} rounds interleaved, median [min-max]; {load()}"
     )
-    print(f"{'endpoint':<12} {'reqs':>6} {'errs':>5} {'req/s':>24} {'p50 ms':>8} {'p99 ms':>8} SQL")
+    print(
+        f"{'endpoint':<12} {'reqs':>6} {'errs':>5} {'req/s':>24} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'server CPU ms/req':>20} SQL"
+    )
     for name, runs in figures.items():
         data, total = counts[name]
         print(
@@ -245,7 +290,9 @@ def print_table(
             f"{sum(run['errors'] for run in runs):>5.0f} "
             f"{_spread([run['rps'] for run in runs]):>24} "
             f"{statistics.median(run['p50_ms'] for run in runs):>8.1f} "
-            f"{statistics.median(run['p99_ms'] for run in runs):>8.1f} {data} (+{total - data} txn)"
+            f"{statistics.median(run['p99_ms'] for run in runs):>8.1f} "
+            f"{_spread([run['cpu_ms'] for run in runs], digits=2):>20} "
+            f"{data} (+{total - data} txn)"
         )
     ratios = [
         create["rps"] / bare["rps"]
@@ -254,6 +301,14 @@ def print_table(
     print(
         f"create / bare insert throughput: {statistics.median(ratios):.2f}x "
         f"[{min(ratios):.2f}-{max(ratios):.2f}] (target >= 0.5)"
+    )
+    cpu_ratios = [
+        bare["cpu_ms"] / create["cpu_ms"]
+        for create, bare in zip(figures["create"], figures["bare insert"], strict=True)
+    ]
+    print(
+        f"bare insert / create server CPU per request: {statistics.median(cpu_ratios):.2f}x "
+        f"[{min(cpu_ratios):.2f}-{max(cpu_ratios):.2f}]"
     )
     print(f"SQL statements per create: {counts['create'][0]} (target <= 6)")
 
