@@ -2,13 +2,13 @@
 
 import secrets
 import uuid
-from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import FilteredRelation, Q
 
 from tenancy.models import ApiToken, Membership, Role, Tenant
 from web.errors import DomainError, Forbidden
@@ -32,14 +32,31 @@ class NotAMember(Forbidden):
     """The caller is not a member of the tenant the request selects."""
 
 
-def token_authenticate(*, plaintext: str, now: datetime) -> tuple[AbstractBaseUser, ApiToken]:
-    """The user behind a bearer token; raises TokenRejected without saying which check failed."""
+@dataclass(frozen=True)
+class TenantCandidates:
+    """The caller's memberships as read with the token: the one in the tenant `tenant_id`
+    names (none if not a member), or up to two of any tenant when `tenant_id` is None."""
+
+    tenant_id: uuid.UUID | None
+    memberships: tuple[Membership, ...]
+
+
+def token_authenticate(
+    *, plaintext: str, now: datetime, tenant_header: str | None = None
+) -> tuple[AbstractBaseUser, ApiToken]:
+    """The user behind a bearer token; raises TokenRejected without saying which check failed.
+
+    The statement that reads the token also reads the memberships `membership_resolve` needs
+    for `tenant_header` and leaves them on the token as `tenant_candidates`: authentication
+    and tenant resolution cost one query together. Nothing is decided on them here.
+    """
+    try:
+        tenant_id, with_memberships = _tenant_id(tenant_header), True
+    except TenantNotChosen:  # membership_resolve refuses the header before reading anything
+        tenant_id, with_memberships = None, False
     prefix = ApiToken.prefix_of(plaintext)
-    token = None
-    if prefix is not None:
-        # get() rather than first(): no ORDER BY to compile on the hottest query we have.
-        with suppress(ApiToken.DoesNotExist):
-            token = ApiToken.objects.select_related("user").get(prefix=prefix)
+    rows = [] if prefix is None else _token_rows(prefix, tenant_id, with_memberships)
+    token = rows[0] if rows else None
     if token is None or not token.matches(plaintext):
         raise TokenRejected("The token is not valid.")
     if not token.is_usable(now=now) or not token.user.is_active:
@@ -47,33 +64,80 @@ def token_authenticate(*, plaintext: str, now: datetime) -> tuple[AbstractBaseUs
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_PRECISION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
+    token.tenant_candidates = None
+    if with_memberships:
+        token.tenant_candidates = TenantCandidates(
+            tenant_id=tenant_id, memberships=_memberships_of(rows)
+        )
     return token.user, token
 
 
-def membership_resolve(*, user: AbstractBaseUser, tenant_header: str | None) -> Membership:
+def _token_rows(prefix: str, tenant_id: uuid.UUID | None, with_memberships: bool) -> list[ApiToken]:
+    """The token with its user, once per membership in `tenant_id` (any tenant when None)
+    with that membership and its tenant attached, at most two rows."""
+    # No ORDER BY to compile on the hottest query we have.
+    tokens = ApiToken.objects.select_related("user").filter(prefix=prefix)
+    if not with_memberships:
+        return list(tokens[:1])
+    condition = Q() if tenant_id is None else Q(user__memberships__tenant_id=tenant_id)
+    rows = tokens.annotate(
+        selected_membership=FilteredRelation("user__memberships", condition=condition),
+        selected_tenant=FilteredRelation("selected_membership__tenant"),
+    ).select_related("selected_membership", "selected_tenant")
+    return list(rows[:2])
+
+
+def _memberships_of(rows: list[ApiToken]) -> tuple[Membership, ...]:
+    memberships = []
+    for row in rows:
+        # select_related leaves the attribute unset on a row that joined no membership.
+        membership = getattr(row, "selected_membership", None)
+        if membership is not None:
+            membership.tenant, membership.user = row.selected_tenant, row.user
+            memberships.append(membership)
+    return tuple(memberships)
+
+
+def _tenant_id(tenant_header: str | None) -> uuid.UUID | None:
+    if tenant_header is None:
+        return None
+    try:
+        return uuid.UUID(tenant_header.strip())
+    except ValueError:
+        raise TenantNotChosen("X-Tenant-ID must be a tenant UUID.") from None
+
+
+def membership_resolve(
+    *,
+    user: AbstractBaseUser,
+    tenant_header: str | None,
+    candidates: TenantCandidates | None = None,
+) -> Membership:
     """The caller's membership in the tenant the request selects.
 
     With `X-Tenant-ID` the tenant is that one (malformed → 400, not a member → 403);
-    without it the user's sole membership is used (none → 403, several → 400).
+    without it the user's sole membership is used (none → 403, several → 400). `candidates`
+    read with the token for the same header spare the query.
     """
-    memberships = Membership.objects.select_related("tenant").filter(user=user)
-    if tenant_header is not None:
-        try:
-            tenant_id = uuid.UUID(tenant_header.strip())
-        except ValueError:
-            raise TenantNotChosen("X-Tenant-ID must be a tenant UUID.") from None
-        try:
-            return memberships.get(tenant_id=tenant_id)
-        except Membership.DoesNotExist:
-            raise NotAMember("You are not a member of this tenant.") from None
-    candidates = list(memberships[:2])
-    if not candidates:
+    tenant_id = _tenant_id(tenant_header)
+    if candidates is not None and candidates.tenant_id == tenant_id:
+        found = list(candidates.memberships)
+    else:
+        memberships = Membership.objects.select_related("tenant").filter(user=user)
+        if tenant_id is not None:
+            memberships = memberships.filter(tenant_id=tenant_id)
+        found = list(memberships[:2])
+    if tenant_id is not None:
+        if not found:
+            raise NotAMember("You are not a member of this tenant.")
+        return found[0]
+    if not found:
         raise NotAMember("You are not a member of any tenant.")
-    if len(candidates) > 1:
+    if len(found) > 1:
         raise TenantNotChosen(
             "You belong to several tenants: choose one with the X-Tenant-ID header."
         )
-    return candidates[0]
+    return found[0]
 
 
 def _user_get_or_create(email: str) -> AbstractBaseUser:
