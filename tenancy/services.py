@@ -7,9 +7,10 @@ from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import FilteredRelation, Q
 
+from dbqueue.compiled import CompiledQuery, Param
 from tenancy.models import ApiToken, Membership, Role, Tenant
 from web.errors import DomainError, Forbidden
 
@@ -72,19 +73,35 @@ def token_authenticate(
     return token.user, token
 
 
-def _token_rows(prefix: str, tenant_id: uuid.UUID | None, with_memberships: bool) -> list[ApiToken]:
-    """The token with its user, once per membership in `tenant_id` (any tenant when None)
-    with that membership and its tenant attached, at most two rows."""
-    # No ORDER BY to compile on the hottest query we have.
-    tokens = ApiToken.objects.select_related("user").filter(prefix=prefix)
-    if not with_memberships:
-        return list(tokens[:1])
-    condition = Q() if tenant_id is None else Q(user__memberships__tenant_id=tenant_id)
-    rows = tokens.annotate(
+def _token_query(condition: Q | None) -> models.QuerySet[ApiToken]:
+    """The token with its user; with a `condition` on the user's memberships, once per
+    membership it admits (at most two rows), with that membership and its tenant."""
+    # No ORDER BY: nothing to sort on the hottest query we have.
+    tokens = ApiToken.objects.select_related("user").filter(
+        prefix=Param("prefix", models.CharField())
+    )
+    if condition is None:
+        return tokens[:1]
+    return tokens.annotate(
         selected_membership=FilteredRelation("user__memberships", condition=condition),
         selected_tenant=FilteredRelation("selected_membership__tenant"),
-    ).select_related("selected_membership", "selected_tenant")
-    return list(rows[:2])
+    ).select_related("selected_membership", "selected_tenant")[:2]
+
+
+# Compiled once per connection: compiling this join cost more than running it.
+_TOKEN = CompiledQuery(lambda: _token_query(None))
+_TOKEN_IN_ANY_TENANT = CompiledQuery(lambda: _token_query(Q()))
+_TOKEN_IN_TENANT = CompiledQuery(
+    lambda: _token_query(Q(user__memberships__tenant_id=Param("tenant_id", models.UUIDField())))
+)
+
+
+def _token_rows(prefix: str, tenant_id: uuid.UUID | None, with_memberships: bool) -> list[ApiToken]:
+    if not with_memberships:
+        return _TOKEN.run(prefix=prefix)
+    if tenant_id is None:
+        return _TOKEN_IN_ANY_TENANT.run(prefix=prefix)
+    return _TOKEN_IN_TENANT.run(prefix=prefix, tenant_id=tenant_id)
 
 
 def _memberships_of(rows: list[ApiToken]) -> tuple[Membership, ...]:
