@@ -1,4 +1,5 @@
-"""A queryset compiled to SQL once per database connection, run with new values each time.
+"""Hot statements compiled once: a queryset run with new values each time, and inserts of
+new rows that must land together.
 
 Compiling a queryset costs more than running a small indexed query: for the token lookup
 that every API request makes (four tables joined by select_related) Django's compiler took
@@ -9,14 +10,19 @@ Django's own converters and populators.
 
 The values that change between runs are written as `Param(name, field)` in the queryset;
 everything else in it is fixed when it is first compiled.
+
+`insert_together` inserts new rows all or none with INSERT statements built once per model:
+on PostgreSQL as one statement (data-modifying WITH), so a create of three rows is one round
+trip instead of five (BEGIN, three INSERTs, COMMIT).
 """
 
 import weakref
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, connections, models
+from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.expressions import Expression
 from django.db.models.query import get_related_populators
@@ -114,3 +120,68 @@ class CompiledQuery(Generic[M]):
             cursor.execute(plan.sql, params)
             rows = cursor.fetchall()
         return [plan.instance(list(row), connection) for row in rows]  # type: ignore[misc]
+
+
+@dataclass(frozen=True)
+class _Insert:
+    sql: str
+    fields: tuple[models.Field, ...]
+
+    @classmethod
+    def of(cls, model: type[models.Model], connection: BaseDatabaseWrapper) -> "_Insert":
+        meta = model._meta
+        fields = tuple(
+            field
+            for field in meta.concrete_fields
+            if not field.generated and not (field.primary_key and field.db_returning)
+        )
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(field.column) for field in fields)
+        values = ", ".join(["%s"] * len(fields))
+        sql = f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({values})"
+        return cls(sql=sql, fields=fields)
+
+    def params(self, obj: models.Model, connection: BaseDatabaseWrapper) -> list[Any]:
+        values = []
+        for field in self.fields:
+            value = field.pre_save(obj, add=True)
+            if hasattr(value, "resolve_expression"):
+                raise TypeError(f"{field} is an expression: insert_together takes plain values")
+            values.append(field.get_db_prep_save(value, connection=connection))
+        return values
+
+
+_INSERTS: weakref.WeakKeyDictionary[BaseDatabaseWrapper, dict[type, _Insert]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def insert_together(objs: list[models.Model], using: str = DEFAULT_DB_ALIAS) -> None:
+    """INSERT new model instances in order, all or none: one statement on PostgreSQL, one
+    per row inside a transaction elsewhere (a savepoint inside the caller's transaction,
+    which a failed insert therefore leaves usable, as an atomic block would).
+
+    Like `Model.save(force_insert=True)` without its signals (nothing here listens to
+    them): field defaults and `pre_save` apply; an auto-increment key is left to the
+    database and not read back.
+    """
+    connection = connections[using]
+    inserts = _INSERTS.setdefault(connection, {})
+    statements = []
+    for obj in objs:
+        insert = inserts.get(type(obj)) or inserts.setdefault(
+            type(obj), _Insert.of(type(obj), connection)
+        )
+        statements.append((insert.sql, insert.params(obj, connection)))
+    if connection.vendor == "postgresql" and len(statements) > 1:
+        *first, (last_sql, last_params) = statements
+        ctes = ", ".join(f"i{index} AS ({sql})" for index, (sql, _) in enumerate(first))
+        params = [value for _, values in first for value in values] + last_params
+        statements = [(f"WITH {ctes} {last_sql}", params)]
+    # One statement outside a transaction is atomic by itself: no BEGIN and COMMIT to send.
+    alone = len(statements) == 1 and not connection.in_atomic_block
+    with nullcontext() if alone else transaction.atomic(using=using), connection.cursor() as cursor:
+        for sql, params in statements:
+            cursor.execute(sql, params)
+    for obj in objs:
+        obj._state.adding, obj._state.db = False, using

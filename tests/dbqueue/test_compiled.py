@@ -1,12 +1,16 @@
-"""CompiledQuery: one compilation, the ORM's own instances, each run's values bound."""
+"""CompiledQuery: one compilation, the ORM's own instances, each run's values bound;
+insert_together: all rows or none, one statement on PostgreSQL."""
 
-from django.db import models
+import pytest
+from django.contrib.auth.models import User
+from django.db import IntegrityError, models
 from django.db.models import FilteredRelation, Q
 from django.db.models.sql.compiler import SQLCompiler
 
-from dbqueue.compiled import CompiledQuery, Param
-from tenancy.models import ApiToken, Membership, Role
-from tests.conftest import make_member
+from dbqueue.compiled import CompiledQuery, Param, insert_together
+from projects.models import Project, ProjectStatus
+from tenancy.models import ApiToken, Membership, Role, Tenant
+from tests.conftest import make_member, requires_postgres
 
 
 def token_with_membership() -> models.QuerySet[ApiToken]:
@@ -78,3 +82,44 @@ def test_no_match_is_an_empty_list_and_an_unjoined_relation_is_unset(alice, char
     [token] = QUERY.run(prefix=prefix(alice), tenant=charlie.tenant.id)
 
     assert not hasattr(token, "membership")
+
+
+def test_insert_together_stores_every_row_with_its_defaults(db):
+    tenant = Tenant(name="T")
+    project = Project(tenant=tenant, name="P")
+    membership = Membership(tenant=tenant, user=User.objects.create(username="u"), role="owner")
+
+    insert_together([tenant, project, membership])
+
+    stored = Project.objects.select_related("tenant").get(pk=project.pk)
+    assert (stored.tenant.name, stored.status) == ("T", ProjectStatus.PROVISIONING)
+    assert stored.created_at == project.created_at
+    assert Membership.objects.get(tenant=tenant).role == "owner"
+    assert not project._state.adding
+    assert project._state.db == "default"
+
+
+def test_a_failing_row_stores_none_and_leaves_the_transaction_usable(db):
+    """The db fixture runs the test inside a transaction, as a caller's would be."""
+    first = Tenant(name="first")
+    clash = Tenant(id=first.id, name="the same primary key")
+
+    with pytest.raises(IntegrityError):
+        insert_together([first, Project(tenant=first, name="P"), clash])
+
+    assert not Tenant.objects.exists()
+    assert not Project.objects.exists()
+
+
+@requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_on_postgresql_the_rows_are_one_statement_without_a_transaction(
+    django_assert_num_queries,
+):
+    tenant = Tenant(name="T")
+
+    with django_assert_num_queries(1) as context:
+        insert_together([tenant, Project(tenant=tenant, name="P")])
+
+    assert context.captured_queries[0]["sql"].startswith("WITH ")
+    assert Project.objects.get().tenant_id == tenant.id
