@@ -105,10 +105,10 @@ def start_gunicorn(env: dict[str, str], port: int) -> subprocess.Popen:
     raise SystemExit("gunicorn did not become healthy within 30 s")
 
 
-def server_cpu(server: subprocess.Popen, pg_database: str | None) -> Callable[[], float]:
-    """A function giving the CPU seconds used so far by the gunicorn workers and, on
-    PostgreSQL, by the bench database's backends: figures that other load on the machine
-    does not move as it moves requests/s."""
+def server_cpu(server: subprocess.Popen, pg_database: str | None) -> Callable[[], dict]:
+    """A function giving the CPU seconds used so far by each gunicorn worker and, on
+    PostgreSQL, by each of the bench database's backends, by process id: figures that other
+    load on the machine does not move as it moves requests/s."""
 
     def pids() -> list[int]:
         children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
@@ -123,21 +123,21 @@ def server_cpu(server: subprocess.Popen, pg_database: str | None) -> Callable[[]
             found += [pid for (pid,) in rows]
         return found
 
-    def seconds() -> float:
-        total = 0
+    def seconds() -> dict[int, float]:
+        used = {}
         for pid in pids():
             try:
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             except FileNotFoundError:
                 continue
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-        return total / os.sysconf("SC_CLK_TCK")
+            used[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return used
 
     return seconds
 
 
 def drive(
-    request_once, *, clients: int, seconds: float, cpu: Callable[[], float]
+    request_once, *, clients: int, seconds: float, cpu: Callable[[], dict]
 ) -> dict[str, float]:
     """Run `request_once(session)` from `clients` threads for `seconds`; returns figures."""
     latencies: list[float] = []
@@ -170,7 +170,9 @@ def drive(
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - began
-    cpu_used = cpu() - cpu_before
+    # A process that started meanwhile (a database connection past CONN_MAX_AGE is
+    # replaced) counts whole; one that ended takes its last figures with it.
+    cpu_used = sum(used - cpu_before.get(pid, 0.0) for pid, used in cpu().items())
     quantiles = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
     return {
         "requests": len(latencies),
