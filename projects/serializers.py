@@ -57,3 +57,13 @@ class ProjectSerializer(serializers.Serializer):
         if job_id is None:
             return None
         return {"id": str(job_id), "status": project.provision_job_status}
+
+
+# Bound once: a serializer instance deep-copies its declared fields, which cost a create
+# more than rendering the project does; to_representation keeps no state between calls.
+_PROJECT = ProjectSerializer()
+
+
+def project_representation(project: Project) -> dict[str, Any]:
+    """The project as ProjectSerializer renders it (what a create answers and stores)."""
+    return _PROJECT.to_representation(project)

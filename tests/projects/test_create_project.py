@@ -46,6 +46,8 @@ def test_first_request_writes_one_project_one_job_one_key(alice, settings):
         alice.tenant,
     )
     assert job.payload == {"invite": ["dan@example.com"]}
+    # the answer is the project resource exactly as GET renders it
+    assert alice.client().get(response["Location"]).json() == body
 
 
 def test_invite_defaults_to_an_empty_list(alice):
