@@ -119,7 +119,7 @@ class CompiledQuery(Generic[M]):
         with connection.cursor() as cursor:
             cursor.execute(plan.sql, params)
             rows = cursor.fetchall()
-        return [plan.instance(list(row), connection) for row in rows]  # type: ignore[misc]
+        return [plan.instance(list(row), connection) for row in rows]
 
 
 @dataclass(frozen=True)
