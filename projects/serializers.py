@@ -6,13 +6,15 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from projects.models import Project, ProjectStatus
-from web.fields import StrictCharField
+from web.fields import FieldsBoundOnce, StrictCharField
 
 MAX_INVITES = 50
 
 
-class ProjectCreateSerializer(serializers.Serializer):
-    """`{name, invite?: [emails]}`; any other field is rejected so typos do not pass silently."""
+class ProjectCreateSerializer(FieldsBoundOnce, serializers.Serializer):
+    """`{name, invite?: [emails]}`; any other field is rejected so typos do not pass silently.
+
+    Validated on every create: its plain value fields are bound once and shared."""
 
     name = StrictCharField(max_length=200)
     invite = serializers.ListField(
