@@ -1,11 +1,17 @@
 """Throughput and latency of the projects API under gunicorn, against a bare insert view.
 
-    /work/venv/bin/python bench/api.py [--db sqlite|postgres|both] [--clients N] [--seconds S]
+    .venv/bin/python bench/api.py [--db sqlite|postgres|both] [--clients N] [--seconds S]
+        [--rounds R] [--pg-database NAME]
 
-For each database it migrates a fresh database, creates a tenant, starts gunicorn on
-127.0.0.1 and drives N client threads for S seconds per endpoint. SQL per request is
-counted in-process with CaptureQueriesContext around the same requests. It prints figures;
-it never judges them.
+For each database (a fresh SQLite file, or a PostgreSQL database it drops and re-creates,
+`tw_bench_api` unless --pg-database says otherwise) it migrates, creates a tenant, starts
+gunicorn on 127.0.0.1 and drives N client threads for S seconds per endpoint, the endpoints
+interleaved in each of R rounds; req/s and latencies are the median [min-max] of the rounds,
+the ratio is the median of each round's create / bare insert. Server CPU per request (the
+gunicorn workers' and, on PostgreSQL, the bench database's backends' user + system time,
+read from /proc) is the figure other load on a shared machine moves least. SQL per request
+is counted in-process with CaptureQueriesContext around the same requests. It prints
+figures and the load average; it never judges them.
 """
 
 import argparse
@@ -19,6 +25,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import requests
@@ -26,7 +33,6 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-PG_BENCH_DB = "tw_bench_api"
 WORKERS = 3
 TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
 
@@ -51,19 +57,23 @@ def manage(env: dict[str, str], *args: str) -> str:
     return result.stdout
 
 
-def recreate_postgres_database() -> None:
+def recreate_postgres_database(name: str) -> None:
     import psycopg
 
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {PG_BENCH_DB} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {PG_BENCH_DB}")
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name}")
 
 
-def drop_postgres_database() -> None:
+def drop_postgres_database(name: str) -> None:
     import psycopg
 
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {PG_BENCH_DB} WITH (FORCE)")
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def load() -> str:
+    return "load average " + ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def free_port() -> int:
@@ -95,7 +105,40 @@ def start_gunicorn(env: dict[str, str], port: int) -> subprocess.Popen:
     raise SystemExit("gunicorn did not become healthy within 30 s")
 
 
-def drive(request_once, *, clients: int, seconds: float) -> dict[str, float]:
+def server_cpu(server: subprocess.Popen, pg_database: str | None) -> Callable[[], dict]:
+    """A function giving the CPU seconds used so far by each gunicorn worker and, on
+    PostgreSQL, by each of the bench database's backends, by process id: figures that other
+    load on the machine does not move as it moves requests/s."""
+
+    def pids() -> list[int]:
+        children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+        found = [int(pid) for pid in children]
+        if pg_database is not None:
+            import psycopg
+
+            with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+                rows = conn.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = %s", [pg_database]
+                ).fetchall()
+            found += [pid for (pid,) in rows]
+        return found
+
+    def seconds() -> dict[int, float]:
+        used = {}
+        for pid in pids():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except FileNotFoundError:
+                continue
+            used[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return used
+
+    return seconds
+
+
+def drive(
+    request_once, *, clients: int, seconds: float, cpu: Callable[[], dict]
+) -> dict[str, float]:
     """Run `request_once(session)` from `clients` threads for `seconds`; returns figures."""
     latencies: list[float] = []
     errors = 0
@@ -121,11 +164,15 @@ def drive(request_once, *, clients: int, seconds: float) -> dict[str, float]:
     for thread in threads:
         thread.start()
     stop_at.append(time.perf_counter() + seconds)
+    cpu_before = cpu()
     began = time.perf_counter()
     start.wait()
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - began
+    # A process that started meanwhile (a database connection past CONN_MAX_AGE is
+    # replaced) counts whole; one that ended takes its last figures with it.
+    cpu_used = sum(used - cpu_before.get(pid, 0.0) for pid, used in cpu().items())
     quantiles = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
     return {
         "requests": len(latencies),
@@ -133,6 +180,7 @@ def drive(request_once, *, clients: int, seconds: float) -> dict[str, float]:
         "rps": len(latencies) / elapsed,
         "p50_ms": quantiles[49] * 1000,
         "p99_ms": quantiles[98] * 1000,
+        "cpu_ms": cpu_used * 1000 / max(1, len(latencies)),
     }
 
 
@@ -167,11 +215,11 @@ def queries_per_request(token: str) -> dict[str, tuple[int, int]]:
     return counts
 
 
-def run_one(db: str, *, clients: int, seconds: float) -> None:
+def run_one(db: str, *, clients: int, seconds: float, rounds: int, pg_database: str) -> None:
     workdir = tempfile.mkdtemp(prefix="tw_bench_api_")
     if db == "postgres":
-        recreate_postgres_database()
-        database_url = f"postgres://postgres@127.0.0.1:5432/{PG_BENCH_DB}"
+        recreate_postgres_database(pg_database)
+        database_url = f"postgres://postgres@127.0.0.1:5432/{pg_database}"
     else:
         database_url = f"sqlite:///{workdir}/bench.sqlite3"
     env = bench_env(database_url)
@@ -195,12 +243,14 @@ def run_one(db: str, *, clients: int, seconds: float) -> None:
     def bare(session: requests.Session) -> bool:
         return session.post(f"{base}/bench/bare-insert").ok
 
+    # create and bare insert side by side: their ratio is taken within each round.
+    calls = {"create": create, "bare insert": bare, "list": list_projects}
+    figures: dict[str, list[dict[str, float]]] = {name: [] for name in calls}
+    cpu = server_cpu(server, pg_database if db == "postgres" else None)
     try:
-        figures = {
-            "create": drive(create, clients=clients, seconds=seconds),
-            "list": drive(list_projects, clients=clients, seconds=seconds),
-            "bare insert": drive(bare, clients=clients, seconds=seconds),
-        }
+        for _ in range(rounds):
+            for name, call in calls.items():
+                figures[name].append(drive(call, clients=clients, seconds=seconds, cpu=cpu))
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -210,20 +260,58 @@ def run_one(db: str, *, clients: int, seconds: float) -> None:
         from django.db import connections
 
         connections.close_all()
-        drop_postgres_database()
+        drop_postgres_database(pg_database)
 
 
-def print_table(db: str, figures: dict, counts: dict, *, clients: int, seconds: float) -> None:
-    print(f"\n{db}: gunicorn {WORKERS} sync workers, {clients} clients, {seconds:g} s each")
-    print(f"{'endpoint':<12} {'reqs':>6} {'errs':>5} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} SQL")
-    for name, row in figures.items():
+def _spread(values: list[float], digits: int = 1) -> str:
+    median, low, high = statistics.median(values), min(values), max(values)
+    return f"{median:.{digits}f} [{low:.{digits}f}-{high:.{digits}f}]"
+
+
+def print_table(
+    db: str,
+    figures: dict[str, list[dict[str, float]]],
+    counts: dict,
+    *,
+    clients: int,
+    seconds: float,
+) -> None:
+    rounds = len(figures["create"])
+    print(
+        f"\n{db}: gunicorn {WORKERS} sync workers, {clients} clients, {seconds:g} s each, "
+        f"{rounds} rounds interleaved, median [min-max]; {load()}"
+    )
+    print(
+        f"{'endpoint':<12} {'reqs':>6} {'errs':>5} {'req/s':>24} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'server CPU ms/req':>20} SQL"
+    )
+    for name, runs in figures.items():
         data, total = counts[name]
         print(
-            f"{name:<12} {row['requests']:>6} {row['errors']:>5} {row['rps']:>8.1f} "
-            f"{row['p50_ms']:>8.1f} {row['p99_ms']:>8.1f} {data} (+{total - data} txn)"
+            f"{name:<12} {sum(run['requests'] for run in runs):>6.0f} "
+            f"{sum(run['errors'] for run in runs):>5.0f} "
+            f"{_spread([run['rps'] for run in runs]):>24} "
+            f"{statistics.median(run['p50_ms'] for run in runs):>8.1f} "
+            f"{statistics.median(run['p99_ms'] for run in runs):>8.1f} "
+            f"{_spread([run['cpu_ms'] for run in runs], digits=2):>20} "
+            f"{data} (+{total - data} txn)"
         )
-    ratio = figures["create"]["rps"] / figures["bare insert"]["rps"]
-    print(f"create / bare insert throughput: {ratio:.2f}x (target >= 0.5)")
+    ratios = [
+        create["rps"] / bare["rps"]
+        for create, bare in zip(figures["create"], figures["bare insert"], strict=True)
+    ]
+    print(
+        f"create / bare insert throughput: {statistics.median(ratios):.2f}x "
+        f"[{min(ratios):.2f}-{max(ratios):.2f}] (target >= 0.5)"
+    )
+    cpu_ratios = [
+        bare["cpu_ms"] / create["cpu_ms"]
+        for create, bare in zip(figures["create"], figures["bare insert"], strict=True)
+    ]
+    print(
+        f"bare insert / create server CPU per request: {statistics.median(cpu_ratios):.2f}x "
+        f"[{min(cpu_ratios):.2f}-{max(cpu_ratios):.2f}]"
+    )
     print(f"SQL statements per create: {counts['create'][0]} (target <= 6)")
 
 
@@ -232,18 +320,27 @@ def main() -> None:
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--pg-database", default="tw_bench_api")
     args = parser.parse_args()
     if args.db == "both":
         # One process per database: Django is set up once per process.
         for db in ("sqlite", "postgres"):
             subprocess.run(
                 [PYTHON, __file__, "--db", db, f"--clients={args.clients}",
-                 f"--seconds={args.seconds}"],
+                 f"--seconds={args.seconds}", f"--rounds={args.rounds}",
+                 f"--pg-database={args.pg_database}"],
                 check=True,
             )  # fmt: skip
         return
     sys.path.insert(0, str(ROOT))
-    run_one(args.db, clients=args.clients, seconds=args.seconds)
+    run_one(
+        args.db,
+        clients=args.clients,
+        seconds=args.seconds,
+        rounds=args.rounds,
+        pg_database=args.pg_database,
+    )
 
 
 if __name__ == "__main__":

@@ -16,11 +16,12 @@ from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import models, transaction
 
 from dbqueue.backoff import retry_delay
 from dbqueue.batches import delete_in_batches
 from dbqueue.claims import fenced_update, fenced_update_many
+from dbqueue.compiled import insert_together
 from jobs.models import ErrorCategory, Job, JobStatus
 from jobs.registry import job_dead_lettered, job_retried
 from tenancy.models import Tenant
@@ -65,10 +66,13 @@ def job_enqueue(
     now: datetime,
     project_id: uuid.UUID | None = None,
     job_id: uuid.UUID | None = None,
+    alongside: Sequence[models.Model] = (),
 ) -> Job:
-    """Insert a pending job, due now, inside the caller's transaction: the outbox guarantee
-    (the job commits with the row it is about, or not at all)."""
-    return Job.objects.create(
+    """Insert a pending job, due now, with the rows it is about: the outbox guarantee (the
+    job commits with them, or not at all). Either inside the caller's transaction, or with
+    the caller's new rows as `alongside`, inserted before the job all or none — one
+    statement on PostgreSQL — with no transaction of the caller's."""
+    job = Job(
         id=job_id or uuid.uuid4(),
         tenant=tenant,
         project_id=project_id,
@@ -79,6 +83,8 @@ def job_enqueue(
         created_at=now,
         updated_at=now,
     )
+    insert_together([*alongside, job])
+    return job
 
 
 def job_complete(*, job: Job, now: datetime, apply: Callable[[], None] | None = None) -> bool:

@@ -6,13 +6,15 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from projects.models import Project, ProjectStatus
-from web.fields import StrictCharField
+from web.fields import FieldsBoundOnce, StrictCharField
 
 MAX_INVITES = 50
 
 
-class ProjectCreateSerializer(serializers.Serializer):
-    """`{name, invite?: [emails]}`; any other field is rejected so typos do not pass silently."""
+class ProjectCreateSerializer(FieldsBoundOnce, serializers.Serializer):
+    """`{name, invite?: [emails]}`; any other field is rejected so typos do not pass silently.
+
+    Validated on every create: its plain value fields are bound once and shared."""
 
     name = StrictCharField(max_length=200)
     invite = serializers.ListField(
@@ -57,3 +59,13 @@ class ProjectSerializer(serializers.Serializer):
         if job_id is None:
             return None
         return {"id": str(job_id), "status": project.provision_job_status}
+
+
+# Bound once: a serializer instance deep-copies its declared fields, which cost a create
+# more than rendering the project does; to_representation keeps no state between calls.
+_PROJECT = ProjectSerializer()
+
+
+def project_representation(project: Project) -> dict[str, Any]:
+    """The project as ProjectSerializer renders it (what a create answers and stores)."""
+    return _PROJECT.to_representation(project)

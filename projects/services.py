@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, models
 
 from dbqueue.batches import delete_in_batches
 from jobs.models import Job, JobStatus
@@ -180,28 +180,28 @@ def _insert(
     project.provision_job_status = JobStatus.PENDING
     rendering = json.loads(json.dumps(render(project)))
     ttl = timedelta(seconds=settings.IDEMPOTENCY_KEY_TTL_SECONDS)
-    with transaction.atomic():
-        # The key goes first: on PostgreSQL a concurrent identical insert waits on the
-        # unique index until this transaction ends, so only one request creates anything.
-        # Foreign keys are deferred to commit, so the key may point at the coming project.
-        OperationKey.objects.create(
-            tenant=tenant,
-            key=key,
-            fingerprint=fingerprint,
-            project_id=project.id,
-            response_body=rendering,
-            created_at=now,
-            expires_at=now + ttl,
-        )
-        project.save(force_insert=True)
-        job_enqueue(
-            tenant=tenant,
-            kind=PROVISION_KIND,
-            payload={"invite": invite},
-            project_id=project.id,
-            job_id=job_id,
-            now=now,
-        )
+    # Key, project and job land all or none: a concurrent identical request waits on the
+    # key's unique index until this one commits, then fails with its project and job, so
+    # only one request creates anything. Foreign keys are checked at commit, so the key
+    # may point at the coming project.
+    key_row = OperationKey(
+        tenant=tenant,
+        key=key,
+        fingerprint=fingerprint,
+        project_id=project.id,
+        response_body=rendering,
+        created_at=now,
+        expires_at=now + ttl,
+    )
+    job_enqueue(
+        tenant=tenant,
+        kind=PROVISION_KIND,
+        payload={"invite": invite},
+        project_id=project.id,
+        job_id=job_id,
+        now=now,
+        alongside=(key_row, project),
+    )
     return ProjectCreated(project_id=project.id, rendering=rendering, replayed=False)
 
 

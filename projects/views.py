@@ -9,7 +9,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from projects.models import Project
-from projects.serializers import ProjectCreateSerializer, ProjectSerializer
+from projects.serializers import (
+    ProjectCreateSerializer,
+    ProjectSerializer,
+    project_representation,
+)
 from projects.services import (
     idempotency_key_parse,
     project_create,
@@ -53,7 +57,7 @@ class ProjectListCreateView(generics.ListAPIView):
             fingerprint=request_fingerprint(
                 method=request.method, path=request.path, body=serializer.validated_data
             ),
-            render=lambda project: ProjectSerializer(project).data,
+            render=project_representation,
             now=timezone.now(),
             **serializer.validated_data,
         )

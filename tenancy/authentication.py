@@ -31,7 +31,11 @@ class BearerTokenAuthentication(BaseAuthentication):
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("The token is not valid.") from None
         try:
-            return token_authenticate(plaintext=plaintext, now=timezone.now())
+            return token_authenticate(
+                plaintext=plaintext,
+                now=timezone.now(),
+                tenant_header=request.headers.get("X-Tenant-ID"),
+            )
         except TokenRejected as exc:
             raise exceptions.AuthenticationFailed(str(exc)) from None
 

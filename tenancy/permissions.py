@@ -28,7 +28,10 @@ class IsTenantMember(BasePermission):
         if request.user is None or not request.user.is_authenticated:
             raise exceptions.NotAuthenticated()
         membership = membership_resolve(
-            user=request.user, tenant_header=request.headers.get("X-Tenant-ID")
+            user=request.user,
+            tenant_header=request.headers.get("X-Tenant-ID"),
+            # Read by the authentication's query (tenancy.services.token_authenticate).
+            candidates=getattr(request.auth, "tenant_candidates", None),
         )
         if _owner_required(view, request.method) and membership.role != Role.OWNER:
             raise exceptions.PermissionDenied("This action is reserved to the tenant's owners.")

@@ -2,14 +2,15 @@
 
 import secrets
 import uuid
-from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import models, transaction
+from django.db.models import FilteredRelation, Q
 
+from dbqueue.compiled import CompiledQuery, Param
 from tenancy.models import ApiToken, Membership, Role, Tenant
 from web.errors import DomainError, Forbidden
 
@@ -32,14 +33,31 @@ class NotAMember(Forbidden):
     """The caller is not a member of the tenant the request selects."""
 
 
-def token_authenticate(*, plaintext: str, now: datetime) -> tuple[AbstractBaseUser, ApiToken]:
-    """The user behind a bearer token; raises TokenRejected without saying which check failed."""
+@dataclass(frozen=True)
+class TenantCandidates:
+    """The caller's memberships as read with the token: the one in the tenant `tenant_id`
+    names (none if not a member), or up to two of any tenant when `tenant_id` is None."""
+
+    tenant_id: uuid.UUID | None
+    memberships: tuple[Membership, ...]
+
+
+def token_authenticate(
+    *, plaintext: str, now: datetime, tenant_header: str | None = None
+) -> tuple[AbstractBaseUser, ApiToken]:
+    """The user behind a bearer token; raises TokenRejected without saying which check failed.
+
+    The statement that reads the token also reads the memberships `membership_resolve` needs
+    for `tenant_header` and leaves them on the token as `tenant_candidates`: authentication
+    and tenant resolution cost one query together. Nothing is decided on them here.
+    """
+    try:
+        tenant_id, with_memberships = _tenant_id(tenant_header), True
+    except TenantNotChosen:  # membership_resolve refuses the header before reading anything
+        tenant_id, with_memberships = None, False
     prefix = ApiToken.prefix_of(plaintext)
-    token = None
-    if prefix is not None:
-        # get() rather than first(): no ORDER BY to compile on the hottest query we have.
-        with suppress(ApiToken.DoesNotExist):
-            token = ApiToken.objects.select_related("user").get(prefix=prefix)
+    rows = [] if prefix is None else _token_rows(prefix, tenant_id, with_memberships)
+    token = rows[0] if rows else None
     if token is None or not token.matches(plaintext):
         raise TokenRejected("The token is not valid.")
     if not token.is_usable(now=now) or not token.user.is_active:
@@ -47,33 +65,96 @@ def token_authenticate(*, plaintext: str, now: datetime) -> tuple[AbstractBaseUs
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_PRECISION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
+    token.tenant_candidates = None
+    if with_memberships:
+        token.tenant_candidates = TenantCandidates(
+            tenant_id=tenant_id, memberships=_memberships_of(rows)
+        )
     return token.user, token
 
 
-def membership_resolve(*, user: AbstractBaseUser, tenant_header: str | None) -> Membership:
+def _token_query(condition: Q | None) -> models.QuerySet[ApiToken]:
+    """The token with its user; with a `condition` on the user's memberships, once per
+    membership it admits (at most two rows), with that membership and its tenant."""
+    # No ORDER BY: nothing to sort on the hottest query we have.
+    tokens = ApiToken.objects.select_related("user").filter(
+        prefix=Param("prefix", models.CharField())
+    )
+    if condition is None:
+        return tokens[:1]
+    return tokens.annotate(
+        selected_membership=FilteredRelation("user__memberships", condition=condition),
+        selected_tenant=FilteredRelation("selected_membership__tenant"),
+    ).select_related("selected_membership", "selected_tenant")[:2]
+
+
+# Compiled once per connection: compiling this join cost more than running it.
+_TOKEN = CompiledQuery(lambda: _token_query(None))
+_TOKEN_IN_ANY_TENANT = CompiledQuery(lambda: _token_query(Q()))
+_TOKEN_IN_TENANT = CompiledQuery(
+    lambda: _token_query(Q(user__memberships__tenant_id=Param("tenant_id", models.UUIDField())))
+)
+
+
+def _token_rows(prefix: str, tenant_id: uuid.UUID | None, with_memberships: bool) -> list[ApiToken]:
+    if not with_memberships:
+        return _TOKEN.run(prefix=prefix)
+    if tenant_id is None:
+        return _TOKEN_IN_ANY_TENANT.run(prefix=prefix)
+    return _TOKEN_IN_TENANT.run(prefix=prefix, tenant_id=tenant_id)
+
+
+def _memberships_of(rows: list[ApiToken]) -> tuple[Membership, ...]:
+    memberships = []
+    for row in rows:
+        # select_related leaves the attribute unset on a row that joined no membership.
+        membership = getattr(row, "selected_membership", None)
+        if membership is not None:
+            membership.tenant, membership.user = row.selected_tenant, row.user
+            memberships.append(membership)
+    return tuple(memberships)
+
+
+def _tenant_id(tenant_header: str | None) -> uuid.UUID | None:
+    if tenant_header is None:
+        return None
+    try:
+        return uuid.UUID(tenant_header.strip())
+    except ValueError:
+        raise TenantNotChosen("X-Tenant-ID must be a tenant UUID.") from None
+
+
+def membership_resolve(
+    *,
+    user: AbstractBaseUser,
+    tenant_header: str | None,
+    candidates: TenantCandidates | None = None,
+) -> Membership:
     """The caller's membership in the tenant the request selects.
 
     With `X-Tenant-ID` the tenant is that one (malformed → 400, not a member → 403);
-    without it the user's sole membership is used (none → 403, several → 400).
+    without it the user's sole membership is used (none → 403, several → 400). `candidates`
+    read with the token for the same header spare the query.
     """
-    memberships = Membership.objects.select_related("tenant").filter(user=user)
-    if tenant_header is not None:
-        try:
-            tenant_id = uuid.UUID(tenant_header.strip())
-        except ValueError:
-            raise TenantNotChosen("X-Tenant-ID must be a tenant UUID.") from None
-        try:
-            return memberships.get(tenant_id=tenant_id)
-        except Membership.DoesNotExist:
-            raise NotAMember("You are not a member of this tenant.") from None
-    candidates = list(memberships[:2])
-    if not candidates:
+    tenant_id = _tenant_id(tenant_header)
+    if candidates is not None and candidates.tenant_id == tenant_id:
+        found = list(candidates.memberships)
+    else:
+        memberships = Membership.objects.select_related("tenant").filter(user=user)
+        if tenant_id is not None:
+            memberships = memberships.filter(tenant_id=tenant_id)
+        found = list(memberships[:2])
+    if tenant_id is not None:
+        if not found:
+            raise NotAMember("You are not a member of this tenant.")
+        return found[0]
+    if not found:
         raise NotAMember("You are not a member of any tenant.")
-    if len(candidates) > 1:
+    if len(found) > 1:
         raise TenantNotChosen(
             "You belong to several tenants: choose one with the X-Tenant-ID header."
         )
-    return candidates[0]
+    return found[0]
 
 
 def _user_get_or_create(email: str) -> AbstractBaseUser:

@@ -1,0 +1,125 @@
+"""CompiledQuery: one compilation, the ORM's own instances, each run's values bound;
+insert_together: all rows or none, one statement on PostgreSQL."""
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import IntegrityError, models
+from django.db.models import FilteredRelation, Q
+from django.db.models.sql.compiler import SQLCompiler
+
+from dbqueue.compiled import CompiledQuery, Param, insert_together
+from projects.models import Project, ProjectStatus
+from tenancy.models import ApiToken, Membership, Role, Tenant
+from tests.conftest import make_member, requires_postgres
+
+
+def token_with_membership() -> models.QuerySet[ApiToken]:
+    return (
+        ApiToken.objects.select_related("user")
+        .filter(prefix=Param("prefix", models.CharField()))
+        .annotate(
+            membership=FilteredRelation(
+                "user__memberships",
+                condition=Q(user__memberships__tenant_id=Param("tenant", models.UUIDField())),
+            ),
+            tenant=FilteredRelation("membership__tenant"),
+        )
+        .select_related("membership", "tenant")
+    )[:2]
+
+
+QUERY = CompiledQuery(token_with_membership)
+
+
+def prefix(actor) -> str:
+    return ApiToken.prefix_of(actor.token)
+
+
+def test_rows_are_the_orm_instances_with_their_related_objects(alice):
+    [token] = QUERY.run(prefix=prefix(alice), tenant=alice.tenant.id)
+    expected = ApiToken.objects.select_related("user").get(prefix=prefix(alice))
+
+    fields = [field.attname for field in ApiToken._meta.concrete_fields]
+    assert [getattr(token, name) for name in fields] == [getattr(expected, name) for name in fields]
+    assert token.created_at.tzinfo is not None  # converted as the ORM converts
+    assert token.user.email == "alice@example.com"
+    assert token.user.date_joined == expected.user.date_joined
+    assert token.membership == Membership.objects.get(user=alice.user)
+    assert token.membership.role == Role.OWNER
+    assert token.tenant == alice.tenant
+    assert token.tenant.name == "Tenant A"
+    assert not token._state.adding
+
+
+def test_each_run_binds_its_values_into_one_compiled_statement(
+    alice, charlie, monkeypatch, django_assert_num_queries
+):
+    make_member(charlie.tenant, "alice@example.com", role=Role.MEMBER)
+    query = CompiledQuery(token_with_membership)
+    compilations = []
+    original = SQLCompiler.as_sql
+
+    def counted(self, *args, **kwargs):
+        compilations.append(self.query.model)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(SQLCompiler, "as_sql", counted)
+
+    with django_assert_num_queries(3):
+        [in_a] = query.run(prefix=prefix(alice), tenant=alice.tenant.id)
+        [in_b] = query.run(prefix=prefix(alice), tenant=charlie.tenant.id)
+        [charlies] = query.run(prefix=prefix(charlie), tenant=charlie.tenant.id)
+
+    assert compilations == [ApiToken]
+    assert (in_a.tenant, in_a.membership.role) == (alice.tenant, Role.OWNER)
+    assert (in_b.tenant, in_b.membership.role) == (charlie.tenant, Role.MEMBER)
+    assert charlies.user == charlie.user
+
+
+def test_no_match_is_an_empty_list_and_an_unjoined_relation_is_unset(alice, charlie):
+    assert QUERY.run(prefix="tkw_000000000000", tenant=alice.tenant.id) == []
+
+    [token] = QUERY.run(prefix=prefix(alice), tenant=charlie.tenant.id)
+
+    assert not hasattr(token, "membership")
+
+
+def test_insert_together_stores_every_row_with_its_defaults(db):
+    tenant = Tenant(name="T")
+    project = Project(tenant=tenant, name="P")
+    membership = Membership(tenant=tenant, user=User.objects.create(username="u"), role="owner")
+
+    insert_together([tenant, project, membership])
+
+    stored = Project.objects.select_related("tenant").get(pk=project.pk)
+    assert (stored.tenant.name, stored.status) == ("T", ProjectStatus.PROVISIONING)
+    assert stored.created_at == project.created_at
+    assert Membership.objects.get(tenant=tenant).role == "owner"
+    assert not project._state.adding
+    assert project._state.db == "default"
+
+
+def test_a_failing_row_stores_none_and_leaves_the_transaction_usable(db):
+    """The db fixture runs the test inside a transaction, as a caller's would be."""
+    first = Tenant(name="first")
+    clash = Tenant(id=first.id, name="the same primary key")
+
+    with pytest.raises(IntegrityError):
+        insert_together([first, Project(tenant=first, name="P"), clash])
+
+    assert not Tenant.objects.exists()
+    assert not Project.objects.exists()
+
+
+@requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_on_postgresql_the_rows_are_one_statement_without_a_transaction(
+    django_assert_num_queries,
+):
+    tenant = Tenant(name="T")
+
+    with django_assert_num_queries(1) as context:
+        insert_together([tenant, Project(tenant=tenant, name="P")])
+
+    assert context.captured_queries[0]["sql"].startswith("WITH ")
+    assert Project.objects.get().tenant_id == tenant.id

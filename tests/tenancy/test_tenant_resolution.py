@@ -1,0 +1,67 @@
+"""Which tenant a request acts in, read in the same query as the token: X-Tenant-ID, or the
+caller's sole membership; the membership's role is that tenant's."""
+
+from django.utils import timezone
+
+from projects.models import Project
+from tenancy.models import ApiToken, Role
+from tests.conftest import make_member
+
+
+def without_tenant_header(actor):
+    client = actor.client()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {actor.token}")
+    return client
+
+
+def create(client, key="k"):
+    return client.post(
+        "/v1/projects", {"name": "P"}, format="json", headers={"Idempotency-Key": key}
+    )
+
+
+def test_a_sole_membership_is_the_tenant_without_a_header(alice, django_assert_num_queries):
+    client = without_tenant_header(alice)
+    client.get("/v1/me")  # first use of the token records last_used_at
+
+    with django_assert_num_queries(2):  # the token with its membership, the page
+        assert client.get("/v1/projects").status_code == 200
+    assert create(client).status_code == 202
+    assert Project.objects.get().tenant_id == alice.tenant.id
+
+
+def test_several_memberships_need_a_header(alice, charlie):
+    make_member(charlie.tenant, "alice@example.com", role=Role.MEMBER)
+
+    response = without_tenant_header(alice).get("/v1/projects")
+
+    assert response.status_code == 400
+    assert "X-Tenant-ID" in response.json()["detail"]
+
+
+def test_the_header_picks_the_tenant_and_its_role(alice, charlie):
+    make_member(charlie.tenant, "alice@example.com", role=Role.MEMBER)
+    in_b = alice.client(tenant=charlie.tenant)
+
+    assert create(in_b).status_code == 202
+    assert Project.objects.get().tenant_id == charlie.tenant.id
+    # owner of A, only a member of B: B's owner-only routes are closed to her
+    assert in_b.get("/v1/webhook-endpoints").status_code == 403
+    assert alice.client().get("/v1/webhook-endpoints").status_code == 200
+
+
+def test_no_membership_is_403_with_or_without_a_header(alice, charlie):
+    outsider = make_member(charlie.tenant, "dave@example.com")
+    outsider.user.memberships.all().delete()
+
+    assert without_tenant_header(outsider).get("/v1/projects").status_code == 403
+    assert outsider.client(tenant=alice.tenant).get("/v1/projects").status_code == 403
+
+
+def test_a_revoked_token_is_401_before_any_tenant_check(alice):
+    ApiToken.objects.filter(user=alice.user).update(revoked_at=timezone.now())
+
+    assert alice.client().get("/v1/projects").status_code == 401
+    client = alice.client()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {alice.token}", HTTP_X_TENANT_ID="nope")
+    assert client.get("/v1/projects").status_code == 401
