@@ -8,7 +8,6 @@ starts. Each webhook endpoint gets at most a few slots (`EndpointGate`), and its
 breaker defers its rows while it is down, so a dead receiver costs nobody else anything.
 """
 
-import dataclasses
 import logging
 import threading
 from collections import Counter
@@ -48,6 +47,7 @@ DUE = ClaimSpec(
     fair_by="tenant",
     # Reset by every write-back, so it counts claims that died before producing an outcome.
     on_claim={"unfinished_claims": ClaimValue.INCREMENT},
+    capped_by="webhook_endpoint",
 )
 
 
@@ -62,15 +62,7 @@ def notification_claim(
     """Claim up to `limit` due rows (round-robin across tenants, oldest first within one);
     each carries its new claim_token. Rows of `skip_endpoints` (busy in this tick) are left
     for a later claim, and at most `per_endpoint` rows of one webhook endpoint are taken."""
-    skipped = set(skip_endpoints)
-    spec = DUE
-    if skipped:
-        spec = dataclasses.replace(
-            spec, ready=lambda at: DUE.ready(at).exclude(webhook_endpoint_id__in=skipped)
-        )
-    if per_endpoint is not None:
-        spec = dataclasses.replace(spec, cap_by=("webhook_endpoint", per_endpoint))
-    return claim(spec, now=now, lease=lease, limit=limit)
+    return claim(DUE, now=now, lease=lease, limit=limit, skip=set(skip_endpoints), cap=per_endpoint)
 
 
 def run_tick(
