@@ -186,9 +186,9 @@ class _Tick:
         per_endpoint = Counter(row.webhook_endpoint_id for row in claimed)
         per_endpoint.pop(None, None)
         # A claim that took an endpoint's full share may have left more of its rows due.
-        capped = any(n >= self.config.endpoint_share for n in per_endpoint.values())
-        self.exhausted = len(claimed) < wanted and not capped
-        self.left_for_later = bool(busy) or capped
+        capped = {e for e, n in per_endpoint.items() if n >= self.config.endpoint_share}
+        self.exhausted = len(claimed) < wanted
+        self.left_for_later = bool(busy or capped)
         self.summary.claimed += len(claimed)
         try:
             self._load_endpoints({row.webhook_endpoint_id for row in claimed} - {None})
@@ -206,6 +206,10 @@ class _Tick:
                 self._record(plan_poison(row, token=row.claim_token, now=now))
                 continue
             self._start(row)
+        # Short of rows, yet an endpoint that took its full share has a free slot (its rows
+        # were deferred, say): claim again now. A busy one waits for its queue to run dry.
+        if capped - self.gate.saturated(now=now):
+            self.exhausted = False
 
     def _start(self, row: Notification) -> None:
         """Send the row's pending channels, or defer, hold or release it as its webhook
