@@ -72,11 +72,12 @@ def claim(
     limit: int,
     skip: Collection[Any] = (),
     cap: int | None = None,
+    caps: Mapping[Any, int] | None = None,
 ) -> list[Any]:
     """Claim up to `limit` ready rows (round-robin across `fair_by` groups, first by
     `order_by` within one) and return them as model instances, in no particular order.
     Rows whose `capped_by` value is in `skip` are left alone; at most `cap` rows of one
-    value are taken (None: no cap).
+    value are taken (None: no cap), or `caps[value]` for the values it names.
 
     The returned instances carry the new `claim_token` and `claimed_until`; a row another
     claimer took first is simply not returned.
@@ -84,7 +85,7 @@ def claim(
     if limit <= 0:
         return []
     model, sql, params = claim_statement(
-        spec, now=now, lease=lease, limit=limit, skip=skip, cap=cap
+        spec, now=now, lease=lease, limit=limit, skip=skip, cap=cap, caps=caps
     )
     return list(model._default_manager.raw(sql, params))
 
@@ -97,16 +98,20 @@ def claim_statement(
     limit: int,
     skip: Collection[Any] = (),
     cap: int | None = None,
+    caps: Mapping[Any, int] | None = None,
 ) -> tuple[type[models.Model], str, list[Any]]:
     """The one statement `claim` runs, with its parameters (EXPLAIN it to see the plan).
 
     Compiling a queryset costs milliseconds of Python, so the compiled parts are kept per
-    shape of claim (queue, vendor, ready predicate, how many values are skipped, whether
-    they are capped) and only their parameters are bound per call."""
-    if (skip or cap is not None) and spec.capped_by is None:
+    shape of claim (queue, vendor, ready predicate, how many values are skipped or capped)
+    and only their parameters are bound per call."""
+    caps = dict(caps or {})
+    if (skip or caps or cap is not None) and spec.capped_by is None:
         raise ValueError("skip and cap need a ClaimSpec with capped_by")
+    if caps and cap is None:
+        raise ValueError("caps override a cap: give cap too")
     skip = list(skip)
-    compiled = _compiled(spec, skipped=len(skip), capped=cap is not None)
+    compiled = _compiled(spec, skipped=len(skip), capped=None if cap is None else len(caps))
     lease_until = now + lease
     model = compiled.model
     assignments, set_params = _assignments(
@@ -117,6 +122,8 @@ def claim_statement(
     )
     values: dict[str, Any] = {"now": now, "cap": cap}
     values.update((f"skip{i}", value) for i, value in enumerate(skip))
+    for i, (value, most) in enumerate(caps.items()):
+        values[f"cap_value{i}"], values[f"cap{i}"] = value, most
     table = connection.ops.quote_name(model._meta.db_table)
     pk = connection.ops.quote_name(model._meta.pk.column)
     if connection.vendor == "postgresql":
@@ -183,8 +190,9 @@ class _Compiled:
 _COMPILED: "OrderedDict[tuple, _Compiled]" = OrderedDict()
 
 
-def _compiled(spec: ClaimSpec, *, skipped: int, capped: bool) -> _Compiled:
-    """The compiled parts for this shape of claim, compiled on first use. The key holds the ready
+def _compiled(spec: ClaimSpec, *, skipped: int, capped: int | None) -> _Compiled:
+    """The compiled parts for this shape of claim, compiled on first use. `capped` is
+    None without a cap, else how many values have their own cap. The key holds the ready
     predicate itself (its constants, e.g. a setting, included), so a different predicate
     is never served another's statement."""
     ready = spec.ready(_Param("now", models.DateTimeField()))
@@ -222,7 +230,7 @@ def _field(model: type[models.Model], name: str) -> models.Field:
     return field_.target_field if field_.is_relation else field_
 
 
-def _compile(spec: ClaimSpec, ready: models.QuerySet, capped: bool) -> _Compiled:
+def _compile(spec: ClaimSpec, ready: models.QuerySet, capped: int | None) -> _Compiled:
     model = ready.model
     ranked_sql, ranked_params = _ranked(spec, ready, capped).query.sql_with_params()
     # The ranking's row count is a parameter, so one statement serves every batch size.
@@ -248,10 +256,10 @@ def _compile(spec: ClaimSpec, ready: models.QuerySet, capped: bool) -> _Compiled
     return _Compiled(model, ranked_sql, tuple(ranked_params), where_sql, tuple(where_params), order)
 
 
-def _ranked(spec: ClaimSpec, ready: models.QuerySet, capped: bool) -> models.QuerySet:
+def _ranked(spec: ClaimSpec, ready: models.QuerySet, capped: int | None) -> models.QuerySet:
     """The ready rows in fair order: each row's rank within its group (1 = the group's
-    first by `order_by`), then `order_by` among rows of equal rank; if `capped`, at most
-    the `cap` parameter's number of rows of one `capped_by` value."""
+    first by `order_by`), then `order_by` among rows of equal rank; with a cap (`capped`
+    values with their own), at most that many rows of one `capped_by` value."""
     order = [
         models.F(name[1:]).desc() if name.startswith("-") else models.F(name).asc()
         for name in spec.order_by
@@ -262,9 +270,18 @@ def _ranked(spec: ClaimSpec, ready: models.QuerySet, capped: bool) -> models.Que
             RowNumber(), partition_by=[models.F(spec.fair_by)], order_by=[*order, pk]
         )
     )
-    if capped:
+    if capped is not None:
         name = spec.capped_by
-        most = _Param("cap", models.IntegerField())
+        integer, target = models.IntegerField(), _field(ready.model, name)
+        most: Any = _Param("cap", integer)
+        if capped:
+            whens = [
+                models.When(
+                    **{name: _Param(f"cap_value{i}", target)}, then=_Param(f"cap{i}", integer)
+                )
+                for i in range(capped)
+            ]
+            most = models.Case(*whens, default=most, output_field=integer)
         ranked = ranked.annotate(
             cap_rank=models.Window(
                 RowNumber(), partition_by=[models.F(name)], order_by=[*order, pk]

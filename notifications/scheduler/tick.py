@@ -3,15 +3,17 @@ of row workers, write their outcomes back in short fenced batches, and report a 
 
 A tick drains: it claims until nothing is due, its time budget is spent or its optional cap
 is reached. The main thread does all database work; row workers only call the channels. A
-row is claimed only when a worker slot is free for it, so its lease starts when its work
-starts. Each webhook endpoint gets at most a few slots (`EndpointGate`), and its circuit
-breaker defers its rows while it is down, so a dead receiver costs nobody else anything.
+row is claimed when a worker slot is free for it, or a place in the queue of a webhook
+endpoint that answers fast enough to start it well within its lease; a row whose lease no
+longer covers its delivery when its turn comes goes back unattempted. Each webhook endpoint
+gets at most a few slots (`EndpointGate`), and its circuit breaker defers its rows while it
+is down, so a dead receiver costs nobody else anything.
 """
 
 import logging
 import threading
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 from typing import Any
@@ -36,7 +38,7 @@ from notifications.scheduler.deliver import (
 from notifications.scheduler.gate import Admission, EndpointGate
 from notifications.scheduler.lateness import due_rows_left
 from notifications.scheduler.plan import RowPlan, plan_delivery, plan_poison, plan_release
-from notifications.scheduler.summary import TickConfig, TickSummary
+from notifications.scheduler.summary import FLUSH_SECONDS, TickConfig, TickSummary
 from notifications.scheduler.writeback import write_back
 
 logger = logging.getLogger("notifications.scheduler")
@@ -58,11 +60,21 @@ def notification_claim(
     limit: int,
     skip_endpoints: Iterable[Any] = (),
     per_endpoint: int | None = None,
+    endpoint_caps: Mapping[Any, int] | None = None,
 ) -> list[Notification]:
     """Claim up to `limit` due rows (round-robin across tenants, oldest first within one);
     each carries its new claim_token. Rows of `skip_endpoints` (busy in this tick) are left
-    for a later claim, and at most `per_endpoint` rows of one webhook endpoint are taken."""
-    return claim(DUE, now=now, lease=lease, limit=limit, skip=set(skip_endpoints), cap=per_endpoint)
+    for a later claim, and at most `per_endpoint` rows of one webhook endpoint are taken
+    (`endpoint_caps[e]` of endpoint `e`)."""
+    return claim(
+        DUE,
+        now=now,
+        lease=lease,
+        limit=limit,
+        skip=set(skip_endpoints),
+        cap=per_endpoint,
+        caps=endpoint_caps,
+    )
 
 
 def run_tick(
@@ -96,6 +108,9 @@ class _Tick:
         # future -> (row, its claim token, the endpoint whose slot it holds or None)
         self.in_flight: dict[Future, tuple[Notification, int, Any]] = {}
         self.finished: list[RowPlan] = []
+        self.finished_at: datetime | None = None  # when the oldest of them finished
+        # Rows waiting for a free worker (a claim may bring more than there are).
+        self.queued: deque[Notification] = deque()
         self.exhausted = False
         # Rows of busy endpoints were left for later (not claimed, or released), so coming
         # up short did not mean nothing is due: claim again once one of their slots frees.
@@ -105,6 +120,9 @@ class _Tick:
             capacity=config.endpoint_concurrency,
             threshold=config.circuit_failures,
             depth=config.waiting_depth,
+            most=config.batch,
+            window=config.wait_window,
+            share=config.endpoint_share,
         )
         self.lost: DatabaseError | None = None
 
@@ -120,8 +138,12 @@ class _Tick:
                     self._claim()
                     self._flush()
                 elif self.in_flight:
-                    done, _ = wait(self.in_flight, return_when=FIRST_COMPLETED)
+                    done, _ = wait(
+                        self.in_flight, timeout=self._flush_wait(), return_when=FIRST_COMPLETED
+                    )
                     self._collect(done)
+                    if self._flush_wait() == 0:
+                        self._flush()
                 else:
                     break
             self._flush()
@@ -147,8 +169,17 @@ class _Tick:
                 raise
 
     def _free_slots(self) -> int:
-        waiting = sum(len(queue) for queue in self.gate.waiting.values())
-        return self.config.concurrency - len(self.in_flight) - waiting
+        return self.config.concurrency - len(self.in_flight) - len(self.queued)
+
+    def _flush_wait(self) -> float | None:
+        """Seconds until the finished rows are due for their write-back (None: none wait):
+        at once when a batch is full, else FLUSH_SECONDS after the oldest finished."""
+        if self.finished_at is None:
+            return None
+        if len(self.finished) >= self.config.batch:
+            return 0
+        waited = (self.clock.now() - self.finished_at).total_seconds()
+        return max(0.0, FLUSH_SECONDS - waited)
 
     def _may_claim(self) -> bool:
         free = self._free_slots()
@@ -159,25 +190,30 @@ class _Tick:
             and self.lost is None
             and not self.stop.is_set()
             and self.clock.elapsed() < self.config.time_budget
-            # Claim in batches (fewer statements), yet only for slots that are free now.
-            and (free * 2 >= self.config.concurrency or not self.in_flight)
-            and free > 0
+            # Claim in batches (fewer statements), yet only for slots that are free now, or
+            # for the queue of a fast endpoint that runs low.
+            and (
+                (free > 0 and (free * 2 >= self.config.concurrency or not self.in_flight))
+                or self.gate.refills(now=self.clock.now()) > 0
+            )
         )
 
     def _claim(self) -> None:
-        wanted = min(self._free_slots(), self.config.batch)
+        now = self.clock.now()
+        # No more of one endpoint's rows than it can start or hold waiting; rows that wait
+        # for an endpoint with rows left need no free worker.
+        limits = self.gate.claim_limits(now=now)
+        wanted = min(max(self._free_slots(), 0) + limits.extra, self.config.batch)
         if self.config.max_rows is not None:
             wanted = min(wanted, self.config.max_rows - self.summary.claimed)
-        now = self.clock.now()
-        busy = self.gate.saturated(now=now)
         try:
             claimed = notification_claim(
                 now=now,
                 lease=self.config.lease,
                 limit=wanted,
-                skip_endpoints=busy,
-                # No more of one endpoint's rows than it can start or hold waiting.
+                skip_endpoints=limits.skip,
                 per_endpoint=self.config.endpoint_share,
+                endpoint_caps=limits.caps,
             )
         except DatabaseError as exc:
             if self._lose(exc):
@@ -186,9 +222,9 @@ class _Tick:
         per_endpoint = Counter(row.webhook_endpoint_id for row in claimed)
         per_endpoint.pop(None, None)
         # A claim that took an endpoint's full share may have left more of its rows due.
-        capped = {e for e, n in per_endpoint.items() if n >= self.config.endpoint_share}
         self.exhausted = len(claimed) < wanted
-        self.left_for_later = bool(busy or capped)
+        capped = self.gate.claimed(per_endpoint, limits, full=not self.exhausted)
+        self.left_for_later = bool(limits.skip or capped)
         self.summary.claimed += len(claimed)
         try:
             self._load_endpoints({row.webhook_endpoint_id for row in claimed} - {None})
@@ -206,15 +242,22 @@ class _Tick:
                 self._record(plan_poison(row, token=row.claim_token, now=now))
                 continue
             self._start(row)
-        # Short of rows, yet an endpoint that took its full share has a free slot (its rows
-        # were deferred, say): claim again now. A busy one waits for its queue to run dry.
-        if capped - self.gate.saturated(now=now):
+        # Short of rows, yet an endpoint that took its full share can take more at once
+        # (its rows were deferred, say): claim again rather than wait for its deliveries.
+        if any(self.gate.wants_more(endpoint_id, now=now) for endpoint_id in capped):
             self.exhausted = False
 
     def _start(self, row: Notification) -> None:
         """Send the row's pending channels, or defer, hold or release it as its webhook
         endpoint's gate says."""
         now = self.clock.now()
+        late = row.claimed_until - now < self.config.start_cover
+        if self.stop.is_set() or self.lost is not None or late:
+            # Stopping, or its lease no longer covers a delivery started now: it goes back
+            # unattempted (a later claim gives it a new lease).
+            self._record(plan_release(row, token=row.claim_token))
+            self.left_for_later = True
+            return
         endpoint = self._webhook_endpoint(row)
         deferred: dict[str, Deferral] = {}
         if endpoint is not None:
@@ -230,12 +273,15 @@ class _Tick:
                 until = self.gate.circuit(endpoint.pk).open_until
                 deferred[Channel.WEBHOOK] = Deferral(until=until, reason="circuit_open")
                 endpoint = None
-            else:
-                self.gate.started(endpoint.pk)
         if deferred and set(pending_channels(row)) <= set(deferred):
             delivery = RowDelivery(row, results={}, attempted_at=now, deferred=deferred)
             self._record(self._plan(delivery, row.claim_token))
             return
+        if len(self.in_flight) >= self.config.concurrency:
+            self.queued.append(row)  # admitted again when a worker is free
+            return
+        if endpoint is not None:
+            self.gate.started(endpoint.pk)
         future = self.rows.submit(
             deliver_row,
             row,
@@ -292,13 +338,13 @@ class _Tick:
             if endpoint_id is not None:
                 self._endpoint_done(endpoint_id, delivery, plan)
                 # Claim again once an endpoint whose rows were left can take more: not on
-                # every delivery (each claim ranks every due row), but when its queue ran dry.
-                if self.left_for_later and endpoint_id not in self.gate.saturated(
-                    now=self.clock.now()
-                ):
+                # every delivery (each claim ranks every due row), but when its queue runs low.
+                if self.left_for_later and self.gate.wants_more(endpoint_id, now=self.clock.now()):
                     self.exhausted = False
             if plan is not None:
                 self._record(plan)
+        while self.queued and len(self.in_flight) < self.config.concurrency:
+            self._start(self.queued.popleft())
 
     def _endpoint_done(self, endpoint_id: Any, delivery: RowDelivery | None, plan: Any) -> None:
         """Free the endpoint's slot, apply the attempt to its circuit, start who waited."""
@@ -310,6 +356,7 @@ class _Tick:
             category=result.category if result is not None else "internal",
             now=now,
             backpressure=result is not None and result.backpressure,
+            seconds=result.duration_ms / 1000 if result is not None else None,
         )
         if signal is not None and plan is not None:
             plan.endpoint_signal = (endpoint_id, signal)
@@ -320,12 +367,14 @@ class _Tick:
         return plan_delivery(delivery, token=token, now=self.clock.now(), policy=self.config.policy)
 
     def _record(self, plan: RowPlan) -> None:
+        if not self.finished:
+            self.finished_at = self.clock.now()
         self.finished.append(plan)
         # Reload a disabled (410) endpoint from the database for later rows.
         self.endpoints.pop(plan.gone_endpoint_id, None)
 
     def _flush(self) -> None:
-        batch, self.finished = self.finished, []
+        batch, self.finished, self.finished_at = self.finished, [], None
         if not batch:
             return
         if self.lost is not None:

@@ -109,6 +109,8 @@ def test_a_cached_statement_caps_with_the_numbers_of_this_call():
 
     assert per_endpoint(cap=1) == {first.pk: 1, second.pk: 1}
     assert per_endpoint(cap=3) == {first.pk: 3, second.pk: 3}
+    assert per_endpoint(cap=1, caps={first.pk: 4}) == {first.pk: 4, second.pk: 1}
+    assert per_endpoint(cap=2, caps={second.pk: 5}) == {first.pk: 2, second.pk: 5}
 
 
 def test_a_changed_predicate_is_never_served_the_old_statement(settings):
