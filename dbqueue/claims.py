@@ -21,7 +21,8 @@ through `guarded_update`, which refuses a row under a running lease and bumps th
 that a worker whose lease ran out cannot overwrite it afterwards.
 """
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
@@ -35,6 +36,8 @@ M = TypeVar("M", bound=models.Model)
 # How many ready rows a PostgreSQL claim ranks per row it takes; the rest cover rows that
 # concurrent claimers hold locked, so up to OVERSAMPLE - 1 of them do not shrink a batch.
 OVERSAMPLE = 4
+# Compiled claim statements kept per process (one per queue and shape of claim).
+COMPILED_MAX = 64
 
 
 class ClaimValue(Enum):
@@ -48,60 +51,215 @@ class ClaimValue(Enum):
 @dataclass(frozen=True)
 class ClaimSpec:
     """How a queue claims: `ready(now)` is the queryset of claimable rows (one table, no
-    joins), `order_by` the claim order within a group, `fair_by` the field whose groups
+    joins; `now` is an expression standing for the claim time, so use it only inside the
+    query), `order_by` the claim order within a group, `fair_by` the field whose groups
     take turns (round-robin), and `on_claim` further columns the claim sets (a value, or a
-    ClaimValue). `cap_by` = (field, n) takes at most n rows of one value of `field` (rows
-    where it is NULL are not capped) in one claim."""
+    ClaimValue). `capped_by` names the field whose values a claim may skip or cap (see
+    `claim`); rows where it is NULL are neither."""
 
-    ready: Callable[[datetime], models.QuerySet]
+    ready: Callable[[Any], models.QuerySet]
     order_by: tuple[str, ...]
     fair_by: str
     on_claim: Mapping[str, Any] = field(default_factory=dict)
-    cap_by: tuple[str, int] | None = None
+    capped_by: str | None = None
 
 
-def claim(spec: ClaimSpec, *, now: datetime, lease: timedelta, limit: int) -> list[Any]:
+def claim(
+    spec: ClaimSpec,
+    *,
+    now: datetime,
+    lease: timedelta,
+    limit: int,
+    skip: Collection[Any] = (),
+    cap: int | None = None,
+    caps: Mapping[Any, int] | None = None,
+) -> list[Any]:
     """Claim up to `limit` ready rows (round-robin across `fair_by` groups, first by
     `order_by` within one) and return them as model instances, in no particular order.
+    Rows whose `capped_by` value is in `skip` are left alone; at most `cap` rows of one
+    value are taken (None: no cap), or `caps[value]` for the values it names.
 
     The returned instances carry the new `claim_token` and `claimed_until`; a row another
     claimer took first is simply not returned.
     """
     if limit <= 0:
         return []
-    model, sql, params = claim_statement(spec, now=now, lease=lease, limit=limit)
+    model, sql, params = claim_statement(
+        spec, now=now, lease=lease, limit=limit, skip=skip, cap=cap, caps=caps
+    )
     return list(model._default_manager.raw(sql, params))
 
 
 def claim_statement(
-    spec: ClaimSpec, *, now: datetime, lease: timedelta, limit: int
+    spec: ClaimSpec,
+    *,
+    now: datetime,
+    lease: timedelta,
+    limit: int,
+    skip: Collection[Any] = (),
+    cap: int | None = None,
+    caps: Mapping[Any, int] | None = None,
 ) -> tuple[type[models.Model], str, list[Any]]:
-    """The one statement `claim` runs, with its parameters (EXPLAIN it to see the plan)."""
-    ready = spec.ready(now)
-    model = ready.model
+    """The one statement `claim` runs, with its parameters (EXPLAIN it to see the plan).
+
+    Compiling a queryset costs milliseconds of Python, so the compiled parts are kept per
+    shape of claim (queue, vendor, ready predicate, how many values are skipped or capped)
+    and only their parameters are bound per call."""
+    caps = dict(caps or {})
+    if (skip or caps or cap is not None) and spec.capped_by is None:
+        raise ValueError("skip and cap need a ClaimSpec with capped_by")
+    if caps and cap is None:
+        raise ValueError("caps override a cap: give cap too")
+    skip = list(skip)
+    compiled = _compiled(spec, skipped=len(skip), capped=None if cap is None else len(caps))
     lease_until = now + lease
+    model = compiled.model
     assignments, set_params = _assignments(
         model,
         {"claimed_until": lease_until, "claim_token": ClaimValue.INCREMENT, **spec.on_claim},
         now=now,
         lease_until=lease_until,
     )
+    values: dict[str, Any] = {"now": now, "cap": cap}
+    values.update((f"skip{i}", value) for i, value in enumerate(skip))
+    for i, (value, most) in enumerate(caps.items()):
+        values[f"cap_value{i}"], values[f"cap{i}"] = value, most
     table = connection.ops.quote_name(model._meta.db_table)
     pk = connection.ops.quote_name(model._meta.pk.column)
     if connection.vendor == "postgresql":
-        return model, *_postgres_claim(spec, ready, assignments, set_params, limit)
-    ranked_sql, ranked_params = _ranked(spec, ready, limit).query.sql_with_params()
+        sql = (
+            f"WITH ranked AS ({compiled.ranked_sql}), "
+            f"picked AS (SELECT {table}.{pk} FROM {table} "
+            f"JOIN ranked ON ranked.{pk} = {table}.{pk} WHERE {compiled.where_sql} "
+            f"ORDER BY ranked.fair_rank, {compiled.order_sql}, {table}.{pk} "
+            f"LIMIT %s FOR UPDATE OF {table} SKIP LOCKED) "
+            f"UPDATE {table} AS claimed SET {assignments} FROM picked "
+            f"WHERE claimed.{pk} = picked.{pk} RETURNING claimed.*"
+        )
+        params = [
+            *_bind(compiled.ranked_params, values),
+            OVERSAMPLE * limit,
+            *_bind(compiled.where_params, values),
+            limit,
+            *set_params,
+        ]
+        return model, sql, params
     # The single writer lock serialises claimers, so the ranking itself is the pick.
     sql = (
         f"UPDATE {table} SET {assignments} WHERE {pk} IN "
-        f"(SELECT {pk} FROM ({ranked_sql}) AS ranked) RETURNING *"
+        f"(SELECT {pk} FROM ({compiled.ranked_sql}) AS ranked) RETURNING *"
     )
-    return model, sql, [*set_params, *ranked_params]
+    return model, sql, [*set_params, *_bind(compiled.ranked_params, values), limit]
 
 
-def _ranked(spec: ClaimSpec, ready: models.QuerySet, count: int) -> models.QuerySet:
-    """The first `count` ready rows in fair order: each row's rank within its group
-    (1 = the group's first by `order_by`), then `order_by` among rows of equal rank."""
+class _Param(models.Expression):
+    """A parameter of a compiled claim statement, bound per call: it compiles to one
+    placeholder whose parameter is the _Param itself, replaced by `_bind`."""
+
+    def __init__(self, name: str, output_field: models.Field) -> None:
+        super().__init__(output_field=output_field)
+        self.name = name
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        return "%s", [self]
+
+
+def _bind(params: Sequence[Any], values: Mapping[str, Any]) -> list[Any]:
+    return [
+        p.output_field.get_db_prep_value(values[p.name], connection, prepared=False)
+        if isinstance(p, _Param)
+        else p
+        for p in params
+    ]
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    """The parts of a claim statement that Django compiles, with _Param placeholders:
+    the fair ranking (ending in `LIMIT %s`, bound to the rows it ranks) and, for
+    PostgreSQL, the ready predicate and the claim order on the locked table."""
+
+    model: type[models.Model]
+    ranked_sql: str
+    ranked_params: tuple[Any, ...]
+    where_sql: str = ""
+    where_params: tuple[Any, ...] = ()
+    order_sql: str = ""
+
+
+_COMPILED: "OrderedDict[tuple, _Compiled]" = OrderedDict()
+
+
+def _compiled(spec: ClaimSpec, *, skipped: int, capped: int | None) -> _Compiled:
+    """The compiled parts for this shape of claim, compiled on first use. `capped` is
+    None without a cap, else how many values have their own cap. The key holds the ready
+    predicate itself (its constants, e.g. a setting, included), so a different predicate
+    is never served another's statement."""
+    ready = spec.ready(_Param("now", models.DateTimeField()))
+    model = ready.model
+    if skipped:
+        target = _field(model, spec.capped_by)
+        excluded = models.Q()
+        for i in range(skipped):
+            excluded |= models.Q(**{spec.capped_by: _Param(f"skip{i}", target)})
+        ready = ready.exclude(excluded)
+    key = (
+        connection.alias,
+        connection.vendor,
+        model,
+        ready.query.where,
+        spec.order_by,
+        spec.fair_by,
+        spec.capped_by,
+        capped,
+    )
+    found = _COMPILED.get(key)
+    if found is not None:
+        _COMPILED.move_to_end(key)
+        return found
+    found = _compile(spec, ready, capped)
+    _COMPILED[key] = found
+    while len(_COMPILED) > COMPILED_MAX:
+        _COMPILED.popitem(last=False)
+    return found
+
+
+def _field(model: type[models.Model], name: str) -> models.Field:
+    """The field a value of `name` is compared with (a foreign key's target)."""
+    field_ = model._meta.get_field(name)
+    return field_.target_field if field_.is_relation else field_
+
+
+def _compile(spec: ClaimSpec, ready: models.QuerySet, capped: int | None) -> _Compiled:
+    model = ready.model
+    ranked_sql, ranked_params = _ranked(spec, ready, capped).query.sql_with_params()
+    # The ranking's row count is a parameter, so one statement serves every batch size.
+    ranked_sql += " LIMIT %s"
+    if connection.vendor != "postgresql":
+        return _Compiled(model, ranked_sql, tuple(ranked_params))
+    # Django keeps (unreferenced) aliases for joins it trimmed, e.g. for a negated lookup
+    # on a nullable foreign key: only joins still in use count.
+    joined = {alias for alias, uses in ready.query.alias_refcount.items() if uses}
+    if joined - {model._meta.db_table}:
+        raise ValueError("a claim's ready queryset must not join other tables")
+    # The ready predicate again, on the locked table itself: a row another claimer committed
+    # after our snapshot is re-checked in its new version (EvalPlanQual) and refused, where a
+    # check on the ranked copy would let it be claimed twice.
+    compiler = ready.query.get_compiler(connection=connection)
+    where_sql, where_params = compiler.compile(ready.query.where)
+    table = connection.ops.quote_name(model._meta.db_table)
+    order = ", ".join(
+        f"{table}.{connection.ops.quote_name(model._meta.get_field(name.lstrip('-')).column)}"
+        + (" DESC" if name.startswith("-") else "")
+        for name in spec.order_by
+    )
+    return _Compiled(model, ranked_sql, tuple(ranked_params), where_sql, tuple(where_params), order)
+
+
+def _ranked(spec: ClaimSpec, ready: models.QuerySet, capped: int | None) -> models.QuerySet:
+    """The ready rows in fair order: each row's rank within its group (1 = the group's
+    first by `order_by`), then `order_by` among rows of equal rank; with a cap (`capped`
+    values with their own), at most that many rows of one `capped_by` value."""
     order = [
         models.F(name[1:]).desc() if name.startswith("-") else models.F(name).asc()
         for name in spec.order_by
@@ -112,51 +270,24 @@ def _ranked(spec: ClaimSpec, ready: models.QuerySet, count: int) -> models.Query
             RowNumber(), partition_by=[models.F(spec.fair_by)], order_by=[*order, pk]
         )
     )
-    if spec.cap_by is not None:
-        capped, most = spec.cap_by
+    if capped is not None:
+        name = spec.capped_by
+        integer, target = models.IntegerField(), _field(ready.model, name)
+        most: Any = _Param("cap", integer)
+        if capped:
+            whens = [
+                models.When(
+                    **{name: _Param(f"cap_value{i}", target)}, then=_Param(f"cap{i}", integer)
+                )
+                for i in range(capped)
+            ]
+            most = models.Case(*whens, default=most, output_field=integer)
         ranked = ranked.annotate(
             cap_rank=models.Window(
-                RowNumber(), partition_by=[models.F(capped)], order_by=[*order, pk]
+                RowNumber(), partition_by=[models.F(name)], order_by=[*order, pk]
             )
-        ).filter(models.Q(cap_rank__lte=most) | models.Q(**{f"{capped}__isnull": True}))
-    return ranked.order_by("fair_rank", *spec.order_by, pk).values(pk, "fair_rank")[:count]
-
-
-def _postgres_claim(
-    spec: ClaimSpec, ready: models.QuerySet, assignments: str, set_params: list[Any], limit: int
-) -> tuple[str, list[Any]]:
-    # PostgreSQL refuses FOR UPDATE next to a window function, so the ranking and the lock
-    # are two steps. The ranking oversamples: rows a concurrent claimer holds are skipped
-    # by the lock, and the batch still fills from the rows ranked after them.
-    model = ready.model
-    # Django keeps (unreferenced) aliases for joins it trimmed, e.g. for a negated lookup
-    # on a nullable foreign key: only joins still in use count.
-    joined = {alias for alias, uses in ready.query.alias_refcount.items() if uses}
-    if joined - {model._meta.db_table}:
-        raise ValueError("a claim's ready queryset must not join other tables")
-    ranked_sql, ranked_params = _ranked(spec, ready, OVERSAMPLE * limit).query.sql_with_params()
-    # The ready predicate again, on the locked table itself: a row another claimer committed
-    # after our snapshot is re-checked in its new version (EvalPlanQual) and refused, where a
-    # check on the ranked copy would let it be claimed twice.
-    compiler = ready.query.get_compiler(connection=connection)
-    where_sql, where_params = compiler.compile(ready.query.where)
-    table = connection.ops.quote_name(model._meta.db_table)
-    pk = connection.ops.quote_name(model._meta.pk.column)
-    order = ", ".join(
-        f"{table}.{connection.ops.quote_name(model._meta.get_field(name.lstrip('-')).column)}"
-        + (" DESC" if name.startswith("-") else "")
-        for name in spec.order_by
-    )
-    sql = (
-        f"WITH ranked AS ({ranked_sql}), "
-        f"picked AS (SELECT {table}.{pk} FROM {table} "
-        f"JOIN ranked ON ranked.{pk} = {table}.{pk} WHERE {where_sql} "
-        f"ORDER BY ranked.fair_rank, {order}, {table}.{pk} "
-        f"LIMIT %s FOR UPDATE OF {table} SKIP LOCKED) "
-        f"UPDATE {table} AS claimed SET {assignments} FROM picked "
-        f"WHERE claimed.{pk} = picked.{pk} RETURNING claimed.*"
-    )
-    return sql, [*ranked_params, *where_params, limit, *set_params]
+        ).filter(models.Q(cap_rank__lte=most) | models.Q(**{f"{name}__isnull": True}))
+    return ranked.order_by("fair_rank", *spec.order_by, pk).values(pk, "fair_rank")
 
 
 def _assignments(

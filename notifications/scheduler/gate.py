@@ -1,21 +1,42 @@
 """Endpoint isolation inside one tick: how many deliveries each webhook endpoint may have in
 flight, and what its circuit says. The tick asks `admit` before a row's webhook goes out and
-tells `finish` when it came back; `saturated` names the endpoints the next claim should leave
-alone, so one slow receiver cannot take the whole pool.
+tells `finish` when it came back; `claim_limits` says how many rows of each endpoint the next
+claim may take (none of an endpoint with no room), so one slow receiver cannot take the whole
+pool.
 
-A row that finds its endpoint busy may wait for a slot, but only `depth` rows deep (whole
-waves of the endpoint's slots, as many as the lease covers), so its lease still covers the
-wait and its own work; beyond that it is released unattempted for a later claim.
+A row that finds its endpoint busy may wait for a slot, but only as deep as its lease covers
+the wait: `depth` rows (two waves of the endpoint's slots at the worst-case channel timeout)
+while the endpoint's pace is unknown, and as many waves as its observed pace fits in `window`
+seconds (up to `most` rows) once it is known. Beyond that a row is released unattempted for a
+later claim. A fast endpoint's burst is thus claimed in batches, not a few rows at a time;
+and since its pace can change, the tick checks again, when a row starts, that the row's lease
+still covers its delivery.
 """
 
 from collections import Counter, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from typing import Any
 
 from notifications.scheduler import breaker
 from notifications.scheduler.breaker import Circuit
+
+# How many of an endpoint's latest deliveries set its pace (the slowest of them).
+PACE_SAMPLES = 8
+# A pace faster than this is taken as this (a clock's resolution, not a promise).
+FASTEST_PACE = 0.001
+
+
+@dataclass(frozen=True)
+class ClaimLimits:
+    """What the next claim may take: nothing of the endpoints in `skip`, `caps[e]` rows of
+    endpoint `e` where the tick knows better than the default share, and `extra` rows
+    beyond the free worker slots (`EndpointGate.refills`)."""
+
+    skip: frozenset = frozenset()
+    caps: dict = field(default_factory=dict)
+    extra: int = 0
 
 
 class Admission(Enum):
@@ -30,11 +51,19 @@ class EndpointGate:
     capacity: int
     threshold: int
     depth: int
+    # The deepest a fast endpoint's queue may get, and how long its rows may wait there.
+    most: int = 0
+    window: float = 0.0
+    # The rows of one endpoint a claim takes while the tick knows nothing better.
+    share: int = 0
 
     def __post_init__(self) -> None:
         self.circuits: dict[Any, Circuit] = {}
         self.in_flight: Counter = Counter()
         self.waiting: dict[Any, deque] = {}
+        self.durations: dict[Any, deque] = {}
+        # Endpoints whose last claim took all it might: more of their rows may be due.
+        self.backlogged: set[Any] = set()
 
     def know(self, endpoint_id: Any, circuit: Circuit) -> None:
         """Take the database's view of an endpoint's circuit (after a load or a write)."""
@@ -52,9 +81,71 @@ class EndpointGate:
         if self.in_flight[endpoint_id] < self._slots(circuit, now):
             return Admission.START
         queue = self.waiting.get(endpoint_id, ())
-        if len(queue) < self.depth:
+        if len(queue) < self.depth_of(endpoint_id):
             return Admission.WAIT
         return Admission.RELEASE
+
+    def depth_of(self, endpoint_id: Any) -> int:
+        """How many rows of the endpoint may wait for its slots: `depth` while its pace is
+        unknown; once known, the waves of its slots that fit in `window` at the pace of
+        its slowest recent delivery, less one wave of slack (never below `depth`, never
+        above `most`)."""
+        recent = self.durations.get(endpoint_id)
+        if not recent or self.window <= 0:
+            return self.depth
+        waves = int(self.window / max(max(recent), FASTEST_PACE)) - 1
+        return max(self.depth, min(self.most, self.capacity * waves))
+
+    def room(self, endpoint_id: Any, *, now: datetime) -> int:
+        """Rows of the endpoint a claim may take now: its free slots and free queue."""
+        circuit = self.circuit(endpoint_id)
+        free = max(0, self._slots(circuit, now) - self.in_flight[endpoint_id])
+        return free + self.depth_of(endpoint_id) - len(self.waiting.get(endpoint_id, ()))
+
+    def claim_limits(self, *, now: datetime) -> ClaimLimits:
+        """What the next claim may take of the endpoints this tick knows (see ClaimLimits);
+        an endpoint it does not know yet gets the default share."""
+        skip, caps = set(), {}
+        for endpoint_id in self.in_flight.keys() | self.waiting.keys() | self.durations.keys():
+            room = self.room(endpoint_id, now=now)
+            if room <= 0:
+                skip.add(endpoint_id)
+                continue
+            if room != self.share:
+                caps[endpoint_id] = room
+        return ClaimLimits(skip=frozenset(skip), caps=caps, extra=self.refills(now=now))
+
+    def refills(self, *, now: datetime) -> int:
+        """Rows the queues of fast endpoints (deeper than `depth`) with rows left want now
+        (those at most half full), which need no free worker to be claimed: rows of slower
+        ones wait, as before, in place of a free worker."""
+        wanted = 0
+        for endpoint_id in self.backlogged:
+            depth = self.depth_of(endpoint_id)
+            if depth > self.depth and self.wants_more(endpoint_id, now=now):
+                wanted += depth - len(self.waiting.get(endpoint_id, ()))
+        return wanted
+
+    def claimed(self, counts: Counter, limits: ClaimLimits, *, full: bool) -> set[Any]:
+        """Note what a claim took per endpoint; returns the endpoints of which more rows
+        may be due: those it took a full share of, or any it took if it was `full`
+        (it took as many rows as it asked for)."""
+        capped = set()
+        for endpoint_id in counts.keys() | limits.caps.keys():
+            most = limits.caps.get(endpoint_id, self.share)
+            if counts[endpoint_id] >= most or (full and counts[endpoint_id]):
+                capped.add(endpoint_id)
+        self.backlogged = (self.backlogged - counts.keys() - limits.caps.keys()) | capped
+        return capped
+
+    def wants_more(self, endpoint_id: Any, *, now: datetime) -> bool:
+        """Whether a claim should come for the endpoint now: its queue is at most half
+        full (for an endpoint of unknown or slow pace: it has a free slot)."""
+        depth = self.depth_of(endpoint_id)
+        if depth <= self.depth:
+            circuit = self.circuit(endpoint_id)
+            return self.in_flight[endpoint_id] < self._slots(circuit, now)
+        return self.room(endpoint_id, now=now) * 2 >= depth
 
     def started(self, endpoint_id: Any) -> None:
         self.in_flight[endpoint_id] += 1
@@ -63,11 +154,21 @@ class EndpointGate:
         self.waiting.setdefault(endpoint_id, deque()).append(item)
 
     def finish(
-        self, endpoint_id: Any, *, ok: bool, category: str, now: datetime, backpressure: bool
+        self,
+        endpoint_id: Any,
+        *,
+        ok: bool,
+        category: str,
+        now: datetime,
+        backpressure: bool,
+        seconds: float | None = None,
     ) -> breaker.Signal | None:
-        """Free the slot and apply the attempt to the circuit; the attempt's signal when it
-        says something new about the endpoint (so it must be written down), else None."""
+        """Free the slot, note how long the attempt took (`seconds`, None when unknown) and
+        apply it to the circuit; the attempt's signal when it says something new about the
+        endpoint (so it must be written down), else None."""
         self.in_flight[endpoint_id] -= 1
+        if seconds is not None:
+            self.durations.setdefault(endpoint_id, deque(maxlen=PACE_SAMPLES)).append(seconds)
         signal = breaker.signal_of(ok=ok, category=category, backpressure=backpressure)
         if signal is None:
             return None
@@ -89,14 +190,6 @@ class EndpointGate:
         if circuit.is_open(now) or self.in_flight[endpoint_id] < self._slots(circuit, now):
             return queue.popleft()
         return None
-
-    def saturated(self, *, now: datetime) -> set[Any]:
-        """Endpoints with no free slot now: the next claim skips their rows."""
-        return {
-            endpoint_id
-            for endpoint_id, count in self.in_flight.items()
-            if count >= self._slots(self.circuit(endpoint_id), now)
-        }
 
     def _slots(self, circuit: Circuit, now: datetime) -> int:
         # Half-open: a single delivery probes the endpoint.

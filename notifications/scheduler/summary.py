@@ -10,6 +10,14 @@ from dbqueue.totals import Histogram, WorkerSummary
 from notifications.scheduler.lateness import lateness_histogram
 from notifications.scheduler.plan import Policy, RowPlan
 
+# What the lease must cover after a row's channel timeout: the channel's grace (at most 1 s)
+# and the write-back of its outcome (within FLUSH_SECONDS), with room to spare. Below the
+# 5 s by which CLAIM_LEASE_SECONDS must exceed CHANNEL_TIMEOUT_SECONDS, so a row claimed
+# with the shortest lease allowed may still start within 3 s of its claim.
+START_MARGIN_SECONDS = 2.0
+# Finished rows are written back within this many seconds (in batches: fewer commits).
+FLUSH_SECONDS = 0.5
+
 
 @dataclass
 class TickSummary(WorkerSummary):
@@ -120,15 +128,27 @@ class TickConfig:
 
     @property
     def waiting_depth(self) -> int:
-        """How many rows may wait for one endpoint's slots: whole waves of its slots, as
-        many as the lease covers on top of the row's own delivery (each wave one channel
-        timeout, plus a margin), two at most. Defaults: 10 s timeouts, a 45 s lease → 2 waves
-        of 4 = 8 rows."""
+        """How many rows may wait for one endpoint's slots while its pace is unknown: whole
+        waves of its slots, as many as the lease covers on top of the row's own delivery
+        (each wave one channel timeout, plus a margin), two at most. Defaults: 10 s
+        timeouts, a 45 s lease → 2 waves of 4 = 8 rows."""
         waves = int((self.lease.total_seconds() - 5) // self.channel_timeout) - 1
         return self.endpoint_concurrency * max(0, min(2, waves))
 
     @property
     def endpoint_share(self) -> int:
-        """The most rows of one endpoint a claim takes: what it can hold waiting (or, when
-        nothing may wait, what it can start)."""
+        """The most rows of one endpoint a claim takes while the tick knows nothing of it:
+        what it can hold waiting (or, when nothing may wait, what it can start)."""
         return self.waiting_depth or self.endpoint_concurrency
+
+    @property
+    def wait_window(self) -> float:
+        """Seconds a row may wait for its endpoint's slots once the endpoint's pace is
+        known: the lease less the row's own delivery and a 5 s margin (30 s by default)."""
+        return self.lease.total_seconds() - self.channel_timeout - 5
+
+    @property
+    def start_cover(self) -> timedelta:
+        """The lease a row must still have when its delivery starts: its channel timeout,
+        the channel's grace and the write-back (START_MARGIN_SECONDS)."""
+        return timedelta(seconds=self.channel_timeout + START_MARGIN_SECONDS)

@@ -3,9 +3,11 @@ of row workers, write their outcomes back in short fenced batches, and report a 
 
 A tick drains: it claims until nothing is due, its time budget is spent or its optional cap
 is reached. The main thread does all database work; row workers only call the channels. A
-row is claimed only when a worker slot is free for it, so its lease starts when its work
-starts. Each webhook endpoint gets at most a few slots (`EndpointGate`), and its circuit
-breaker defers its rows while it is down, so a dead receiver costs nobody else anything.
+row is claimed when a worker slot is free for it, or a place in the queue of a webhook
+endpoint that answers fast enough to start it well within its lease; a row whose lease no
+longer covers its delivery when its turn comes goes back unattempted. Each webhook endpoint
+gets at most a few slots (`EndpointGate`), and its circuit breaker defers its rows while it
+is down, so a dead receiver costs nobody else anything.
 
 With Resend configured, emails go out in batches of up to 100, paced by a send budget that
 every tick process shares: rows whose only pending channel is email are claimed a batch at
@@ -18,8 +20,8 @@ import dataclasses
 import logging
 import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 from typing import Any
@@ -54,7 +56,7 @@ from notifications.scheduler.mail import (
     take_slots,
 )
 from notifications.scheduler.plan import RowPlan, plan_delivery, plan_poison, plan_release
-from notifications.scheduler.summary import TickConfig, TickSummary
+from notifications.scheduler.summary import FLUSH_SECONDS, TickConfig, TickSummary
 from notifications.scheduler.writeback import write_back
 from notifications.transports.base import DeliveryResult
 from notifications.transports.resend import BATCH_LIMIT, BatchAnswer
@@ -67,6 +69,7 @@ DUE = ClaimSpec(
     fair_by="tenant",
     # Reset by every write-back, so it counts claims that died before producing an outcome.
     on_claim={"unfinished_claims": ClaimValue.INCREMENT},
+    capped_by="webhook_endpoint",
 )
 # Rows with nothing but an email left to send: email is their only channel, or their webhook
 # is settled. (Stated positively: a negated JSON path lookup is NULL, not true, where the
@@ -84,26 +87,26 @@ def notification_claim(
     limit: int,
     skip_endpoints: Iterable[Any] = (),
     per_endpoint: int | None = None,
+    endpoint_caps: Mapping[Any, int] | None = None,
     only: Q | None = None,
 ) -> list[Notification]:
     """Claim up to `limit` due rows (round-robin across tenants, oldest first within one);
     each carries its new claim_token. Rows of `skip_endpoints` (busy in this tick) are left
-    for a later claim, at most `per_endpoint` rows of one webhook endpoint are taken, and
-    with `only` just the rows it matches."""
-    skipped = set(skip_endpoints)
+    for a later claim, at most `per_endpoint` rows of one webhook endpoint are taken
+    (`endpoint_caps[e]` of endpoint `e`), and with `only` just the rows it matches."""
     spec = DUE
-    if skipped or only is not None:
-
-        def ready(at: datetime) -> Any:
-            rows = DUE.ready(at)
-            if skipped:
-                rows = rows.exclude(webhook_endpoint_id__in=skipped)
-            return rows if only is None else rows.filter(only)
-
-        spec = dataclasses.replace(spec, ready=ready)
-    if per_endpoint is not None:
-        spec = dataclasses.replace(spec, cap_by=("webhook_endpoint", per_endpoint))
-    return claim(spec, now=now, lease=lease, limit=limit)
+    if only is not None:
+        # The compiled statement is kept per predicate, so each `only` is its own shape.
+        spec = dataclasses.replace(spec, ready=lambda at: DUE.ready(at).filter(only))
+    return claim(
+        spec,
+        now=now,
+        lease=lease,
+        limit=limit,
+        skip=set(skip_endpoints),
+        cap=per_endpoint,
+        caps=endpoint_caps,
+    )
 
 
 def run_tick(
@@ -152,6 +155,9 @@ class _Tick:
         # future -> (row, its claim token, the endpoint whose slot it holds or None)
         self.in_flight: dict[Future, tuple[Notification, int, Any]] = {}
         self.finished: list[RowPlan] = []
+        self.finished_at: datetime | None = None  # when the oldest of them finished
+        # Rows waiting for a free worker (a claim may bring more than there are).
+        self.queued: deque[Notification] = deque()
         self.exhausted = False
         # Rows of busy endpoints were left for later (not claimed, or released), so coming
         # up short did not mean nothing is due: claim again once one of their slots frees.
@@ -161,6 +167,9 @@ class _Tick:
             capacity=config.endpoint_concurrency,
             threshold=config.circuit_failures,
             depth=config.waiting_depth,
+            most=config.batch,
+            window=config.wait_window,
+            share=config.endpoint_share,
         )
         self.lost: DatabaseError | None = None
         # Email in Resend batches (DESIGN §4, §6): rows whose email waits for a batch, the
@@ -197,9 +206,11 @@ class _Tick:
                     self._flush()
                 elif self.in_flight or self.mail_in_flight:
                     futures = [*self.in_flight, *self.mail_in_flight]
-                    done, _ = wait(futures, timeout=self._mail_pause(), return_when=FIRST_COMPLETED)
+                    done, _ = wait(futures, timeout=self._pause(), return_when=FIRST_COMPLETED)
                     self._collect(done)
                     self._dispatch_mail()
+                    if self._flush_wait() == 0:
+                        self._flush()
                 elif (pause := self._mail_pause()) is not None:
                     self.stop.wait(pause)
                 else:
@@ -229,8 +240,22 @@ class _Tick:
                 raise
 
     def _free_slots(self) -> int:
-        waiting = sum(len(queue) for queue in self.gate.waiting.values())
-        return self.config.concurrency - len(self.in_flight) - waiting
+        return self.config.concurrency - len(self.in_flight) - len(self.queued)
+
+    def _pause(self) -> float | None:
+        """How long the tick may wait for a delivery to finish before it has to act."""
+        pauses = [p for p in (self._flush_wait(), self._mail_pause()) if p is not None]
+        return min(pauses, default=None)
+
+    def _flush_wait(self) -> float | None:
+        """Seconds until the finished rows are due for their write-back (None: none wait):
+        at once when a batch is full, else FLUSH_SECONDS after the oldest finished."""
+        if self.finished_at is None:
+            return None
+        if len(self.finished) >= self.config.batch:
+            return 0
+        waited = (self.clock.now() - self.finished_at).total_seconds()
+        return max(0.0, FLUSH_SECONDS - waited)
 
     def _may_claim_any(self) -> bool:
         capped = self.config.max_rows is not None and self.summary.claimed >= self.config.max_rows
@@ -246,9 +271,12 @@ class _Tick:
         return (
             not self.exhausted
             and self._may_claim_any()
-            # Claim in batches (fewer statements), yet only for slots that are free now.
-            and (free * 2 >= self.config.concurrency or not self.in_flight)
-            and free > 0
+            # Claim in batches (fewer statements), yet only for slots that are free now, or
+            # for the queue of a fast endpoint that runs low.
+            and (
+                (free > 0 and (free * 2 >= self.config.concurrency or not self.in_flight))
+                or self.gate.refills(now=self.clock.now()) > 0
+            )
         )
 
     def _may_claim_mail(self) -> bool:
@@ -296,19 +324,21 @@ class _Tick:
             self.mail_resume_at = time.monotonic() + ahead
 
     def _claim(self) -> None:
-        wanted = min(self._free_slots(), self.config.batch)
+        now = self.clock.now()
+        # No more of one endpoint's rows than it can start or hold waiting; rows that wait
+        # for an endpoint with rows left need no free worker.
+        limits = self.gate.claim_limits(now=now)
+        wanted = min(max(self._free_slots(), 0) + limits.extra, self.config.batch)
         if self.config.max_rows is not None:
             wanted = min(wanted, self.config.max_rows - self.summary.claimed)
-        now = self.clock.now()
-        busy = self.gate.saturated(now=now)
         try:
             claimed = notification_claim(
                 now=now,
                 lease=self.config.lease,
                 limit=wanted,
-                skip_endpoints=busy,
-                # No more of one endpoint's rows than it can start or hold waiting.
+                skip_endpoints=limits.skip,
                 per_endpoint=self.config.endpoint_share,
+                endpoint_caps=limits.caps,
                 # Rows with nothing but an email to send are claimed a batch at a time.
                 only=~EMAIL_ONLY if self.batching else None,
             )
@@ -319,9 +349,9 @@ class _Tick:
         per_endpoint = Counter(row.webhook_endpoint_id for row in claimed)
         per_endpoint.pop(None, None)
         # A claim that took an endpoint's full share may have left more of its rows due.
-        capped = any(n >= self.config.endpoint_share for n in per_endpoint.values())
-        self.exhausted = len(claimed) < wanted and not capped
-        self.left_for_later = bool(busy) or capped
+        self.exhausted = len(claimed) < wanted
+        capped = self.gate.claimed(per_endpoint, limits, full=not self.exhausted)
+        self.left_for_later = bool(limits.skip or capped)
         self.summary.claimed += len(claimed)
         try:
             self._load_endpoints({row.webhook_endpoint_id for row in claimed} - {None})
@@ -331,6 +361,10 @@ class _Tick:
                 return
             raise
         self._start_claimed(claimed, now=now)
+        # Short of rows, yet an endpoint that took its full share can take more at once
+        # (its rows were deferred, say): claim again rather than wait for its deliveries.
+        if any(self.gate.wants_more(endpoint_id, now=now) for endpoint_id in capped):
+            self.exhausted = False
 
     def _start_claimed(self, claimed: list[Notification], *, now: datetime) -> None:
         for row in claimed:
@@ -365,6 +399,13 @@ class _Tick:
         """Send the row's pending channels, or defer, hold or release it as its webhook
         endpoint's gate says."""
         now = self.clock.now()
+        late = row.claimed_until - now < self.config.start_cover
+        if self.stop.is_set() or self.lost is not None or late:
+            # Stopping, or its lease no longer covers a delivery started now: it goes back
+            # unattempted (a later claim gives it a new lease).
+            self._record(plan_release(row, token=row.claim_token))
+            self.left_for_later = True
+            return
         endpoint = self._webhook_endpoint(row)
         deferred: dict[str, Deferral] = {}
         if endpoint is not None:
@@ -380,26 +421,23 @@ class _Tick:
                 until = self.gate.circuit(endpoint.pk).open_until
                 deferred[Channel.WEBHOOK] = Deferral(until=until, reason="circuit_open")
                 endpoint = None
-            else:
-                self.gate.started(endpoint.pk)
         pending = pending_channels(row)
         batched = self.batching and Channel.EMAIL in pending and Channel.EMAIL not in deferred
-        if batched:
-            others = [c for c in pending if c != Channel.EMAIL and c not in deferred]
-            self.mail_rows.append(row)
-            self.joins[row.pk] = _Join(
-                token=row.claim_token,
-                pieces=1 + bool(others),
-                email_only=not others,
-                attempted_at=now,
-                deferred=dict(deferred),
-            )
-            if not others:
-                return
-        elif deferred and set(pending) <= set(deferred):
-            delivery = RowDelivery(row, results={}, attempted_at=now, deferred=deferred)
-            self._record(self._plan(delivery, row.claim_token))
+        others = [c for c in pending if c not in deferred and not (batched and c == Channel.EMAIL)]
+        if not others and (batched or deferred):
+            if batched:
+                self._join_mail(row, others=False, deferred=deferred, now=now)
+            else:
+                delivery = RowDelivery(row, results={}, attempted_at=now, deferred=deferred)
+                self._record(self._plan(delivery, row.claim_token))
             return
+        if len(self.in_flight) >= self.config.concurrency:
+            self.queued.append(row)  # admitted again when a worker is free
+            return
+        if batched:
+            self._join_mail(row, others=True, deferred=deferred, now=now)
+        if endpoint is not None:
+            self.gate.started(endpoint.pk)
         future = self.rows.submit(
             deliver_row,
             row,
@@ -412,6 +450,20 @@ class _Tick:
             elsewhere=frozenset({Channel.EMAIL}) if batched else frozenset(),
         )
         self.in_flight[future] = (row, row.claim_token, endpoint.pk if endpoint else None)
+
+    def _join_mail(
+        self, row: Notification, *, others: bool, deferred: dict[str, Deferral], now: datetime
+    ) -> None:
+        """The row's email waits for the next batch; with `others`, its other channels go
+        out in a row worker and the row is planned once both pieces are back."""
+        self.mail_rows.append(row)
+        self.joins[row.pk] = _Join(
+            token=row.claim_token,
+            pieces=1 + others,
+            email_only=not others,
+            attempted_at=now,
+            deferred=dict(deferred),
+        )
 
     def _webhook_endpoint(self, row: Notification) -> WebhookEndpoint | None:
         """The endpoint whose slot the row's webhook would take (None when it sends no
@@ -454,10 +506,8 @@ class _Tick:
             if endpoint_id is not None:
                 signal = self._endpoint_done(endpoint_id, delivery)
                 # Claim again once an endpoint whose rows were left can take more: not on
-                # every delivery (each claim ranks every due row), but when its queue ran dry.
-                if self.left_for_later and endpoint_id not in self.gate.saturated(
-                    now=self.clock.now()
-                ):
+                # every delivery (each claim ranks every due row), but when its queue runs low.
+                if self.left_for_later and self.gate.wants_more(endpoint_id, now=self.clock.now()):
                     self.exhausted = False
             join = self.joins.get(row.pk)
             if join is not None:
@@ -469,6 +519,8 @@ class _Tick:
                 self._piece_done(row)
             elif delivery is not None:
                 self._plan_and_record(delivery, token, signal)
+        while self.queued and len(self.in_flight) < self.config.concurrency:
+            self._start(self.queued.popleft())
 
     def _row_broke(self, row: Notification, exc: Exception) -> None:
         self.summary.errors += 1
@@ -623,6 +675,7 @@ class _Tick:
             category=result.category if result is not None else "internal",
             now=now,
             backpressure=result is not None and result.backpressure,
+            seconds=result.duration_ms / 1000 if result is not None else None,
         )
         while (row := self.gate.next_waiting(endpoint_id, now=now)) is not None:
             self._start(row)
@@ -632,12 +685,14 @@ class _Tick:
         return plan_delivery(delivery, token=token, now=self.clock.now(), policy=self.config.policy)
 
     def _record(self, plan: RowPlan) -> None:
+        if not self.finished:
+            self.finished_at = self.clock.now()
         self.finished.append(plan)
         # Reload a disabled (410) endpoint from the database for later rows.
         self.endpoints.pop(plan.gone_endpoint_id, None)
 
     def _flush(self) -> None:
-        batch, self.finished = self.finished, []
+        batch, self.finished, self.finished_at = self.finished, [], None
         if not batch:
             return
         if self.lost is not None:

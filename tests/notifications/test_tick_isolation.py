@@ -277,3 +277,29 @@ def test_a_single_endpoint_burst_needs_no_releases(db, channels):
 
     assert (summary.delivered, summary.released) == (60, 0)
     assert summary.claimed == 60
+
+
+def test_a_one_endpoint_burst_never_claims_an_empty_batch_while_rows_are_due(
+    db, channels, monkeypatch
+):
+    from notifications.scheduler import tick as tick_module
+
+    sizes = []
+    real_claim = tick_module.notification_claim
+
+    def counted_claim(**options):
+        claimed = real_claim(**options)
+        sizes.append(len(claimed))
+        return claimed
+
+    monkeypatch.setattr(tick_module, "notification_claim", counted_claim)
+    tenant = make_tenant()
+    endpoint = make_endpoint(tenant=tenant, url=HEALTHY)
+    make_notifications(60, tenant=tenant, endpoint=endpoint, next_fire_at=NOW)
+
+    summary = run_tick(now=NOW, senders=channels.senders)
+
+    assert summary.delivered == 60
+    # A claim comes when the endpoint can take rows again, not while its slots are busy.
+    assert 0 not in sizes[:-1], sizes
+    assert sum(sizes) == 60

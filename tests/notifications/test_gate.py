@@ -1,0 +1,122 @@
+"""The endpoint gate's rules, without a database: how deep an endpoint's queue may get from
+its observed pace, and what it tells the next claim."""
+
+from collections import Counter
+from datetime import UTC, datetime
+
+from notifications.scheduler.gate import Admission, ClaimLimits, EndpointGate
+
+NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+E = "endpoint"
+
+
+def gate() -> EndpointGate:
+    # The defaults: 4 slots, two waves of 4 while the pace is unknown, a 100-row batch,
+    # 30 s of waiting (a 45 s lease less a 10 s channel timeout and 5 s).
+    return EndpointGate(capacity=4, threshold=5, depth=8, most=100, window=30.0, share=8)
+
+
+def finish(g: EndpointGate, seconds: float, times: int = 1) -> None:
+    for _ in range(times):
+        g.started(E)
+        g.finish(E, ok=True, category="", now=NOW, backpressure=False, seconds=seconds)
+
+
+def test_an_endpoint_of_unknown_pace_queues_two_waves_of_its_slots():
+    g = gate()
+
+    assert g.depth_of(E) == 8
+    for _ in range(4):
+        assert g.admit(E, now=NOW) is Admission.START
+        g.started(E)
+    for n in range(8):
+        assert g.admit(E, now=NOW) is Admission.WAIT
+        g.wait(E, n)
+    assert g.admit(E, now=NOW) is Admission.RELEASE
+
+
+def test_a_fast_endpoint_may_queue_a_batch():
+    g = gate()
+    finish(g, 0.01, times=3)
+
+    # 30 s at 10 ms a wave is thousands of waves: the batch bounds it.
+    assert g.depth_of(E) == 100
+
+
+def test_one_slow_delivery_brings_the_depth_back_down():
+    g = gate()
+    finish(g, 0.01, times=3)
+    finish(g, 10.0)
+
+    # 30 s at 10 s a wave: 3 waves, less one of slack.
+    assert g.depth_of(E) == 8
+
+
+def test_the_pace_is_the_slowest_of_the_latest_deliveries():
+    g = gate()
+    finish(g, 2.0)  # 30 / 2 = 15 waves, less one: 14 waves of 4
+    assert g.depth_of(E) == 56
+    finish(g, 0.01, times=8)  # the slow one is no longer among the latest 8
+
+    assert g.depth_of(E) == 100
+
+
+def test_the_next_claim_takes_what_a_known_endpoint_has_room_for():
+    g = gate()
+    finish(g, 0.01)
+    for _ in range(4):
+        g.started(E)
+    for n in range(30):
+        g.wait(E, n)
+
+    limits = g.claim_limits(now=NOW)
+
+    # No free slot, 70 free places in its queue; it took its full share before, so
+    # those 70 need no free worker.
+    assert limits.caps == {E: 70}
+    assert limits.skip == frozenset()
+    assert limits.extra == 0  # not known to have rows left yet
+    assert g.claimed(Counter({E: 70}), limits, full=False) == {E}
+    assert g.claim_limits(now=NOW).extra == 70
+
+
+def test_an_endpoint_without_room_is_skipped_and_a_short_claim_ends_its_backlog():
+    g = gate()
+    for _ in range(4):
+        g.started(E)
+    for n in range(8):
+        g.wait(E, n)
+
+    limits = g.claim_limits(now=NOW)
+    assert limits == ClaimLimits(skip=frozenset({E}), caps={}, extra=0)
+
+    g.backlogged.add(E)
+    assert g.claimed(Counter(), ClaimLimits(caps={E: 5}), full=False) == set()
+    assert E not in g.backlogged
+
+
+def test_a_fast_endpoint_wants_a_claim_when_its_queue_is_half_empty():
+    g = gate()
+    finish(g, 0.01)
+    for _ in range(4):
+        g.started(E)
+    for n in range(60):
+        g.wait(E, n)
+
+    assert not g.wants_more(E, now=NOW)  # room for 40 of 100
+    for _ in range(10):
+        assert g.next_waiting(E, now=NOW) is None  # no free slot: nobody starts
+        g.waiting[E].popleft()
+
+    assert g.wants_more(E, now=NOW)  # room for 50
+
+
+def test_a_slow_endpoint_wants_a_claim_when_a_slot_is_free():
+    g = gate()
+    for _ in range(4):
+        g.started(E)
+    assert not g.wants_more(E, now=NOW)
+
+    g.finish(E, ok=True, category="", now=NOW, backpressure=False, seconds=9.0)
+
+    assert g.wants_more(E, now=NOW)
