@@ -12,8 +12,10 @@ claims: the median time of one claim batch (16 rows, rolled back so every claim 
 same table) of the scheduler's fair claim, over 10,000 due rows of one tenant and over
 10,000 due rows spread across 1,000 tenants, each without and with --filler parked/future
 rows in the table; the ratios are 1,000 tenants / 1 tenant and filled / not filled. The
-shapes alternate for --rounds rounds and each figure is its best round's median: the
-machine is shared and noisy.
+table without and the table with the filler are two databases, each served by its own
+worker process, so the four figures are taken alternately, seconds apart, for --rounds
+rounds; each figure is its best round's median: the machine is shared and noisy, and a
+figure taken minutes after the one it is compared with measures the machine's drift.
 
 burst, dead_endpoint, soak and email_burst run real ticks against real local HTTP servers
 (email_burst against the fake Resend of tests/support at 2 requests/s) with default
@@ -48,14 +50,24 @@ def _pg_url() -> str:
     return os.environ.get("DATABASE_URL", PG_DEFAULT_URL)
 
 
+def _with_suffix(url: str, suffix: str) -> str:
+    """The same server, the database name with `suffix` appended."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=parts.path + suffix))
+
+
 def _pg_admin(url: str) -> tuple[str, str]:
     """(URL of the server's `postgres` database, name of the bench database)."""
     parts = urlsplit(url)
     return urlunsplit(parts._replace(scheme="postgresql", path="/postgres")), parts.path[1:]
 
 
+def _sqlite_path() -> Path:
+    return Path(os.environ.get("BENCH_LOAD_SQLITE", SQLITE_PATH))
+
+
 def _sqlite_files() -> list[Path]:
-    return [Path(f"{SQLITE_PATH}{suffix}") for suffix in ("", "-wal", "-shm")]
+    return [Path(f"{_sqlite_path()}{suffix}") for suffix in ("", "-wal", "-shm")]
 
 
 def prepare_environment(db: str) -> None:
@@ -72,7 +84,7 @@ def prepare_environment(db: str) -> None:
     else:
         for path in _sqlite_files():
             path.unlink(missing_ok=True)
-        os.environ["DATABASE_URL"] = f"sqlite:///{SQLITE_PATH}"
+        os.environ["DATABASE_URL"] = f"sqlite:///{_sqlite_path()}"
     os.environ.setdefault("SECRET_KEY", "bench-only-secret-key")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     # The scenarios' receivers listen on 127.0.0.1.
@@ -137,7 +149,44 @@ def median_claim_ms(*, now: datetime, claims: int) -> float:
     return statistics.median(timings) * 1000
 
 
-def scenario_claims(db: str, args: argparse.Namespace) -> None:
+SHAPES = {"1 tenant": 1, f"{TENANTS:,} tenants": TENANTS}
+TABLES = {"without": 0, "with": None}  # None: --filler rows
+
+
+class _ClaimWorker:
+    """A process with its own bench database (suffix `_<table>`) that times claims on
+    request: one line in (a shape), one line out (the best median in ms)."""
+
+    def __init__(self, db: str, table: str, args: argparse.Namespace) -> None:
+        filler = args.filler if TABLES[table] is None else TABLES[table]
+        env = {**os.environ, "DATABASE_URL": _with_suffix(_pg_url(), f"_{table}")}
+        env["BENCH_LOAD_SQLITE"] = f"{_sqlite_path()}.{table}"
+        command = [sys.executable, __file__, "--claims-worker", "--db", db]
+        command += ["--filler", str(filler), "--claims", str(args.claims)]
+        self.process = subprocess.Popen(
+            command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        self._read()  # "ready": its table is built
+
+    def _read(self) -> str:
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"claims worker exited with {self.process.wait()}")
+        return line.strip()
+
+    def median_ms(self, shape: str) -> float:
+        self.process.stdin.write(shape + "\n")
+        self.process.stdin.flush()
+        return float(self._read())
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=120)
+
+
+def claims_worker(db: str, args: argparse.Namespace) -> None:
+    """The worker side of _ClaimWorker: its tenants and filler once, then per request the
+    due rows of that shape (unless already there) and the median of --claims claims."""
     from django.utils import timezone
 
     from notifications.models import Notification
@@ -145,33 +194,45 @@ def scenario_claims(db: str, args: argparse.Namespace) -> None:
 
     now = timezone.now()
     tenants = Tenant.objects.bulk_create([Tenant(name=f"t{i}") for i in range(TENANTS)])
-    shapes = {"1 tenant": tenants[:1], f"{TENANTS:,} tenants": tenants}
+    if args.filler:
+        tick_db.add_filler(tenant=Tenant.objects.create(name="filler"), count=args.filler, now=now)
+    print("ready", flush=True)
+    current = None
+    for line in sys.stdin:
+        shape = line.strip()
+        if shape != current:
+            Notification.objects.filter(subject="Bench").delete()
+            add_due(tenants=tenants[: SHAPES[shape]], count=DUE_ROWS, now=now)
+            median_claim_ms(now=now, claims=5)  # warm the caches and the plan
+            current = shape
+        print(f"{median_claim_ms(now=now, claims=args.claims):.4f}", flush=True)
 
-    def measure() -> dict[str, float]:
-        figures = dict.fromkeys(shapes, float("inf"))
+
+def scenario_claims(db: str, args: argparse.Namespace) -> None:
+    workers = {table: _ClaimWorker(db, table, args) for table in TABLES}
+    best = {(table, shape): float("inf") for table in TABLES for shape in SHAPES}
+    try:
         for _ in range(args.rounds):
-            for shape, owners in shapes.items():
-                Notification.objects.filter(subject="Bench").delete()
-                add_due(tenants=owners, count=DUE_ROWS, now=now)
-                median_claim_ms(now=now, claims=5)  # warm the caches and the plan
-                figures[shape] = min(figures[shape], median_claim_ms(now=now, claims=args.claims))
-        return figures
-
-    empty = measure()
-    tick_db.add_filler(tenant=Tenant.objects.create(name="filler"), count=args.filler, now=now)
-    filled = measure()
-    one, many = shapes
-    for label, figures in ((" no filler", empty), (f" {args.filler:,} filler", filled)):
+            for shape in SHAPES:
+                for table, worker in workers.items():
+                    best[table, shape] = min(best[table, shape], worker.median_ms(shape))
+    finally:
+        for worker in workers.values():
+            worker.close()
+    one, many = SHAPES
+    for table, label in (("without", " no filler"), ("with", f" {args.filler:,} filler")):
         print(
-            f"[{db}] claims,{label}: {DUE_ROWS:,} due rows of {one}: {figures[one]:.2f} ms; "
-            f"over {many}: {figures[many]:.2f} ms; ratio {figures[many] / figures[one]:.2f} "
+            f"[{db}] claims,{label}: {DUE_ROWS:,} due rows of {one}: {best[table, one]:.2f} ms; "
+            f"over {many}: {best[table, many]:.2f} ms; "
+            f"ratio {best[table, many] / best[table, one]:.2f} "
             f"(best of {args.rounds} medians of {args.claims} batches of {BATCH})"
         )
-    for shape in shapes:
+    for shape in SHAPES:
         print(
             f"[{db}] claims, {DUE_ROWS:,} due rows of {shape}: with {args.filler:,} "
-            f"parked/future rows {filled[shape]:.2f} ms, without {empty[shape]:.2f} ms; "
-            f"ratio {filled[shape] / empty[shape]:.2f}"
+            f"parked/future rows {best['with', shape]:.2f} ms, without "
+            f"{best['without', shape]:.2f} ms; "
+            f"ratio {best['with', shape] / best['without', shape]:.2f}"
         )
 
 
@@ -193,14 +254,18 @@ def run_one(db: str, args: argparse.Namespace) -> None:
 
     call_command("migrate", verbosity=0)
     try:
-        SCENARIOS[args.scenario](db, args)
+        if args.claims_worker:
+            claims_worker(db, args)
+        else:
+            SCENARIOS[args.scenario](db, args)
     finally:
         drop(db)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scenario", choices=sorted(SCENARIOS), required=True)
+    parser.add_argument("--scenario", choices=sorted(SCENARIOS))
+    parser.add_argument("--claims-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--claims", type=int, default=200, help="claim batches per figure")
     parser.add_argument("--filler", type=int, default=1_000_000, help="parked/future rows")
@@ -210,6 +275,8 @@ def main() -> None:
         "--sizes", type=int, nargs="+", default=[300, 10_000], help="email_burst: rows"
     )
     args = parser.parse_args()
+    if args.scenario is None and not args.claims_worker:
+        parser.error("the following arguments are required: --scenario")
     if args.db != "both":
         run_one(args.db, args)
         return
