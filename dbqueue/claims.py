@@ -336,27 +336,33 @@ def fenced_delete_many(model: type[M], claims: Iterable[tuple[Any, int]]) -> set
 
 
 def fenced_update_many(
-    model: type[M], items: Sequence[tuple[Any, int, dict[str, Any]]]
+    model: type[M], items: Sequence[tuple[Any, int, dict[str, Any]]], *, release: bool = True
 ) -> set[Any]:
     """Apply per-row `changes` to several claimed rows in one statement per shape of change
-    (same set of columns), releasing their leases; returns the pks actually updated (the
-    others were fenced out). A column whose value differs between rows becomes a CASE."""
+    (same set of columns), releasing their leases (with `release=False`, a write while the
+    work goes on: the leases stay); returns the pks actually updated (the others were
+    fenced out). A column whose value differs between rows becomes a CASE."""
     updated: set[Any] = set()
     shapes: dict[tuple[str, ...], list[tuple[Any, int, dict[str, Any]]]] = {}
     for item in items:
         shapes.setdefault(tuple(sorted(item[2])), []).append(item)
     for columns, group in shapes.items():
-        updated |= _fenced_update_group(model, columns, group)
+        updated |= _fenced_update_group(model, columns, group, release=release)
     return updated
 
 
 def _fenced_update_group(
-    model: type[M], columns: tuple[str, ...], group: list[tuple[Any, int, dict[str, Any]]]
+    model: type[M],
+    columns: tuple[str, ...],
+    group: list[tuple[Any, int, dict[str, Any]]],
+    *,
+    release: bool,
 ) -> set[Any]:
     meta, quote = model._meta, connection.ops.quote_name
     pk_field = meta.pk
     keys = [pk_field.get_db_prep_value(key, connection) for key, _, _ in group]
-    assignments, params = ["claimed_until = NULL"], []
+    assignments: list[str] = ["claimed_until = NULL"] if release else []
+    params: list[Any] = []
     for name in columns:
         field_ = meta.get_field(name)
         values = [field_.get_db_prep_save(changes[name], connection) for _, _, changes in group]

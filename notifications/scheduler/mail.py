@@ -7,8 +7,6 @@ goes again in that identical batch, under the same key: Resend replays its first
 instead of sending twice. Every other email goes in a new batch with a new key.
 """
 
-import functools
-import operator
 import threading
 import time
 import uuid
@@ -17,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Q
 
 from dbqueue import pacing
+from dbqueue.claims import fenced_update_many
 from notifications.models import EmailBatch, Notification
 from notifications.scheduler.deliver import email_message
 from notifications.transports.resend import BATCH_LIMIT, PROVIDER, BatchAnswer, batch_body
@@ -88,15 +86,9 @@ def _resent(groups: dict[uuid.UUID, list[Notification]]) -> list[OutgoingBatch]:
 def _record_new(rows: list[Notification], *, now: datetime) -> OutgoingBatch | None:
     batch_id = uuid.uuid4()
     with transaction.atomic():
-        fence = functools.reduce(
-            operator.or_, (Q(pk=row.pk, claim_token=row.claim_token) for row in rows)
-        )
-        named = Notification.objects.filter(fence).update(email_batch_id=batch_id)
-        if named != len(rows):
-            kept = set(
-                Notification.objects.filter(email_batch_id=batch_id).values_list("pk", flat=True)
-            )
-            rows = [row for row in rows if row.pk in kept]
+        naming = [(row.pk, row.claim_token, {"email_batch": batch_id}) for row in rows]
+        named = fenced_update_many(Notification, naming, release=False)
+        rows = [row for row in rows if row.pk in named]
         if not rows:
             return None
         record = EmailBatch.objects.create(
@@ -121,11 +113,9 @@ def first_free_slot() -> datetime | None:
     return pacing.next_slot(PROVIDER)
 
 
-def hold(*, seconds: float, now: datetime) -> datetime:
+def hold(*, seconds: float, now: datetime) -> None:
     """The provider asked every sender to wait `seconds`: no slot of the budget before then."""
-    until = now + timedelta(seconds=seconds)
-    pacing.hold_until(PROVIDER, until=until, now=now)
-    return until
+    pacing.hold_until(PROVIDER, until=now + timedelta(seconds=seconds), now=now)
 
 
 class Holdoff:

@@ -4,7 +4,6 @@ tick's mail batches). DESIGN §6."""
 
 import dataclasses
 import logging
-import re
 import smtplib
 import time
 
@@ -12,17 +11,9 @@ from django.conf import settings
 from django.core import mail
 from django.core.mail.backends.base import BaseEmailBackend
 
-from .base import (
-    DeliveryResult,
-    EmailMessage,
-    internal_error_result,
-)
+from .base import DeliveryResult, EmailMessage, internal_error_result
 
 logger = logging.getLogger(__name__)
-
-# Resend's error names (https://resend.com/docs/api-reference/errors) that retrying can fix.
-_RESEND_RETRYABLE_409 = "concurrent_idempotent_requests"
-_ERROR_NAME = re.compile(r"[a-z0-9_]{1,64}")
 
 
 def send_email(message: EmailMessage, *, timeout: float) -> DeliveryResult:

@@ -199,3 +199,23 @@ def test_batches_are_paced_at_the_rate_through_the_shared_budget(db, settings):
     assert (summary.delivered, len(sender.calls)) == (300, 3)
     # Three slots a quarter of a second apart were taken: the next free one is the fourth.
     assert next_slot("resend") == NOW + timedelta(seconds=0.75)
+
+
+def test_a_row_reclaimed_meanwhile_is_left_out_of_the_new_batch(db):
+    from notifications.scheduler.mail import compose
+
+    tenant = make_tenant()
+    kept, reclaimed = email_rows(2, tenant)
+    lease = NOW + timedelta(seconds=45)
+    Notification.objects.update(claimed_until=lease)
+    Notification.objects.filter(pk=reclaimed.pk).update(claim_token=reclaimed.claim_token + 1)
+
+    (batch,) = compose([kept, reclaimed], now=NOW)
+
+    assert [row.pk for row, _, _ in batch.members] == [kept.pk]
+    assert batch.record.members == [f"{kept.pk}/{kept.occurrence}"]
+    assert [e["to"] for e in json.loads(batch.record.body)] == [["user0@example.com"]]
+    named = dict(Notification.objects.values_list("pk", "email_batch_id"))
+    assert named == {kept.pk: batch.record.pk, reclaimed.pk: None}
+    # Naming the batch is a write during the work: the kept row's lease stays.
+    assert Notification.objects.get(pk=kept.pk).claimed_until == lease
