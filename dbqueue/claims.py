@@ -31,6 +31,8 @@ from typing import Any, TypeVar
 from django.db import connection, models
 from django.db.models.functions import RowNumber
 
+from dbqueue.compiled import Param, bind
+
 M = TypeVar("M", bound=models.Model)
 
 # How many ready rows a PostgreSQL claim ranks per row it takes; the rest cover rows that
@@ -137,9 +139,9 @@ def claim_statement(
             f"WHERE claimed.{pk} = picked.{pk} RETURNING claimed.*"
         )
         params = [
-            *_bind(compiled.ranked_params, values),
+            *bind(compiled.ranked_params, values, connection),
             OVERSAMPLE * limit,
-            *_bind(compiled.where_params, values),
+            *bind(compiled.where_params, values, connection),
             limit,
             *set_params,
         ]
@@ -149,33 +151,12 @@ def claim_statement(
         f"UPDATE {table} SET {assignments} WHERE {pk} IN "
         f"(SELECT {pk} FROM ({compiled.ranked_sql}) AS ranked) RETURNING *"
     )
-    return model, sql, [*set_params, *_bind(compiled.ranked_params, values), limit]
-
-
-class _Param(models.Expression):
-    """A parameter of a compiled claim statement, bound per call: it compiles to one
-    placeholder whose parameter is the _Param itself, replaced by `_bind`."""
-
-    def __init__(self, name: str, output_field: models.Field) -> None:
-        super().__init__(output_field=output_field)
-        self.name = name
-
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
-        return "%s", [self]
-
-
-def _bind(params: Sequence[Any], values: Mapping[str, Any]) -> list[Any]:
-    return [
-        p.output_field.get_db_prep_value(values[p.name], connection, prepared=False)
-        if isinstance(p, _Param)
-        else p
-        for p in params
-    ]
+    return model, sql, [*set_params, *bind(compiled.ranked_params, values, connection), limit]
 
 
 @dataclass(frozen=True)
 class _Compiled:
-    """The parts of a claim statement that Django compiles, with _Param placeholders:
+    """The parts of a claim statement that Django compiles, with Param placeholders:
     the fair ranking (ending in `LIMIT %s`, bound to the rows it ranks) and, for
     PostgreSQL, the ready predicate and the claim order on the locked table."""
 
@@ -195,13 +176,13 @@ def _compiled(spec: ClaimSpec, *, skipped: int, capped: int | None) -> _Compiled
     None without a cap, else how many values have their own cap. The key holds the ready
     predicate itself (its constants, e.g. a setting, included), so a different predicate
     is never served another's statement."""
-    ready = spec.ready(_Param("now", models.DateTimeField()))
+    ready = spec.ready(Param("now", models.DateTimeField()))
     model = ready.model
     if skipped:
         target = _field(model, spec.capped_by)
         excluded = models.Q()
         for i in range(skipped):
-            excluded |= models.Q(**{spec.capped_by: _Param(f"skip{i}", target)})
+            excluded |= models.Q(**{spec.capped_by: Param(f"skip{i}", target)})
         ready = ready.exclude(excluded)
     key = (
         connection.alias,
@@ -273,11 +254,11 @@ def _ranked(spec: ClaimSpec, ready: models.QuerySet, capped: int | None) -> mode
     if capped is not None:
         name = spec.capped_by
         integer, target = models.IntegerField(), _field(ready.model, name)
-        most: Any = _Param("cap", integer)
+        most: Any = Param("cap", integer)
         if capped:
             whens = [
                 models.When(
-                    **{name: _Param(f"cap_value{i}", target)}, then=_Param(f"cap{i}", integer)
+                    **{name: Param(f"cap_value{i}", target)}, then=Param(f"cap{i}", integer)
                 )
                 for i in range(capped)
             ]

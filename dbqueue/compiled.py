@@ -17,7 +17,7 @@ trip instead of five (BEGIN, three INSERTs, COMMIT).
 """
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -37,12 +37,12 @@ class _Slot:
     name: str
     field: models.Field
 
-    def bind(self, values: dict[str, Any], connection: BaseDatabaseWrapper) -> Any:
+    def bind(self, values: Mapping[str, Any], connection: BaseDatabaseWrapper) -> Any:
         return self.field.get_db_prep_value(values[self.name], connection, prepared=False)
 
 
 class Param(Expression):
-    """A value of a CompiledQuery given at each run: `filter(prefix=Param("prefix",
+    """A value of a compiled statement given at each run: `filter(prefix=Param("prefix",
     CharField()))`. `field` prepares the value for the database as a model field would."""
 
     def __init__(self, name: str, field: models.Field) -> None:
@@ -51,6 +51,13 @@ class Param(Expression):
 
     def as_sql(self, compiler: Any, connection: BaseDatabaseWrapper) -> tuple[str, list]:
         return "%s", [_Slot(self.name, self.output_field)]
+
+
+def bind(
+    params: Sequence[Any], values: Mapping[str, Any], connection: BaseDatabaseWrapper
+) -> list[Any]:
+    """A compiled statement's parameters with each Param's value for this run put in."""
+    return [p.bind(values, connection) if isinstance(p, _Slot) else p for p in params]
 
 
 @dataclass(frozen=True)
@@ -112,12 +119,8 @@ class CompiledQuery(Generic[M]):
         plan = self._plans.get(connection)
         if plan is None:
             plan = self._plans[connection] = _Plan.compile(self._build(), connection)
-        params = [
-            value.bind(values, connection) if isinstance(value, _Slot) else value
-            for value in plan.params
-        ]
         with connection.cursor() as cursor:
-            cursor.execute(plan.sql, params)
+            cursor.execute(plan.sql, bind(plan.params, values, connection))
             rows = cursor.fetchall()
         return [plan.instance(list(row), connection) for row in rows]
 
