@@ -45,6 +45,12 @@ def _positive(name: str, value: float) -> float:
     return value
 
 
+def _not_negative(name: str, value: int) -> int:
+    if value < 0:
+        raise ImproperlyConfigured(f"{name} must be zero or more, got {value}")
+    return value
+
+
 def _seconds_list(name: str, default: str) -> tuple[int, ...]:
     raw = _read(name, env.str, default)
     try:
@@ -281,12 +287,13 @@ PROVISIONING_TIMEOUT_SECONDS = _positive(
 )
 
 # --- Retention (prune) ---------------------------------------------------------------------
-RETENTION_DAYS = int(_positive("RETENTION_DAYS", _read("RETENTION_DAYS", env.int, 30)))
-JOB_RETENTION_DAYS = int(
-    _positive("JOB_RETENTION_DAYS", _read("JOB_RETENTION_DAYS", env.int, RETENTION_DAYS))
+# 0 keeps nothing: `prune` refuses it without --yes rather than start-up refusing it.
+RETENTION_DAYS = _not_negative("RETENTION_DAYS", _read("RETENTION_DAYS", env.int, 30))
+JOB_RETENTION_DAYS = _not_negative(
+    "JOB_RETENTION_DAYS", _read("JOB_RETENTION_DAYS", env.int, RETENTION_DAYS)
 )
-DELIVERY_RETENTION_DAYS = int(
-    _positive("DELIVERY_RETENTION_DAYS", _read("DELIVERY_RETENTION_DAYS", env.int, RETENTION_DAYS))
+DELIVERY_RETENTION_DAYS = _not_negative(
+    "DELIVERY_RETENTION_DAYS", _read("DELIVERY_RETENTION_DAYS", env.int, RETENTION_DAYS)
 )
 PRUNE_BATCH_SIZE = int(_positive("PRUNE_BATCH_SIZE", _read("PRUNE_BATCH_SIZE", env.int, 1000)))
 

@@ -19,7 +19,6 @@ from django.conf import settings
 from django.db import models, transaction
 
 from dbqueue.backoff import retry_delay
-from dbqueue.batches import delete_in_batches
 from dbqueue.claims import fenced_update, fenced_update_many
 from dbqueue.compiled import insert_together
 from jobs.models import ErrorCategory, Job, JobStatus
@@ -264,8 +263,7 @@ def job_retry(*, tenant: Tenant, job_id: uuid.UUID, now: datetime) -> Job:
     return job
 
 
-def jobs_prune_completed(*, before: datetime, batch_size: int) -> int:
-    """Delete jobs completed before `before`, in short batches; returns the count. Pending,
-    enqueued and failed jobs (dead letters wait for support staff) are never candidates."""
-    finished = Job.objects.filter(status=JobStatus.COMPLETED, completed_at__lt=before)
-    return delete_in_batches(finished, batch_size=batch_size)
+def jobs_completed_before(*, before: datetime) -> models.QuerySet[Job]:
+    """The jobs retention may delete: completed before `before`. Pending, enqueued and
+    failed jobs (dead letters wait for support staff) are never among them."""
+    return Job.objects.filter(status=JobStatus.COMPLETED, completed_at__lt=before)

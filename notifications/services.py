@@ -19,7 +19,6 @@ from django.core.validators import validate_email
 from django.db.models import QuerySet
 from django.utils.timezone import now as utc_now
 
-from dbqueue.batches import delete_in_batches
 from dbqueue.claims import guarded_update
 from notifications.models import (
     Channel,
@@ -418,16 +417,14 @@ def _recipient_errors(channels: list[str], email_to: list[str]) -> dict[str, lis
     return {}
 
 
-def email_batches_prune(*, before: datetime, batch_size: int) -> int:
-    """Delete the records of Resend batches composed before `before`, in short batches;
-    returns the count. Past Resend's 24 h idempotency window a record no longer prevents
-    anything; a row still naming one (parked on it) sends its email in a new batch."""
-    old = EmailBatch.objects.filter(created_at__lt=before)
-    return delete_in_batches(old, batch_size=batch_size)
+def email_batches_before(*, before: datetime) -> QuerySet[EmailBatch]:
+    """The records of Resend batches composed before `before`, which retention may delete:
+    past Resend's 24 h idempotency window a record no longer prevents anything; a row still
+    naming one (parked on it) sends its email in a new batch."""
+    return EmailBatch.objects.filter(created_at__lt=before)
 
 
-def deliveries_prune(*, before: datetime, batch_size: int) -> int:
-    """Delete delivery-log rows attempted before `before`, in short batches; returns the
-    count. The log is history only: no notification depends on it."""
-    old = Delivery.objects.filter(attempted_at__lt=before)
-    return delete_in_batches(old, batch_size=batch_size)
+def deliveries_before(*, before: datetime) -> QuerySet[Delivery]:
+    """Delivery-log rows attempted before `before`, which retention may delete: the log is
+    history only, no notification depends on it."""
+    return Delivery.objects.filter(attempted_at__lt=before)

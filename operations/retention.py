@@ -1,11 +1,15 @@
-"""Retention across the apps: each app deletes its own rows; this decides when."""
+"""Retention across the apps: each app names the rows it may lose; this decides when, and
+deletes (or only counts) them."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from jobs.services import jobs_prune_completed
-from notifications.services import deliveries_prune, email_batches_prune
-from projects.services import operation_keys_purge
+from django.db.models import QuerySet
+
+from dbqueue.batches import delete_in_batches
+from jobs.services import jobs_completed_before
+from notifications.services import deliveries_before, email_batches_before
+from projects.services import operation_keys_expired
 
 
 @dataclass(frozen=True)
@@ -15,6 +19,11 @@ class RetentionPolicy:
     jobs_days: int
     deliveries_days: int
     batch_size: int
+
+    def keeps_nothing(self) -> list[str]:
+        """The tables whose retention is 0 days: every finished row in them goes."""
+        ages = {"jobs": self.jobs_days, "deliveries": self.deliveries_days}
+        return [table for table, days in ages.items() if days == 0]
 
 
 @dataclass(frozen=True)
@@ -34,15 +43,26 @@ def retention_prune(*, now: datetime, policy: RetentionPolicy) -> PruneCounts:
     keys and old email batch records, in bounded batches. Live rows are never candidates:
     pending, enqueued and failed jobs (dead letters wait for support staff) stay, as do the
     notifications themselves; the delivery log is history only."""
+    candidates = _candidates(now=now, policy=policy)
     return PruneCounts(
-        jobs=jobs_prune_completed(
-            before=now - timedelta(days=policy.jobs_days), batch_size=policy.batch_size
-        ),
-        deliveries=deliveries_prune(
-            before=now - timedelta(days=policy.deliveries_days), batch_size=policy.batch_size
-        ),
-        operation_keys=operation_keys_purge(now=now, batch_size=policy.batch_size),
-        email_batches=email_batches_prune(
-            before=now - EMAIL_BATCH_RETENTION, batch_size=policy.batch_size
-        ),
+        **{
+            table: delete_in_batches(rows, batch_size=policy.batch_size)
+            for table, rows in candidates.items()
+        }
     )
+
+
+def retention_preview(*, now: datetime, policy: RetentionPolicy) -> PruneCounts:
+    """How many rows `retention_prune` would delete now, per table; deletes nothing."""
+    return PruneCounts(
+        **{table: rows.count() for table, rows in _candidates(now=now, policy=policy).items()}
+    )
+
+
+def _candidates(*, now: datetime, policy: RetentionPolicy) -> dict[str, QuerySet]:
+    return {
+        "jobs": jobs_completed_before(before=now - timedelta(days=policy.jobs_days)),
+        "deliveries": deliveries_before(before=now - timedelta(days=policy.deliveries_days)),
+        "operation_keys": operation_keys_expired(now=now),
+        "email_batches": email_batches_before(before=now - EMAIL_BATCH_RETENTION),
+    }

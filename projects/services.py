@@ -215,11 +215,14 @@ def _replay(existing: OperationKey, *, fingerprint: str) -> ProjectCreated:
     )
 
 
+def operation_keys_expired(*, now: datetime) -> models.QuerySet[OperationKey]:
+    """The keys that expired at or before `now`: they replay nothing any more."""
+    return OperationKey.objects.filter(expires_at__lte=now)
+
+
 def operation_keys_purge(*, now: datetime, batch_size: int = _PURGE_BATCH) -> int:
     """Delete every key that expired at or before `now`, in short batches; returns the count."""
-    return delete_in_batches(
-        OperationKey.objects.filter(expires_at__lte=now), batch_size=batch_size
-    )
+    return delete_in_batches(operation_keys_expired(now=now), batch_size=batch_size)
 
 
 def projects_activate(*, project_ids: Sequence[uuid.UUID], now: datetime) -> list[Project]:

@@ -43,6 +43,8 @@ def test_good_settings_start():
         ({"TICK_LIMIT": "0"}, "TICK_LIMIT"),
         ({"LOG_FORMAT": "xml"}, "LOG_FORMAT"),
         ({"PRUNE_BATCH_SIZE": "0"}, "PRUNE_BATCH_SIZE"),
+        ({"RETENTION_DAYS": "-1"}, "RETENTION_DAYS"),
+        ({"DELIVERY_RETENTION_DAYS": "-1"}, "DELIVERY_RETENTION_DAYS"),
         ({"METRICS_ENABLED": "perhaps"}, "METRICS_ENABLED"),
         ({"DEBUG": "ture"}, "DEBUG"),
     ],

@@ -1,4 +1,4 @@
-"""consume_jobs --once: one bounded batch, one summary line, exit 0; flags are checked."""
+"""consume_jobs --once: one bounded pass, one summary line, exit 0; flags are checked."""
 
 import io
 import re
@@ -8,6 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from jobs.consumer import jobs_worker
 from jobs.models import Job, JobStatus
 from tests.jobs.factories import make_job
 from tests.notifications.test_tick_command import fail_with, session_ended
@@ -42,6 +43,27 @@ def test_once_respects_the_limit(alice):
     call_command("consume_jobs", "--once", "--limit", "2", stdout=out)
 
     assert "claimed=2 completed=2" in out.getvalue()
+    assert Job.objects.filter(status=JobStatus.PENDING).count() == 1
+
+
+# Committed: the loop drops its connection between passes, as it does between requests.
+@pytest.mark.django_db(transaction=True)
+def test_each_pass_of_the_loop_respects_the_limit(alice):
+    for _ in range(3):
+        make_job(alice.tenant, now=timezone.now())
+    lines: list[str] = []
+
+    def report(line: str) -> None:
+        lines.append(line)
+        worker.stop()  # after the first pass
+
+    worker = jobs_worker(
+        limit=2, max_seconds=50, interval=1, report=report, report_error=lines.append
+    )
+    worker.run(loop=True)
+
+    [line] = lines
+    assert "claimed=2 completed=2" in line
     assert Job.objects.filter(status=JobStatus.PENDING).count() == 1
 
 

@@ -2,8 +2,12 @@
 
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -16,6 +20,8 @@ from notifications.models import Delivery, EmailBatch, Notification
 from projects.models import OperationKey
 from tests.jobs.factories import make_job
 from tests.notifications.factories import make_notification
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def seed(tenant, *, now) -> dict[str, object]:
@@ -141,7 +147,7 @@ def test_live_rows_are_never_pruned_whatever_their_age(alice):
     ]
     notification = make_notification(tenant=alice.tenant, next_fire_at=ancient)
 
-    call_command("prune", "--days", "0", stdout=io.StringIO())
+    call_command("prune", "--days", "0", "--yes", stdout=io.StringIO())
 
     assert set(Job.objects.values_list("pk", flat=True)) == {job.pk for job in kept}
     assert Notification.objects.filter(pk=notification.pk).exists()
@@ -154,3 +160,110 @@ def test_live_rows_are_never_pruned_whatever_their_age(alice):
 def test_bad_arguments_are_refused(db, arguments):
     with pytest.raises(CommandError, match=arguments[0]):
         call_command("prune", *arguments)
+
+
+def table_sizes() -> dict[str, int]:
+    return {
+        "jobs": Job.objects.count(),
+        "deliveries": Delivery.objects.count(),
+        "operation_keys": OperationKey.objects.count(),
+        "email_batches": EmailBatch.objects.count(),
+    }
+
+
+def test_a_dry_run_prints_what_would_go_per_table_and_deletes_nothing(alice, settings):
+    settings.JOB_RETENTION_DAYS = settings.DELIVERY_RETENTION_DAYS = 30
+    seed(alice.tenant, now=timezone.now())
+    before = table_sizes()
+
+    call_command("prune", "--dry-run", "--json", stdout=(out := io.StringIO()))
+
+    assert json.loads(out.getvalue()) == {
+        "dry_run": True,
+        "jobs": 1,
+        "deliveries": 2,
+        "operation_keys": 1,
+        "email_batches": 1,
+    }
+    assert table_sizes() == before
+
+    call_command("prune", "--dry-run", "--days", "7", stdout=(out := io.StringIO()))
+
+    assert re.fullmatch(
+        r"event=prune_dry_run jobs=2 deliveries=3 operation_keys=1 email_batches=1 "
+        r"jobs_days=7 deliveries_days=7 duration_s=\d+\.\d{3}",
+        out.getvalue().strip(),
+    )
+    assert table_sizes() == before
+    call_command("prune", "--json", "--days", "7", stdout=(out := io.StringIO()))
+    assert json.loads(out.getvalue())["deliveries"] == 3  # what the dry run announced
+
+
+@pytest.mark.parametrize(
+    ("arguments", "source"),
+    [
+        (["--days", "0"], "every completed job (--days 0) and the whole delivery log (--days 0)"),
+        (["--jobs-days", "0"], "every completed job (--jobs-days 0):"),
+        (["--deliveries-days", "0"], "the whole delivery log (--deliveries-days 0):"),
+    ],
+)
+def test_a_retention_of_0_days_is_refused_without_yes(alice, arguments, source):
+    seed(alice.tenant, now=timezone.now())
+    before = table_sizes()
+
+    with pytest.raises(CommandError, match="--dry-run") as refused:
+        call_command("prune", *arguments)
+
+    assert f"a retention of 0 days deletes {source}" in str(refused.value)
+    assert table_sizes() == before
+
+
+def test_a_retention_of_0_days_from_the_settings_is_refused_too(alice, settings):
+    settings.JOB_RETENTION_DAYS = 0
+    settings.DELIVERY_RETENTION_DAYS = 30
+    seed(alice.tenant, now=timezone.now())
+    before = table_sizes()
+
+    with pytest.raises(CommandError, match=r"every completed job \(JOB_RETENTION_DAYS=0\):"):
+        call_command("prune")
+
+    assert table_sizes() == before
+    call_command("prune", "--dry-run", "--json", stdout=(out := io.StringIO()))
+    assert json.loads(out.getvalue())["jobs"] == 2
+    assert table_sizes() == before
+
+
+def test_yes_confirms_a_retention_of_0_days(alice):
+    seed(alice.tenant, now=timezone.now())
+
+    call_command("prune", "--days", "0", "--yes", "--json", stdout=(out := io.StringIO()))
+
+    assert json.loads(out.getvalue()) == {
+        "jobs": 2,
+        "deliveries": 3,
+        "operation_keys": 1,
+        "email_batches": 1,
+    }
+    assert not Job.objects.filter(status=JobStatus.COMPLETED).exists()
+    assert not Delivery.objects.exists()
+
+
+def test_the_refusal_is_one_error_line_and_a_failing_exit_status():
+    env = {key: value for key, value in os.environ.items() if "RETENTION_DAYS" not in key}
+    env |= {"DEBUG": "true", "DATABASE_URL": "sqlite:///:memory:", "RETENTION_DAYS": "0"}
+
+    result = subprocess.run(
+        [sys.executable, "manage.py", "prune"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 1
+    assert result.stderr == (
+        "CommandError: a retention of 0 days deletes every completed job "
+        "(JOB_RETENTION_DAYS=0) and the whole delivery log (DELIVERY_RETENTION_DAYS=0): "
+        "see the counts with --dry-run, then run again with --yes to delete them.\n"
+    )

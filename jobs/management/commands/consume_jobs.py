@@ -1,7 +1,8 @@
 """`manage.py consume_jobs [--once | --loop [--interval S]]`: drain the jobs outbox.
 
---once (the default, for cron) drains one bounded batch and exits; --loop keeps draining,
-woken early on PostgreSQL when a job is committed. SIGTERM/SIGINT finish the job in flight.
+--once (the default, for cron) drains one bounded pass (at most --limit jobs, for at most
+--max-seconds) and exits; --loop runs such passes --interval seconds apart, woken early on
+PostgreSQL when a job is committed. SIGTERM/SIGINT finish the job in flight.
 A lost database ends --once with one error line and exit status 1 (the job in flight is
 reclaimed when its lease expires); --loop reports it and tries again."""
 
@@ -18,7 +19,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         add_mode_arguments(parser, default_interval=1.0)
-        parser.add_argument("--limit", type=int, default=100, help="jobs per batch (100)")
+        parser.add_argument(
+            "--limit",
+            type=int,
+            default=100,
+            help="at most N jobs per pass: the whole run with --once, each pass of --loop (100)",
+        )
         parser.add_argument(
             "--max-seconds", type=float, default=50.0, help="stop claiming after this (50)"
         )

@@ -23,7 +23,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--limit",
             type=int,
-            help="at most N rows this tick (TICK_MAX_ROWS; default: drain what is due)",
+            help="at most N rows per tick, each tick of --loop too (default TICK_MAX_ROWS; "
+            "unset: drain what is due)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:

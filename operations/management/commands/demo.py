@@ -6,11 +6,14 @@ local webhook receiver (`demo_receiver`) under operations.supervisor until Ctrl-
 SIGTERM). Only these children may deliver webhooks to private addresses such as 127.0.0.1
 (WEBHOOK_ALLOW_PRIVATE_TARGETS); the setting stays off everywhere else. `--no-serve` stops
 after the set-up.
+
+The receiver listens on the same port every run (`--receiver-port`, 8001), so the webhook
+endpoints an earlier run created on the same database still reach it. When that port is
+taken the receiver falls back to a free one, and the demo says which endpoints miss it.
 """
 
 import os
 import sys
-import uuid
 from typing import Any
 
 from django.conf import settings
@@ -31,6 +34,7 @@ HOST = "127.0.0.1"
 # A notification due now goes out within this many seconds (cron's minute is too slow to
 # watch an invitation arrive).
 TICK_INTERVAL_SECONDS = 2
+RECEIVER_PORT = 8001
 CONSOLE_EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 
 
@@ -39,11 +43,21 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument(
+            "--receiver-port",
+            type=int,
+            default=RECEIVER_PORT,
+            help=f"the webhook receiver's port, the same every run ({RECEIVER_PORT}); "
+            "a free one when it is taken",
+        )
         parser.add_argument("--no-serve", action="store_true", help="Set up and exit.")
 
-    def handle(self, *args: Any, port: int, no_serve: bool, **options: Any) -> None:
+    def handle(
+        self, *args: Any, port: int, receiver_port: int, no_serve: bool, **options: Any
+    ) -> None:
         if not settings.DEBUG:
             raise CommandError("demo is for local development: run it with DEBUG=true")
+        _check_range("--receiver-port", receiver_port)
         if not no_serve:
             _check_port(port)
         try:
@@ -51,19 +65,22 @@ class Command(BaseCommand):
             demo = demo_setup()
         except KeyboardInterrupt:
             raise CommandError("interrupted during the set-up", returncode=130) from None
-        hook_port = free_port(HOST)
-        base = f"http://{HOST}:{port}"
+        hook_port, fallback = (
+            (receiver_port, "") if no_serve else _receiver_port(receiver_port, port)
+        )
+        base, hook_url = f"http://{HOST}:{port}", f"http://{HOST}:{hook_port}/hook"
         self.stdout.write(
             f"Demo tenant {demo.grant.tenant.name} ({demo.grant.tenant.id}), "
             f"owner {demo.grant.user.email}\n"
             f"API token (shown once): {demo.grant.token}\n"
             f"Admin: {base}/admin/  user {demo.admin_username}  password {demo.admin_password}\n"
-            f"Webhook receiver: http://{HOST}:{hook_port}/hook (prints each verified delivery)\n"
-            f"{_side_effects()}\n\n"
-            + _examples(base, token=demo.grant.token, hook_url=f"http://{HOST}:{hook_port}/hook")
+            f"Webhook receiver: {hook_url} (prints each verified delivery){fallback}\n"
+            f"{_side_effects()}\n\n" + _examples(base, token=demo.grant.token, hook_url=hook_url)
         )
-        if no_serve:
-            return
+        if not no_serve:
+            self._serve(port, hook_port)
+
+    def _serve(self, port: int, hook_port: int) -> None:
         supervisor = Supervisor(
             _processes(port, hook_port),
             out=self.stdout,
@@ -81,35 +98,67 @@ class Command(BaseCommand):
             )
 
 
-def _check_port(port: int) -> None:
+def _check_range(flag: str, port: int) -> None:
     if not 0 < port < 65536:
-        raise CommandError(f"--port must be between 1 and 65535, got {port}")
+        raise CommandError(f"{flag} must be between 1 and 65535, got {port}")
+
+
+def _check_port(port: int) -> None:
+    _check_range("--port", port)
     try:
         port_check(HOST, port)
     except PortUnavailable as exc:
         raise CommandError(f"{exc}: stop what is using it or pick another --port") from None
 
 
+def _receiver_port(wanted: int, api_port: int) -> tuple[int, str]:
+    """The receiver's port, and a warning when it is not `wanted`: endpoints created for
+    the wanted port by an earlier run will not reach this receiver."""
+    try:
+        if wanted == api_port:
+            raise PortUnavailable(f"port {wanted} on {HOST} is the API's (--port)")
+        port_check(HOST, wanted)
+    except PortUnavailable as exc:
+        fallback = free_port(HOST)
+        return fallback, (
+            f"\n  {exc}, so the receiver listens on port {fallback} this run: endpoints "
+            f"created for http://{HOST}:{wanted}/hook will not reach it (free that port or "
+            "pick another --receiver-port)"
+        )
+    return wanted, ""
+
+
+# The first calls, as pasted after the variables `_examples` prints (the README's calls use
+# the same variables). Every POST sends an Idempotency-Key that the shell makes when the
+# line runs: python3 is wherever the demo runs, uuidgen is missing on a fresh Debian, and a
+# key printed once would replay the first answer when the line is pasted again.
+CALLS = r"""
+curl -s -H "$H" -H 'Content-Type: application/json' \
+     -H "Idempotency-Key: $(python3 -c 'import uuid; print(uuid.uuid4())')" \
+     -X POST "$API/v1/projects" -d '{"name": "Website relaunch"}'
+# poll the job named in the answer until its status is completed:
+curl -s -H "$H" "$API/v1/jobs/<job id>"
+curl -s -H "$H" "$API/v1/projects"
+# a webhook endpoint at the demo's receiver (the answer shows its secret once):
+curl -s -H "$H" -H 'Content-Type: application/json' \
+     -H "Idempotency-Key: $(python3 -c 'import uuid; print(uuid.uuid4())')" \
+     -X POST "$API/v1/webhook-endpoints" -d "{\"url\": \"$HOOK\"}"
+# a notification to it, due now; the receiver prints it as a hook | line:
+curl -s -H "$H" -H 'Content-Type: application/json' \
+     -H "Idempotency-Key: $(python3 -c 'import uuid; print(uuid.uuid4())')" \
+     -X POST "$API/v1/notifications" -d '{"channels": ["webhook"],
+       "webhook_endpoint": "<endpoint id>", "subject": "Hello", "body": "From the demo"}'
+"""
+
+
 def _examples(base: str, *, token: str, hook_url: str) -> str:
-    """curl commands for the first API calls; the Idempotency-Key is fresh on every run, so
-    a second run creates a project instead of replaying the first run's answer."""
-    auth = '-H "Authorization: Bearer $TOKEN"'
-    post = f"curl -s {auth} -H 'Content-Type: application/json'"
+    variables = [f"TOKEN={token}", 'H="Authorization: Bearer $TOKEN"', f"API={base}"]
+    lines = [*variables, f"HOOK={hook_url}", *CALLS.strip().splitlines()]
     return (
-        "Try it:\n"
-        f"  TOKEN={token}\n"
-        f"  {post} -H 'Idempotency-Key: {uuid.uuid4()}' \\\n"
-        f'       -X POST {base}/v1/projects -d \'{{"name": "Website relaunch"}}\'\n'
-        "  # poll the job named in the answer until its status is completed:\n"
-        f"  curl -s {auth} {base}/v1/jobs/<job id>\n"
-        f"  curl -s {auth} {base}/v1/projects\n"
-        "  # a webhook endpoint at the demo's receiver (the answer shows its secret once):\n"
-        f'  {post} -X POST {base}/v1/webhook-endpoints -d \'{{"url": "{hook_url}"}}\'\n'
-        "  # a notification to it, due now; the receiver prints it as a hook | line:\n"
-        f"  {post} -X POST {base}/v1/notifications \\\n"
-        f'       -d \'{{"channels": ["webhook"], "webhook_endpoint": "<endpoint id>", '
-        '"subject": "Hello", "body": "From the demo"}\'\n'
-        f"  API docs: {base}/v1/docs\n"
+        "Try it: paste these lines into bash, each <…> filled in from an earlier answer (the "
+        "README's calls use the same variables):\n"
+        + "".join(f"  {line}\n" for line in lines)
+        + f"  # API docs: {base}/v1/docs\n"
     )
 
 

@@ -10,14 +10,15 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from dbqueue.clock import database_now
 from dbqueue.logfmt import logfmt_line
-from operations.retention import RetentionPolicy, retention_prune
+from operations.retention import RetentionPolicy, retention_preview, retention_prune
 
 
 class Command(BaseCommand):
     help = (
         "Delete completed jobs and delivery-log rows past their retention "
         "(JOB_RETENTION_DAYS, DELIVERY_RETENTION_DAYS) and expired idempotency keys, in "
-        "batches of PRUNE_BATCH_SIZE rows; print the counts."
+        "batches of PRUNE_BATCH_SIZE rows; print the counts. A retention of 0 days deletes "
+        "every finished row and needs --yes."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -27,14 +28,22 @@ class Command(BaseCommand):
         parser.add_argument("--jobs-days", type=int, default=None, help="completed jobs' age")
         parser.add_argument("--deliveries-days", type=int, default=None, help="delivery log age")
         parser.add_argument("--batch-size", type=int, default=None, help="rows per transaction")
+        parser.add_argument(
+            "--dry-run", action="store_true", help="print what would go, per table; delete nothing"
+        )
+        parser.add_argument("--yes", action="store_true", help="allow a retention of 0 days")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
         policy = _policy(options)
+        dry_run = options["dry_run"]
+        if not (dry_run or options["yes"]):
+            _refuse_keeping_nothing(policy, options)
         started = time.monotonic()
-        counts = asdict(retention_prune(now=database_now(), policy=policy))
+        run = retention_preview if dry_run else retention_prune
+        counts = asdict(run(now=database_now(), policy=policy))
         if options["json"]:
-            self.stdout.write(json.dumps(counts))
+            self.stdout.write(json.dumps({"dry_run": True, **counts} if dry_run else counts))
             return
         figures = {
             **counts,
@@ -42,7 +51,7 @@ class Command(BaseCommand):
             "deliveries_days": policy.deliveries_days,
             "duration_s": time.monotonic() - started,
         }
-        self.stdout.write(logfmt_line("prune", figures))
+        self.stdout.write(logfmt_line("prune_dry_run" if dry_run else "prune", figures))
 
 
 def _policy(options: dict[str, Any]) -> RetentionPolicy:
@@ -57,6 +66,27 @@ def _policy(options: dict[str, Any]) -> RetentionPolicy:
     if policy.batch_size < 1:
         raise CommandError("--batch-size must be a positive number of rows.")
     return policy
+
+
+def _refuse_keeping_nothing(policy: RetentionPolicy, options: dict[str, Any]) -> None:
+    what = {
+        "jobs": f"every completed job ({_source(options, 'jobs_days', 'JOB_RETENTION_DAYS')})",
+        "deliveries": "the whole delivery log "
+        f"({_source(options, 'deliveries_days', 'DELIVERY_RETENTION_DAYS')})",
+    }
+    if tables := policy.keeps_nothing():
+        raise CommandError(
+            f"a retention of 0 days deletes {' and '.join(what[table] for table in tables)}: "
+            "see the counts with --dry-run, then run again with --yes to delete them."
+        )
+
+
+def _source(options: dict[str, Any], flag: str, setting: str) -> str:
+    """Where a table's retention came from, as an operator would write it."""
+    for name in (flag, "days"):
+        if options[name] is not None:
+            return f"--{name.replace('_', '-')} {options[name]}"
+    return f"{setting}={getattr(settings, setting)}"
 
 
 def _first(*values: int | None) -> int:
