@@ -18,7 +18,7 @@ from notifications.models import WHOLE_OCCURRENCE, Delivery, DeliveryOutcome, No
 from notifications.recurrence import next_and_skipped
 from notifications.scheduler import outcomes
 from notifications.scheduler.breaker import Signal
-from notifications.scheduler.deliver import Deferral, RowDelivery
+from notifications.scheduler.deliver import Deferral, RowDelivery, due_time
 from notifications.scheduler.outcomes import Classification, DeadLetterReason, Verdict
 
 
@@ -66,12 +66,6 @@ class Policy:
     backoff: Sequence[int]
     # How long after an occurrence was due a provider's push-back still defers it for free.
     max_defer_seconds: float = 86_400.0
-
-
-def due_time(notification: Notification) -> datetime | None:
-    """When the row's current occurrence was due. A row written by a process of an older
-    release (during a rolling deploy) has no due_at; its next_fire_at is the best guess."""
-    return notification.due_at or notification.next_fire_at
 
 
 def late_ms(notification: Notification, *, at: datetime) -> int | None:
