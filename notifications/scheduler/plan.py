@@ -69,11 +69,14 @@ class Policy:
 
 
 def late_ms(notification: Notification, *, at: datetime) -> int | None:
-    """How late an attempt at `at` is for the row's current occurrence (0 when early)."""
-    due = due_time(notification)
-    if due is None:
+    """How late an attempt at `at` is for the time the row was scheduled for (0 when early):
+    its `next_fire_at` as claimed, which is the occurrence's due time on a first attempt,
+    the end of its backoff on a retry and the end of its deferral for a deferred channel.
+    Lateness measures the scheduler: a receiver's failures make retries, not lateness."""
+    scheduled = notification.next_fire_at
+    if scheduled is None:
         return None
-    return max(0, (at - due) // timedelta(milliseconds=1))
+    return max(0, (at - scheduled) // timedelta(milliseconds=1))
 
 
 def advance(row: Notification, *, now: datetime) -> tuple[datetime | None, Delivery | None]:
