@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from outbound.redaction import install_log_redaction
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -324,6 +326,9 @@ PRUNE_BATCH_SIZE = int(_positive("PRUNE_BATCH_SIZE", _read("PRUNE_BATCH_SIZE", e
 METRICS_ENABLED = _flag("METRICS_ENABLED", False)
 METRICS_TOKEN = _read("METRICS_TOKEN", env.str, "")
 
+# Every record's URL query strings (often a webhook's secret) are redacted where the record
+# is made, at every level and for every handler: urllib3 logs request lines at DEBUG.
+install_log_redaction()
 LOG_FORMAT = _read("LOG_FORMAT", env.str, "logfmt")
 if LOG_FORMAT not in ("logfmt", "json"):
     raise ImproperlyConfigured(f"LOG_FORMAT must be logfmt or json, got {LOG_FORMAT!r}")
