@@ -7,9 +7,12 @@ Every variable is read through `_read`, so a malformed value stops start-up with
 import warnings
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+
+from outbound.redaction import install_log_redaction
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -62,6 +65,35 @@ def _seconds_list(name: str, default: str) -> tuple[int, ...]:
     if not steps or any(step <= 0 for step in steps):
         raise ImproperlyConfigured(f"{name} must list at least one positive number of seconds")
     return steps
+
+
+def _url_problem(url: str) -> str | None:
+    """What the outbound HTTP client would refuse in `url`, or None."""
+    if any(char.isspace() or not char.isprintable() for char in url):
+        return "must not contain spaces or control characters"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "is not a valid URL (check the host and the port)"
+    if parts.scheme not in ("http", "https"):
+        return "must use http or https"
+    if not parts.hostname:
+        return "must name a host"
+    if port == 0:
+        return "has an invalid port"
+    if parts.username is not None or parts.password is not None:
+        return "must not carry credentials"
+    return None
+
+
+def _http_url(name: str, default: str) -> str:
+    """An optional http(s) URL; one the outbound client would refuse stops start-up."""
+    url = _read(name, env.str, default)
+    problem = _url_problem(url) if url else None
+    if problem:
+        raise ImproperlyConfigured(f"{name} {problem}, e.g. https://provisioning.example.com/v1")
+    return url
 
 
 DEBUG = _flag("DEBUG", False)
@@ -281,7 +313,7 @@ WEBHOOK_SECRET_GRACE_SECONDS = int(
 JOB_MAX_ATTEMPTS = int(_positive("JOB_MAX_ATTEMPTS", _read("JOB_MAX_ATTEMPTS", env.int, 5)))
 JOB_BACKOFF_SECONDS = _seconds_list("JOB_BACKOFF_SECONDS", "10,60,300,1800")
 JOB_LEASE_SECONDS = _positive("JOB_LEASE_SECONDS", _read("JOB_LEASE_SECONDS", env.float, 60.0))
-PROVISIONING_URL = _read("PROVISIONING_URL", env.str, "")
+PROVISIONING_URL = _http_url("PROVISIONING_URL", "")
 PROVISIONING_TIMEOUT_SECONDS = _positive(
     "PROVISIONING_TIMEOUT_SECONDS", _read("PROVISIONING_TIMEOUT_SECONDS", env.float, 10.0)
 )
@@ -301,6 +333,9 @@ PRUNE_BATCH_SIZE = int(_positive("PRUNE_BATCH_SIZE", _read("PRUNE_BATCH_SIZE", e
 METRICS_ENABLED = _flag("METRICS_ENABLED", False)
 METRICS_TOKEN = _read("METRICS_TOKEN", env.str, "")
 
+# Every record's URL query strings (often a webhook's secret) are redacted where the record
+# is made, at every level and for every handler: urllib3 logs request lines at DEBUG.
+install_log_redaction()
 LOG_FORMAT = _read("LOG_FORMAT", env.str, "logfmt")
 if LOG_FORMAT not in ("logfmt", "json"):
     raise ImproperlyConfigured(f"LOG_FORMAT must be logfmt or json, got {LOG_FORMAT!r}")

@@ -26,6 +26,11 @@ def logfmt_line(event: str, values: Mapping[str, object]) -> str:
     return " ".join(parts)
 
 
+def _traceback(formatter: logging.Formatter, record: logging.LogRecord) -> str:
+    # exc_text when set: a traceback prepared (redacted) when the record was made.
+    return record.exc_text or formatter.formatException(record.exc_info)
+
+
 class LogfmtFormatter(logging.Formatter):
     """`time=… level=… logger=… msg="…"`, the message quoted and escaped as a JSON string;
     a traceback, when there is one, follows on the next lines for the humans reading it."""
@@ -36,7 +41,7 @@ class LogfmtFormatter(logging.Formatter):
             f"logger={record.name} msg={json.dumps(record.getMessage())}"
         )
         if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
+            line += "\n" + _traceback(self, record)
         return line
 
 
@@ -52,5 +57,5 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
         }
         if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
+            entry["exception"] = _traceback(self, record)
         return json.dumps(entry)

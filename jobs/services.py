@@ -27,7 +27,8 @@ from tenancy.models import Tenant
 from web.errors import Conflict
 
 _ERROR_MAX = 500
-_QUERY_STRING = re.compile(r"(https?://[^\s?#]*)[?#]\S*", re.IGNORECASE)
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+_IPV4 = re.compile(r"\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+")
 _CRASHED = "The previous attempt ended without an outcome: the worker crashed or was killed."
 
@@ -51,8 +52,10 @@ class JobNotRetryable(Conflict):
 
 
 def safe_error_text(text: str) -> str:
-    """`text` without URL query strings or e-mail addresses, cut to fit `Job.last_error`."""
-    text = _QUERY_STRING.sub(r"\1", text)
+    """`text` without URLs, IP addresses or e-mail addresses, cut to fit `Job.last_error`:
+    the tenant reads it, and an internal service's address is none of its business."""
+    text = _URL.sub("<url>", text)
+    text = _IPV4.sub("<ip>", text)
     text = _EMAIL.sub("<address>", text)
     return text[:_ERROR_MAX]
 

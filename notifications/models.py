@@ -146,7 +146,8 @@ class Notification(models.Model):
     """A one-shot (empty `rrule`) or recurring notification; the row is its own queue entry.
 
     `next_fire_at` NULL means parked (dead-lettered one-shots keep their error state here).
-    `due_at` is the due instant of the current occurrence; lateness is measured from it.
+    `due_at` is the due instant of the current occurrence (the webhook event's timestamp);
+    `next_fire_at` is when its next attempt is scheduled, and lateness is measured from it.
     `claimed_until` / `claim_token` are the lease and the fence of run_tick; every write-back
     is conditional on the token the claim returned. `unfinished_claims` counts claims that
     produced no outcome, so a row that kills its worker every time is dead-lettered.
@@ -181,8 +182,8 @@ class Notification(models.Model):
     timezone = models.CharField(max_length=64, default="UTC")
     recurrence_anchor = models.DateTimeField(null=True, blank=True)
     next_fire_at = models.DateTimeField(null=True, blank=True)
-    # When the current occurrence was first due. A backoff moves next_fire_at but not this,
-    # so the lateness of a retry counts from the occurrence's own time.
+    # When the current occurrence was first due. A backoff or a deferral moves next_fire_at
+    # but not this, so every attempt of the occurrence carries the same event timestamp.
     due_at = models.DateTimeField(null=True, blank=True)
     occurrence = models.PositiveIntegerField(default=1)
     last_fired_at = models.DateTimeField(null=True, blank=True)
@@ -279,8 +280,9 @@ class Delivery(models.Model):
     """One channel attempt of one occurrence. Not a foreign key to the notification on
     purpose: the log outlives finished one-shot rows, which are deleted.
 
-    `late_ms` is attempted_at minus the occurrence's due time (never negative), on channel
-    attempts only. A `skipped` row (channel "") records the occurrences a late recurring
+    `late_ms` is attempted_at minus the time this attempt was scheduled for (the
+    occurrence's due time, the end of its backoff or of its deferral; never negative), on
+    channel attempts only. A `skipped` row (channel "") records the occurrences a late recurring
     row jumped over: how many, the first and the last of them."""
 
     notification_id = models.UUIDField()

@@ -147,8 +147,9 @@ class DeliverySerializer(serializers.ModelSerializer):
     late_ms = serializers.IntegerField(
         read_only=True,
         allow_null=True,
-        help_text="attempted_at minus the time the occurrence was due (its first due time, "
-        "also for a retry); null on rows that are not a channel attempt.",
+        help_text="attempted_at minus the time this attempt was scheduled for (the "
+        "occurrence's due time, the end of its backoff for a retry, the end of its deferral "
+        "for a deferred channel); null on rows that are not a channel attempt.",
     )
     skipped = serializers.SerializerMethodField(
         help_text='Outcome "skipped" only: the occurrences a late recurring notification '

@@ -10,6 +10,7 @@ from django.db.models.functions import TruncHour
 
 from jobs.stats import job_queue_stats
 from notifications.models import Delivery, DeliveryOutcome
+from notifications.scheduler.lateness import LATENESS_BOUNDS_S
 from notifications.stats import endpoint_circuit_stats, notification_queue_stats
 
 HOURS = 24
@@ -27,11 +28,6 @@ class HourlyOutcomes:
             outcome: sum(hour.get(outcome, 0) for hour in self.counts)
             for outcome in DeliveryOutcome.values
         }
-
-
-# Upper bounds (seconds) of the lateness bands each hour is counted in; a quantile is read
-# as the band it falls in, like a Prometheus histogram's.
-LATENESS_BANDS = (1, 5, 15, 30, 60, 120, 300, 900, 1800, 3600, 86_400)
 
 
 @dataclass(frozen=True)
@@ -92,7 +88,8 @@ def hourly_lateness(*, now: datetime) -> HourlyLateness:
     in one GROUP BY that counts each hour's attempts per band (both databases)."""
     hours = _hours(now)
     bands = {
-        f"le_{bound}": Count("pk", filter=Q(late_ms__lte=bound * 1000)) for bound in LATENESS_BANDS
+        _band(bound): Count("pk", filter=Q(late_ms__lte=bound * 1000))
+        for bound in LATENESS_BOUNDS_S
     }
     rows = (
         Delivery.objects.filter(attempted_at__gte=hours[0], late_ms__isnull=False)
@@ -114,9 +111,15 @@ def hourly_lateness(*, now: datetime) -> HourlyLateness:
 QUANTILES = {"p50": 0.5, "p99": 0.99}
 
 
+def _band(bound: float) -> str:
+    return f"le_{bound:g}"
+
+
 def _band_quantile(row: dict, share: float) -> float:
+    """The upper bound of the band the quantile falls in; past the last band, the last
+    band (as Prometheus' histogram_quantile reads the +Inf bucket)."""
     wanted = share * row["total"]
-    for bound in LATENESS_BANDS:
-        if row[f"le_{bound}"] >= wanted:
-            return float(bound)
-    return float(LATENESS_BANDS[-1])
+    for bound in LATENESS_BOUNDS_S:
+        if row[_band(bound)] >= wanted:
+            return bound
+    return LATENESS_BOUNDS_S[-1]

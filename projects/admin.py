@@ -36,12 +36,19 @@ class JobInline(admin.TabularInline):
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
+    """Projects are created through the API's service, which writes the idempotency key,
+    the project and its provision job together, so there is no "add" here; the status
+    moves only with its job (a retry from the jobs admin), never by hand."""
+
     list_display = ["name", "tenant", "status", "created_by", "created_at"]
     list_filter = ["status"]
     search_fields = ["name", "id", "tenant__name"]
     list_select_related = ["tenant", "created_by"]
-    readonly_fields = ["id", "tenant", "created_by", "created_at", "updated_at"]
+    readonly_fields = ["id", "tenant", "status", "created_by", "created_at", "updated_at"]
     inlines = [JobInline]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
 
 @admin.register(OperationKey)

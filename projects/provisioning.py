@@ -12,6 +12,7 @@ that runs twice creates nothing twice.
 """
 
 import json
+import logging
 from datetime import datetime
 from typing import Any
 
@@ -25,10 +26,17 @@ from outbound.statuses import TRANSIENT_4XX, parse_retry_after
 from projects.models import Project
 from projects.services import project_fail, project_reprovision, projects_activate
 
+logger = logging.getLogger(__name__)
+
 # Beyond the usual retryable 4xx, the provisioning API may still be working on this
 # idempotency key (409).
 _TRANSIENT_4XX = TRANSIENT_4XX | {409}
 _PERMANENT_TRANSPORT = frozenset({ErrorCategory.INVALID_URL, "ssrf_blocked"})
+_TRANSPORT_MESSAGES = {
+    ErrorCategory.TIMEOUT: "the provisioning API timed out",
+    ErrorCategory.CONNECTION: "the provisioning API could not be reached",
+    ErrorCategory.INVALID_URL: "the provisioning API's address is misconfigured",
+}
 # A generous bound on the local writes of one job (four short statements), so a claim takes
 # only as many jobs as the lease covers even when the database is slow.
 LOCAL_WRITES_SECONDS = 1.0
@@ -56,9 +64,12 @@ def provision_call_api(job: Job) -> None:
             vet_addresses=False,  # operator-configured, may well be an internal service
         )
     except HttpError as exc:
+        # The job's last_error is shown to the tenant: it names what went wrong, never the
+        # internal service's host, port or URL. The operator's log has the origin.
+        logger.warning("provisioning call of job %s failed: %s", job.id, exc)
         category = exc.category if exc.category in ErrorCategory.values else "internal"
         raise JobError(
-            f"provisioning API: {exc}",
+            _TRANSPORT_MESSAGES.get(exc.category, "the provisioning API call failed"),
             category=category,
             permanent=exc.category in _PERMANENT_TRANSPORT,
         ) from None

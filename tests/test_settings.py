@@ -56,6 +56,33 @@ def test_bad_settings_stop_start_up_naming_the_variable(overrides, variable):
     assert variable in result.stderr
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "provisioning.internal/v1",
+        "ftp://provisioning.internal/v1",
+        "https:///v1",
+        "https://provisioning.internal:99999/v1",
+        "https://provisioning.internal:0/v1",
+        "https://provisioning.internal:port/v1",
+        "https://provisioning internal/v1",
+        "https://[::1/v1",
+        "https://user:pass@provisioning.internal/v1",
+    ],
+)
+def test_a_malformed_provisioning_url_stops_start_up_naming_it(url):
+    result = manage("queue_status", DATABASE_URL="sqlite:///:memory:", PROVISIONING_URL=url)
+
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith("Error: PROVISIONING_URL ")
+
+
+@pytest.mark.parametrize("url", ["", "http://10.0.0.5:8080/provision", "https://prov.example.com"])
+def test_a_well_formed_or_empty_provisioning_url_starts(url):
+    assert start(DATABASE_URL="sqlite:///:memory:", PROVISIONING_URL=url).returncode == 0
+
+
 def test_missing_secret_key_is_allowed_only_in_debug():
     assert start(SECRET_KEY="", DEBUG="true").returncode == 0
 

@@ -73,15 +73,26 @@ def iso_utc(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
-def webhook_payload(notification: Notification, *, now: datetime) -> dict[str, Any]:
-    """The custom event a producer set, or the standard notification.fired event."""
+def due_time(notification: Notification) -> datetime | None:
+    """When the row's current occurrence was due: the same on every attempt of it (a
+    backoff or a deferral moves next_fire_at, never this). A row written by a process of
+    an older release (during a rolling deploy) has no due_at; its next_fire_at is the best
+    guess."""
+    return notification.due_at or notification.next_fire_at
+
+
+def webhook_payload(notification: Notification) -> dict[str, Any]:
+    """The custom event a producer set, or the standard notification.fired event. Built
+    from the occurrence alone (its `timestamp` is the occurrence's due time), so every
+    attempt of an occurrence sends the same bytes; only the signature headers change."""
+    due = due_time(notification)
+    timestamp = iso_utc(due) if due else None
     custom = notification.webhook_event
     if custom:
-        return {"type": custom.get("type"), "timestamp": iso_utc(now), "data": custom.get("data")}
-    scheduled = notification.next_fire_at
+        return {"type": custom.get("type"), "timestamp": timestamp, "data": custom.get("data")}
     return {
         "type": "notification.fired",
-        "timestamp": iso_utc(now),
+        "timestamp": timestamp,
         "data": {
             "notification_id": str(notification.id),
             "tenant_id": str(notification.tenant_id),
@@ -89,7 +100,7 @@ def webhook_payload(notification: Notification, *, now: datetime) -> dict[str, A
             "occurrence": notification.occurrence,
             "subject": notification.subject,
             "body": notification.body,
-            "scheduled_for": iso_utc(scheduled) if scheduled else None,
+            "scheduled_for": timestamp,
         },
     }
 
@@ -147,7 +158,7 @@ def _channel_call(
             url=endpoint.url,
             secrets=tuple(endpoint.signing_secrets(now=now)),
             msg_id=occurrence_id(notification),
-            payload=webhook_payload(notification, now=now),
+            payload=webhook_payload(notification),
         )
         return senders.webhook, message
     return _failure("unknown channel", "invalid_request", permanent=True, started=time.monotonic())

@@ -18,7 +18,7 @@ from notifications.models import WHOLE_OCCURRENCE, Delivery, DeliveryOutcome, No
 from notifications.recurrence import next_and_skipped
 from notifications.scheduler import outcomes
 from notifications.scheduler.breaker import Signal
-from notifications.scheduler.deliver import Deferral, RowDelivery
+from notifications.scheduler.deliver import Deferral, RowDelivery, due_time
 from notifications.scheduler.outcomes import Classification, DeadLetterReason, Verdict
 
 
@@ -68,18 +68,15 @@ class Policy:
     max_defer_seconds: float = 86_400.0
 
 
-def due_time(notification: Notification) -> datetime | None:
-    """When the row's current occurrence was due. A row written by a process of an older
-    release (during a rolling deploy) has no due_at; its next_fire_at is the best guess."""
-    return notification.due_at or notification.next_fire_at
-
-
 def late_ms(notification: Notification, *, at: datetime) -> int | None:
-    """How late an attempt at `at` is for the row's current occurrence (0 when early)."""
-    due = due_time(notification)
-    if due is None:
+    """How late an attempt at `at` is for the time the row was scheduled for (0 when early):
+    its `next_fire_at` as claimed, which is the occurrence's due time on a first attempt,
+    the end of its backoff on a retry and the end of its deferral for a deferred channel.
+    Lateness measures the scheduler: a receiver's failures make retries, not lateness."""
+    scheduled = notification.next_fire_at
+    if scheduled is None:
         return None
-    return max(0, (at - due) // timedelta(milliseconds=1))
+    return max(0, (at - scheduled) // timedelta(milliseconds=1))
 
 
 def advance(row: Notification, *, now: datetime) -> tuple[datetime | None, Delivery | None]:

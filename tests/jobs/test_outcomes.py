@@ -57,10 +57,13 @@ def test_backoff_steps_repeat_the_last_one():
     ]
 
 
-def test_safe_error_text_drops_query_strings_and_addresses():
-    text = "POST https://api.example.com/x?token=abc failed for ann@example.com"
+def test_safe_error_text_drops_urls_and_addresses():
+    text = (
+        "POST https://api.example.com/x?token=abc failed for ann@example.com "
+        "(connection to 10.1.2.3:8443 refused)"
+    )
 
-    assert safe_error_text(text) == "POST https://api.example.com/x failed for <address>"
+    assert safe_error_text(text) == "POST <url> failed for <address> (connection to <ip> refused)"
 
 
 def test_failures_are_retried_at_the_backoff_until_the_job_is_dead_lettered(alice, runs):

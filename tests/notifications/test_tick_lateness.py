@@ -5,12 +5,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from dbqueue.totals import worker_totals
-from notifications.models import Delivery, DeliveryOutcome
+from notifications.models import Delivery, DeliveryOutcome, Notification, WebhookEndpoint
 from notifications.scheduler.deliver import Senders
 from notifications.scheduler.plan import plan_poison
 from notifications.scheduler.tick import run_tick
 from notifications.scheduler.writeback import write_back
 from notifications.transports.base import DeliveryResult
+from notifications.transports.webhook import classify_response
+from operations.queue_health import hourly_lateness
 from tests.notifications.factories import make_endpoint, make_notification
 
 DUE = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
@@ -29,6 +31,9 @@ def rejected(message, *, timeout):
     return DeliveryResult(
         ok=False, error="HTTP 400", permanent=True, category="http_4xx", http_status=400
     )
+
+
+RATE_LIMITED = classify_response(429, {"Retry-After": "30"})
 
 
 def senders(webhook=delivered):
@@ -87,17 +92,75 @@ def test_a_row_on_time_skips_nothing(tenant, endpoint):
     assert (summary.skipped, summary.late_max_s) == (0, 20.0)
 
 
-def test_a_retry_is_late_from_the_occurrence_s_own_due_time(tenant, endpoint):
+def test_a_retry_is_late_from_the_end_of_its_backoff_not_from_the_occurrence(tenant, endpoint):
     row = make_notification(tenant=tenant, endpoint=endpoint, next_fire_at=DUE)
 
     run_tick(now=DUE + timedelta(seconds=2), senders=senders(failed))
     row.refresh_from_db()
     assert (row.next_fire_at, row.due_at) == (DUE + timedelta(seconds=62), DUE)
-    summary = run_tick(now=row.next_fire_at, senders=senders())
+    summary = run_tick(now=row.next_fire_at + timedelta(seconds=3), senders=senders())
 
     late = Delivery.objects.order_by("attempted_at").values_list("outcome", "late_ms")
-    assert list(late) == [("failed", 2_000), ("delivered", 62_000)]
-    assert summary.late_max_s == 62.0
+    assert list(late) == [("failed", 2_000), ("delivered", 3_000)]
+    assert summary.late_max_s == 3.0
+
+
+def test_retries_on_time_are_on_time_however_long_ago_the_occurrence_was_due(
+    tenant, endpoint, settings
+):
+    settings.NOTIFICATION_MAX_ATTEMPTS = 3
+    settings.BACKOFF_SECONDS = (60, 300, 1800)
+    row = make_notification(tenant=tenant, endpoint=endpoint, next_fire_at=DUE)
+    late_max = []
+    for webhook in (failed, failed, delivered):
+        at = Notification.objects.get(pk=row.pk).next_fire_at + timedelta(seconds=1)
+        late_max.append(run_tick(now=at, senders=senders(webhook)).late_max_s)
+
+    # The third attempt went 6 minutes after the occurrence was due, 1 s after its backoff.
+    attempts = Delivery.objects.order_by("attempted_at").values_list("attempted_at", "late_ms")
+    assert list(attempts) == [
+        (DUE + timedelta(seconds=1), 1_000),
+        (DUE + timedelta(seconds=62), 1_000),
+        (DUE + timedelta(seconds=363), 1_000),
+    ]
+    assert late_max == [1.0, 1.0, 1.0]
+    health = hourly_lateness(now=DUE + timedelta(seconds=363))
+    assert health.quantiles[-1] == {"p50": 1.0, "p99": 1.0}
+
+
+def test_a_deferred_channel_is_late_from_the_end_of_its_deferral(tenant, endpoint):
+    open_until = DUE + timedelta(minutes=4)
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
+        consecutive_failures=5, circuit_open_until=open_until, circuit_interval_seconds=240
+    )
+    make_notification(
+        tenant=tenant,
+        endpoint=endpoint,
+        next_fire_at=DUE,
+        channels=("email", "webhook"),
+        email_to=("ann@example.com",),
+    )
+    first = run_tick(now=DUE + timedelta(seconds=1), senders=senders())
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(circuit_open_until=DUE)
+
+    second = run_tick(now=open_until + timedelta(seconds=2), senders=senders())
+
+    attempts = Delivery.objects.exclude(outcome=DeliveryOutcome.DEFERRED)
+    late = attempts.order_by("attempted_at").values_list("channel", "late_ms")
+    assert list(late) == [("email", 1_000), ("webhook", 2_000)]
+    assert (first.late_max_s, second.late_max_s) == (1.0, 2.0)
+
+
+def test_a_provider_s_later_is_late_from_the_time_it_named(tenant, endpoint):
+    row = make_notification(tenant=tenant, endpoint=endpoint, next_fire_at=DUE)
+    run_tick(now=DUE, senders=senders(lambda message, *, timeout: RATE_LIMITED))
+    row.refresh_from_db()
+    assert row.next_fire_at == DUE + timedelta(seconds=30)
+
+    summary = run_tick(now=row.next_fire_at + timedelta(seconds=4), senders=senders())
+
+    delivered = Delivery.objects.get(outcome=DeliveryOutcome.DELIVERED)
+    assert (delivered.late_ms, summary.late_max_s) == (4_000, 4.0)
 
 
 def test_a_recurring_dead_letter_records_its_skips_and_starts_the_next_occurrence(tenant, endpoint):

@@ -9,6 +9,7 @@ import pytest
 import yaml
 from django.utils import timezone
 
+from notifications.scheduler.lateness import LATENESS_BOUNDS_S
 from operations.metrics import metrics_exposition
 
 OPS = Path(__file__).resolve().parents[2] / "ops"
@@ -68,3 +69,24 @@ def test_the_dashboard_graphs_every_served_series(served_series):
     used = _families(used, served_series)
 
     assert used == served_series
+
+
+def test_the_late_deliveries_alert_fires_at_an_edge_of_the_lateness_bands():
+    late = next(r for r in _rules() if r["alert"] == "TickworkDeliveriesLate")
+
+    quantile = re.fullmatch(
+        r"histogram_quantile\(0\.99, sum by \(le\) \(rate\("
+        r"tickwork_delivery_lateness_seconds_bucket\[\w+\]\)\)\)\s*>\s*([\d.]+)",
+        late["expr"].strip(),
+    )
+    assert quantile is not None, late["expr"]
+    assert float(quantile.group(1)) in LATENESS_BOUNDS_S
+
+
+def test_the_metrics_histogram_buckets_are_the_lateness_bands(db):
+    exposition = metrics_exposition(now=timezone.now())
+
+    edges = re.findall(
+        r'^tickwork_delivery_lateness_seconds_bucket\{le="([^"]+)"\}', exposition, re.M
+    )
+    assert edges == [f"{bound:g}" for bound in LATENESS_BOUNDS_S] + ["+Inf"]

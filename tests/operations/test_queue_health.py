@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from notifications.models import Delivery, DeliveryOutcome
+from notifications.scheduler.lateness import LATENESS_BOUNDS_S
 from operations.queue_health import HOURS, hourly_lateness, hourly_outcomes, queue_health
 from tests.jobs.factories import make_job
 from tests.notifications.factories import make_tenant
@@ -83,3 +84,15 @@ def test_lateness_quantiles_per_hour_read_the_band_they_fall_in(tenant):
     assert lateness.quantiles[-1] == {"p50": 1.0, "p99": 60.0}
     assert lateness.quantiles[-3] == {"p50": 15.0, "p99": 15.0}
     assert lateness.quantiles[-2] == {"p50": None, "p99": None}
+
+
+def test_lateness_is_read_in_the_bands_of_the_metrics_histogram(tenant):
+    # 700 s falls in the (600, 1800] band; past the last band reads as the last, like
+    # Prometheus' histogram_quantile does with the +Inf bucket.
+    _delivery(tenant, "delivered", NOW - timedelta(minutes=1), late_ms=700_000)
+    _delivery(tenant, "delivered", NOW - timedelta(hours=1), late_ms=2 * 86_400_000)
+
+    lateness = hourly_lateness(now=NOW)
+
+    assert lateness.quantiles[-1] == {"p50": 1800.0, "p99": 1800.0}
+    assert lateness.quantiles[-2] == {"p50": LATENESS_BOUNDS_S[-1], "p99": LATENESS_BOUNDS_S[-1]}

@@ -201,3 +201,34 @@ def test_a_redirect_is_not_followed_and_fails_the_job(alice, settings):
     assert job.status == JobStatus.FAILED
     assert job.last_error_category == ErrorCategory.HTTP_3XX
     assert len(responses.calls) == 1
+
+
+INTERNAL_HOST = "prov-7f3a.svc.internal"
+INTERNAL_URL = f"https://{INTERNAL_HOST}:8443/v1/workspaces"
+
+
+@pytest.mark.parametrize(
+    ("failure", "category", "message"),
+    [
+        (requests.exceptions.ConnectTimeout(), "timeout", "the provisioning API timed out"),
+        (
+            requests.exceptions.ConnectionError(f"{INTERNAL_URL}: refused by 10.20.30.40"),
+            "connection",
+            "the provisioning API could not be reached",
+        ),
+    ],
+)
+@responses.activate
+def test_a_tenant_reads_the_failure_s_category_never_the_internal_service(
+    alice, settings, failure, category, message
+):
+    settings.PROVISIONING_URL = INTERNAL_URL + "?key=s3cret"
+    responses.add(responses.POST, INTERNAL_URL, body=failure)
+    job = make_job(alice.tenant)
+    drain()
+
+    body = alice.client().get(f"/v1/jobs/{job.id}").json()
+
+    assert (body["last_error_category"], body["last_error"]) == (category, message)
+    for internal in (INTERNAL_HOST, ":8443", "/v1/workspaces", "s3cret", "10.20.30.40"):
+        assert internal not in json.dumps(body)
