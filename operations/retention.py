@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 
 from jobs.services import jobs_prune_completed
 from notifications.services import deliveries_prune, email_batches_prune
-from projects.services import operation_keys_purge
+from tenancy.idempotency import operation_keys_purge
 
 
 @dataclass(frozen=True)

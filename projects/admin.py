@@ -1,10 +1,10 @@
-"""Admin for projects (with their jobs, read-only) and idempotency keys (read-only)."""
+"""Admin for projects (with their jobs, read-only)."""
 
 from django.contrib import admin
 from django.http import HttpRequest
 
 from jobs.models import Job
-from projects.models import OperationKey, Project
+from projects.models import Project
 
 _JOB_FIELDS = [
     "id",
@@ -42,16 +42,3 @@ class ProjectAdmin(admin.ModelAdmin):
     list_select_related = ["tenant", "created_by"]
     readonly_fields = ["id", "tenant", "created_by", "created_at", "updated_at"]
     inlines = [JobInline]
-
-
-@admin.register(OperationKey)
-class OperationKeyAdmin(admin.ModelAdmin):
-    list_display = ["key", "tenant", "project", "response_status", "created_at", "expires_at"]
-    search_fields = ["key"]
-    list_select_related = ["tenant", "project"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: OperationKey | None = None) -> bool:
-        return False
