@@ -344,7 +344,7 @@ def test_the_demo_receiver_prints_each_verified_webhook_delivery(tmp_path):
     assert "hook | rejected" not in demo.output
 
 
-def test_each_run_prints_a_fresh_idempotency_key(tmp_path):
+def test_each_run_prints_fresh_idempotency_keys(tmp_path):
     def printed_key() -> str:
         env = {**os.environ, "DEBUG": "true", "DATABASE_URL": f"sqlite:///{tmp_path / 'd.db'}"}
         result = subprocess.run(
@@ -356,13 +356,15 @@ def test_each_run_prints_a_fresh_idempotency_key(tmp_path):
             timeout=60,
         )
         assert result.returncode == 0, result.stderr
-        [key] = re.findall(r"Idempotency-Key: ([^']+)'", result.stdout)
-        return key
+        # The project create's and the notification create's.
+        keys = re.findall(r"Idempotency-Key: ([^']+)'", result.stdout)
+        assert len(keys) == 2
+        return keys
 
     first, second = printed_key(), printed_key()
 
-    assert first != second
-    assert uuid.UUID(first) and uuid.UUID(second)
+    assert len({*first, *second}) == 4
+    assert all(uuid.UUID(key) for key in (*first, *second))
 
 
 def test_the_children_die_with_a_sigkilled_launcher_and_free_the_port(tmp_path):

@@ -91,8 +91,9 @@ def _check_port(port: int) -> None:
 
 
 def _examples(base: str, *, token: str, hook_url: str) -> str:
-    """curl commands for the first API calls; the Idempotency-Key is fresh on every run, so
-    a second run creates a project instead of replaying the first run's answer."""
+    """curl commands for the first API calls; each Idempotency-Key is fresh on every run, so
+    a second run creates a project and a notification instead of replaying the first run's
+    answers."""
     auth = '-H "Authorization: Bearer $TOKEN"'
     post = f"curl -s {auth} -H 'Content-Type: application/json'"
     return (
@@ -106,7 +107,8 @@ def _examples(base: str, *, token: str, hook_url: str) -> str:
         "  # a webhook endpoint at the demo's receiver (the answer shows its secret once):\n"
         f'  {post} -X POST {base}/v1/webhook-endpoints -d \'{{"url": "{hook_url}"}}\'\n'
         "  # a notification to it, due now; the receiver prints it as a hook | line:\n"
-        f"  {post} -X POST {base}/v1/notifications \\\n"
+        f"  {post} -H 'Idempotency-Key: {uuid.uuid4()}' \\\n"
+        f"       -X POST {base}/v1/notifications \\\n"
         f'       -d \'{{"channels": ["webhook"], "webhook_endpoint": "<endpoint id>", '
         '"subject": "Hello", "body": "From the demo"}\'\n'
         f"  API docs: {base}/v1/docs\n"
