@@ -242,7 +242,6 @@ class WebhookEndpointDetailView(APIView):
 
 class WebhookEndpointRotateSecretView(APIView):
     owner_methods = ("*",)
-    extra_problem_statuses = {"POST": (409,)}
 
     @extend_schema(request=None, responses={200: WebhookEndpointSecretSerializer})
     def post(self, request: Request, pk: uuid.UUID) -> HttpResponse:

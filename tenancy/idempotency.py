@@ -84,10 +84,7 @@ class Answer:
         return {"Location": self.resource} if self.location else {}
 
     def response(self) -> HttpResponse:
-        response = HttpResponse(self.body, status=self.status, content_type="application/json")
-        for name, value in self.headers().items():
-            response[name] = value
-        return response
+        return _json_response(self.body, status=self.status, headers=self.headers())
 
 
 @dataclass(frozen=True)
@@ -150,13 +147,8 @@ class Idempotency:
             raise IdempotencyKeyReused
         if row.response_body is None:
             raise SecretNotReplayed(row.resource)
-        response = HttpResponse(
-            bytes(row.response_body), status=row.response_status, content_type="application/json"
-        )
-        for name, value in row.response_headers.items():
-            response[name] = value
-        response[REPLAYED_HEADER] = "true"
-        return response
+        headers = {**row.response_headers, REPLAYED_HEADER: "true"}
+        return _json_response(bytes(row.response_body), status=row.response_status, headers=headers)
 
     def recover(self, error: IntegrityError) -> HttpResponse:
         """After a uniqueness error: replay the key's row if there is one (a concurrent
@@ -211,6 +203,13 @@ def insert_once(
         return create(idempotency.key_row).response()
     except IntegrityError as error:
         return idempotency.recover(error)
+
+
+def _json_response(body: bytes, *, status: int, headers: dict[str, str]) -> HttpResponse:
+    response = HttpResponse(body, status=status, content_type="application/json")
+    for name, value in headers.items():
+        response[name] = value
+    return response
 
 
 def operation_keys_purge(*, now: datetime, batch_size: int = _PURGE_BATCH) -> int:
