@@ -22,6 +22,7 @@ Prints figures and the load average; never judges them.
 """
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -124,7 +125,7 @@ def clear() -> None:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        for table in ("notifications_notification", "jobs_job", "projects_operationkey"):
+        for table in ("notifications_notification", "jobs_job", "tenancy_operationkey"):
             cursor.execute(f"DELETE FROM {table}")  # noqa: S608
         cursor.execute("DELETE FROM projects_project")
     if connection.vendor == "postgresql":
@@ -258,17 +259,20 @@ def _create(*, tenant: "Tenant", user: "User", name: str) -> uuid.UUID:
     from django.utils import timezone
 
     from projects.services import project_create
+    from tenancy.idempotency import Idempotency
 
-    return project_create(
+    now = timezone.now()
+    key = Idempotency(tenant=tenant, key=str(uuid.uuid4()), fingerprint="bench", now=now)
+    answer = project_create(
         tenant=tenant,
         user=user,
         name=name,
         invite=[],
-        key=str(uuid.uuid4()),
-        fingerprint="bench",
+        key_row=key.key_row,
         render=lambda project: {"id": str(project.id)},
-        now=timezone.now(),
-    ).project_id
+        now=now,
+    )
+    return uuid.UUID(json.loads(answer.body)["id"])
 
 
 def run_one(args: argparse.Namespace) -> None:

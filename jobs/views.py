@@ -7,17 +7,18 @@ Every query starts from `tenant_jobs(request)`, so no job of another tenant is r
 from uuid import UUID
 
 from django.db.models import QuerySet
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics
+from rest_framework import generics, status
 from rest_framework.request import Request
-from rest_framework.response import Response
 
 from jobs.models import Job, JobStatus
 from jobs.serializers import JobSerializer
 from jobs.services import job_retry
+from tenancy.idempotency import Answer, answer_once
 from web.errors import InvalidInput
 from web.pagination import NewestFirstCursorPagination
 
@@ -70,6 +71,9 @@ class JobRetryView(generics.GenericAPIView):
     extra_problem_statuses = {"POST": (409,)}
 
     @extend_schema(operation_id="jobs_retry", request=None, responses={200: JobSerializer})
-    def post(self, request: Request, id: UUID) -> Response:
-        job = job_retry(tenant=request.tenant, job_id=id, now=timezone.now())
-        return Response(JobSerializer(job).data)
+    def post(self, request: Request, id: UUID) -> HttpResponse:
+        def retry() -> Answer:
+            job = job_retry(tenant=request.tenant, job_id=id, now=timezone.now())
+            return Answer.of(status.HTTP_200_OK, JobSerializer(job).data, resource=f"/v1/jobs/{id}")
+
+        return answer_once(request, retry)

@@ -34,8 +34,9 @@ class WebhookEndpoint(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="webhook_endpoints")
     url = models.URLField(max_length=2000)
     secret = models.CharField(max_length=128, editable=False)
-    previous_secret = models.CharField(max_length=128, blank=True, default="", editable=False)
-    previous_secret_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Secrets replaced by a rotation that still sign until their grace ends, newest first:
+    # [{"secret": "whsec_…", "until": ISO 8601}] (webhook_endpoints keeps it pruned).
+    retired_secrets = models.JSONField(default=list, blank=True, editable=False)
     enabled = models.BooleanField(default=True)
     disabled_reason = models.CharField(max_length=200, blank=True, default="")
     # The circuit breaker, shared by every tick (scheduler.breaker decides its moves).
@@ -63,16 +64,15 @@ class WebhookEndpoint(models.Model):
         return EndpointHealth.HEALTHY
 
     def signing_secrets(self, *, now: datetime) -> list[str]:
-        """The secrets that sign a delivery now: the current one, plus the previous one
-        during its rotation grace period."""
-        signing = [self.secret]
-        if (
-            self.previous_secret
-            and self.previous_secret_expires_at
-            and (self.previous_secret_expires_at > now)
-        ):
-            signing.append(self.previous_secret)
-        return signing
+        """The secrets that sign a delivery now: the current one, then every retired one
+        whose rotation grace has not ended, newest first."""
+        return [self.secret, *(entry["secret"] for entry in self.secrets_in_grace(now=now))]
+
+    def secrets_in_grace(self, *, now: datetime) -> list[dict[str, str]]:
+        """The retired secrets whose grace has not ended at `now`, newest first."""
+        return [
+            entry for entry in self.retired_secrets if datetime.fromisoformat(entry["until"]) > now
+        ]
 
 
 class NotificationQuerySet(models.QuerySet["Notification"]):

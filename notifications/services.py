@@ -69,6 +69,25 @@ class NotificationNotParked(Conflict):
         super().__init__("Only a parked or dead-lettered notification can be unparked.")
 
 
+class NotificationHealthy(Conflict):
+    """Retry is for a failing row: a scheduled (or completed) one is left as it is, since
+    retrying is not "fire now"."""
+
+    kind = "notification-not-retryable"
+
+    def __init__(self, state: str) -> None:
+        super().__init__(
+            "Only a dead-lettered, backing-off or parked notification can be retried; "
+            f"this one is {state}."
+        )
+        self.state = state
+
+
+RETRYABLE_STATES = frozenset(
+    {NotificationState.DEAD_LETTERED, NotificationState.BACKING_OFF, NotificationState.PARKED}
+)
+
+
 class ScheduleFinished(Conflict):
     """The recurring schedule has no occurrence left to resume at."""
 
@@ -276,9 +295,12 @@ def notification_delete(*, tenant: Tenant, notification_id: UUID) -> None:
 def notification_retry(
     *, tenant: Tenant, notification_id: UUID, now: datetime | None = None
 ) -> Notification:
-    """Re-arm the row whatever its state: error state cleared and due now (`scheduled`)."""
+    """Re-arm a failing row (RETRYABLE_STATES): error state cleared and due now
+    (`scheduled`). Raises NotificationHealthy, changing nothing, for a row in another state."""
     now = now or utc_now()
     notification = Notification.objects.get(pk=notification_id, tenant=tenant)
+    if notification.state not in RETRYABLE_STATES:
+        raise NotificationHealthy(notification.state)
     return _guarded_update(notification, values=_rearmed(next_fire_at=now), now=now)
 
 

@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 from django.db.models import QuerySet
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -27,6 +28,7 @@ from notifications.serializers import (
     WebhookEndpointSerializer,
     WebhookEndpointWriteSerializer,
 )
+from tenancy.idempotency import Answer, answer_once
 from web.errors import InvalidInput
 from web.pagination import NewestFirstCursorPagination
 
@@ -45,8 +47,10 @@ def _location(description: str) -> OpenApiParameter:
     )
 
 
-def _created(data: dict[str, Any], location: str) -> Response:
-    return Response(data, status=status.HTTP_201_CREATED, headers={"Location": location})
+def _created(data: dict[str, Any], location: str, *, shows_secret: bool = False) -> Answer:
+    return Answer.of(
+        status.HTTP_201_CREATED, data, resource=location, location=True, shows_secret=shows_secret
+    )
 
 
 def _notification(request: Request, pk: uuid.UUID) -> Notification:
@@ -56,6 +60,7 @@ def _notification(request: Request, pk: uuid.UUID) -> Notification:
 class NotificationListView(ListAPIView):
     pagination_class = NewestFirstCursorPagination
     serializer_class = NotificationSerializer
+    idempotency_key_required = ("POST",)
 
     def get_queryset(self) -> QuerySet[Notification]:
         queryset = Notification.objects.filter(tenant=self.request.tenant)
@@ -80,14 +85,17 @@ class NotificationListView(ListAPIView):
         parameters=[_location("Path of the new notification, `/v1/notifications/{id}`.")],
         responses={201: NotificationSerializer},
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         serializer = NotificationWriteSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        notification = services.notification_create(
-            tenant=request.tenant, **serializer.service_arguments()
-        )
-        data = NotificationSerializer(notification).data
-        return _created(data, f"/v1/notifications/{notification.id}")
+        arguments = serializer.service_arguments()
+
+        def create() -> Answer:
+            notification = services.notification_create(tenant=request.tenant, **arguments)
+            data = NotificationSerializer(notification).data
+            return _created(data, f"/v1/notifications/{notification.id}")
+
+        return answer_once(request, create, body=arguments, required=True)
 
 
 class NotificationDetailView(APIView):
@@ -120,9 +128,13 @@ class NotificationRetryView(APIView):
     extra_problem_statuses = {"POST": (409,)}
 
     @extend_schema(request=None, responses={200: NotificationSerializer})
-    def post(self, request: Request, pk: uuid.UUID) -> Response:
-        notification = services.notification_retry(tenant=request.tenant, notification_id=pk)
-        return Response(NotificationSerializer(notification).data)
+    def post(self, request: Request, pk: uuid.UUID) -> HttpResponse:
+        def retry() -> Answer:
+            notification = services.notification_retry(tenant=request.tenant, notification_id=pk)
+            data = NotificationSerializer(notification).data
+            return Answer.of(status.HTTP_200_OK, data, resource=f"/v1/notifications/{pk}")
+
+        return answer_once(request, retry)
 
 
 class NotificationDeliveriesView(ListAPIView):
@@ -188,14 +200,18 @@ class WebhookEndpointListView(ListAPIView):
         parameters=[_location("Path of the new endpoint, `/v1/webhook-endpoints/{id}`.")],
         responses={201: WebhookEndpointSecretSerializer},
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         serializer = WebhookEndpointWriteSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        endpoint = webhook_endpoints.webhook_endpoint_create(
-            tenant=request.tenant, **serializer.validated_data
-        )
-        data = WebhookEndpointSecretSerializer(endpoint).data
-        return _created(data, f"/v1/webhook-endpoints/{endpoint.id}")
+
+        def create() -> Answer:
+            endpoint = webhook_endpoints.webhook_endpoint_create(
+                tenant=request.tenant, **serializer.validated_data
+            )
+            data = WebhookEndpointSecretSerializer(endpoint).data
+            return _created(data, f"/v1/webhook-endpoints/{endpoint.id}", shows_secret=True)
+
+        return answer_once(request, create, body=serializer.validated_data)
 
 
 class WebhookEndpointDetailView(APIView):
@@ -228,8 +244,13 @@ class WebhookEndpointRotateSecretView(APIView):
     owner_methods = ("*",)
 
     @extend_schema(request=None, responses={200: WebhookEndpointSecretSerializer})
-    def post(self, request: Request, pk: uuid.UUID) -> Response:
-        endpoint = webhook_endpoints.webhook_endpoint_rotate_secret(
-            tenant=request.tenant, endpoint_id=pk
-        )
-        return Response(WebhookEndpointSecretSerializer(endpoint).data)
+    def post(self, request: Request, pk: uuid.UUID) -> HttpResponse:
+        def rotate() -> Answer:
+            endpoint = webhook_endpoints.webhook_endpoint_rotate_secret(
+                tenant=request.tenant, endpoint_id=pk
+            )
+            data = WebhookEndpointSecretSerializer(endpoint).data
+            resource = f"/v1/webhook-endpoints/{pk}"
+            return Answer.of(status.HTTP_200_OK, data, resource=resource, shows_secret=True)
+
+        return answer_once(request, rotate)

@@ -17,6 +17,10 @@ from outbound.ssrf import UnsafeWebhookUrl, validate_webhook_url
 from tenancy.models import Tenant
 from web.errors import InvalidInput
 
+# Each secret in grace adds a signature to every delivery; rotating faster than the grace
+# period ends keeps this many signing (the ones retired last).
+MAX_RETIRED_SECRETS = 10
+
 
 def webhook_endpoint_create(
     *, tenant: Tenant, url: str, enabled: bool = True, now: datetime | None = None
@@ -76,28 +80,23 @@ def webhook_endpoint_rotate_secret(
     *, tenant: Tenant, endpoint_id: UUID, now: datetime | None = None
 ) -> WebhookEndpoint:
     """Replace the secret; the old one keeps signing for WEBHOOK_SECRET_GRACE_SECONDS so
-    receivers can switch over. Rotating closes the circuit (a receiver that refused the old
-    signatures gets a fresh chance). The row lock makes concurrent rotations take turns, so
-    the secret each caller is shown is the one that was stored."""
+    receivers can switch over, and so does every secret an earlier rotation retired whose
+    grace has not ended (a repeated rotation never cuts off the secret a receiver still
+    checks; at most MAX_RETIRED_SECRETS are kept, the ones retired last). Rotating closes
+    the circuit (a receiver that refused the old signatures gets a fresh chance). The row
+    lock makes concurrent rotations take turns, so the secret each caller is shown is the
+    one that was stored."""
     now = now or utc_now()
     with transaction.atomic():
         endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint_id, tenant=tenant)
-        endpoint.previous_secret = endpoint.secret
-        endpoint.previous_secret_expires_at = now + timedelta(
-            seconds=settings.WEBHOOK_SECRET_GRACE_SECONDS
-        )
+        until = now + timedelta(seconds=settings.WEBHOOK_SECRET_GRACE_SECONDS)
+        retired = {"secret": endpoint.secret, "until": until.isoformat()}
+        still_signing = endpoint.secrets_in_grace(now=now)
+        endpoint.retired_secrets = [retired, *still_signing][:MAX_RETIRED_SECRETS]
         endpoint.secret = generate_secret()
         endpoint.updated_at = now
         circuit = _close_circuit(endpoint)
-        endpoint.save(
-            update_fields=[
-                "secret",
-                "previous_secret",
-                "previous_secret_expires_at",
-                "updated_at",
-                *circuit,
-            ]
-        )
+        endpoint.save(update_fields=["secret", "retired_secrets", "updated_at", *circuit])
     return endpoint
 
 

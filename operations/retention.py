@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 from dbqueue.batches import delete_in_batches
 from jobs.services import jobs_completed_before
 from notifications.services import deliveries_before, email_batches_before
-from projects.services import operation_keys_expired
+from tenancy.idempotency import operation_keys_expired
 
 
 @dataclass(frozen=True)

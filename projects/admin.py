@@ -1,10 +1,10 @@
-"""Admin for projects (with their jobs, read-only) and idempotency keys (read-only)."""
+"""Admin for projects (with their jobs, read-only)."""
 
 from django.contrib import admin
 from django.http import HttpRequest
 
 from jobs.models import Job
-from projects.models import OperationKey, Project
+from projects.models import Project
 
 _JOB_FIELDS = [
     "id",
@@ -48,17 +48,4 @@ class ProjectAdmin(admin.ModelAdmin):
     inlines = [JobInline]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-
-@admin.register(OperationKey)
-class OperationKeyAdmin(admin.ModelAdmin):
-    list_display = ["key", "tenant", "project", "response_status", "created_at", "expires_at"]
-    search_fields = ["key"]
-    list_select_related = ["tenant", "project"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: OperationKey | None = None) -> bool:
         return False

@@ -1,4 +1,4 @@
-"""Projects and the idempotency keys that made them."""
+"""Projects."""
 
 import uuid
 
@@ -45,30 +45,3 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-
-class OperationKey(models.Model):
-    """An Idempotency-Key seen for a tenant, with the outcome to replay for it."""
-
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="operation_keys")
-    key = models.CharField(max_length=255)
-    fingerprint = models.CharField(max_length=64)
-    project = models.ForeignKey(
-        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    # Every create answers 202 (the work is asynchronous); kept with the stored answer.
-    response_status = models.PositiveSmallIntegerField(default=202)
-    response_body = models.JSONField()
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-    expires_at = models.DateTimeField()
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "key"], name="operation_key_unique_tenant_key"
-            ),
-        ]
-        indexes = [models.Index(fields=["expires_at"], name="operation_key_expires_idx")]
-
-    def __str__(self) -> str:
-        return f"{self.key} ({self.tenant_id})"

@@ -1,12 +1,12 @@
 """POST/GET /v1/projects and GET /v1/projects/{id}: thin views over projects.services."""
 
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import generics, status
+from rest_framework import generics
 from rest_framework.request import Request
-from rest_framework.response import Response
 
 from projects.models import Project
 from projects.serializers import (
@@ -14,21 +14,16 @@ from projects.serializers import (
     ProjectSerializer,
     project_representation,
 )
-from projects.services import (
-    idempotency_key_parse,
-    project_create,
-    project_queryset,
-    request_fingerprint,
-)
-from tenancy.schema import LOCATION_HEADER, REPLAYED_HEADER
+from projects.services import project_create, project_queryset
+from tenancy.idempotency import insert_once
+from tenancy.schema import LOCATION_HEADER
 from web.pagination import NewestFirstCursorPagination
 
 
 class ProjectListCreateView(generics.ListAPIView):
     serializer_class = ProjectSerializer
     pagination_class = NewestFirstCursorPagination
-    idempotency_key_methods = ("POST",)
-    extra_problem_statuses = {"POST": (422,)}
+    idempotency_key_required = ("POST",)
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         return project_queryset(tenant=self.request.tenant)
@@ -36,7 +31,7 @@ class ProjectListCreateView(generics.ListAPIView):
     @extend_schema(
         operation_id="projects_create",
         request=ProjectCreateSerializer,
-        parameters=[LOCATION_HEADER, REPLAYED_HEADER],
+        parameters=[LOCATION_HEADER],
         responses={
             202: OpenApiResponse(
                 ProjectSerializer,
@@ -44,27 +39,23 @@ class ProjectListCreateView(generics.ListAPIView):
             ),
         },
     )
-    def post(self, request: Request) -> Response:
-        key = idempotency_key_parse(request.headers.get("Idempotency-Key"))
+    def post(self, request: Request) -> HttpResponse:
         serializer = ProjectCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        created = project_create(
-            tenant=request.tenant,
-            user=request.user,
-            key=key,
+        return insert_once(
+            request,
+            lambda key_row: project_create(
+                tenant=request.tenant,
+                user=request.user,
+                key_row=key_row,
+                render=project_representation,
+                now=timezone.now(),
+                **serializer.validated_data,
+            ),
             # The validated body: `{"name": "A"}` and `{"name": "A", "invite": []}` are
             # the same request, so a retry that spells it differently still replays.
-            fingerprint=request_fingerprint(
-                method=request.method, path=request.path, body=serializer.validated_data
-            ),
-            render=project_representation,
-            now=timezone.now(),
-            **serializer.validated_data,
+            body=serializer.validated_data,
         )
-        headers = {"Location": f"/v1/projects/{created.project_id}"}
-        if created.replayed:
-            headers["Idempotent-Replayed"] = "true"
-        return Response(created.rendering, status=status.HTTP_202_ACCEPTED, headers=headers)
 
 
 @extend_schema(parameters=[OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH)])

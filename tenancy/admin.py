@@ -1,4 +1,4 @@
-"""Admin for tenants, memberships and API tokens.
+"""Admin for tenants, memberships, API tokens and idempotency keys.
 
 Tokens are issued only by the commands (the secret is shown once there); the admin lists
 them without their digest and can revoke them.
@@ -9,7 +9,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from tenancy.models import ApiToken, Membership, Tenant
+from tenancy.models import ApiToken, Membership, OperationKey, Tenant
+from web.admin import ReadOnlyModelAdmin
 
 
 class MembershipInline(admin.TabularInline):
@@ -60,3 +61,14 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         revoked = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
         self.message_user(request, f"Revoked {revoked} token(s).")
+
+
+@admin.register(OperationKey)
+class OperationKeyAdmin(ReadOnlyModelAdmin):
+    """The keys as recorded; the stored answers stay out of the list (they are the
+    tenants' data), and purging them is `purge_operation_keys`' job."""
+
+    list_display = ["key", "tenant", "resource", "response_status", "created_at", "expires_at"]
+    search_fields = ["key", "resource"]
+    list_select_related = ["tenant"]
+    fields = ["key", "tenant", "resource", "response_status", "created_at", "expires_at"]

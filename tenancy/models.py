@@ -109,3 +109,31 @@ class ApiToken(models.Model):
         if self.revoked_at is not None:
             return False
         return self.expires_at is None or self.expires_at > now
+
+
+class OperationKey(models.Model):
+    """An Idempotency-Key a tenant sent with a POST, with the answer to replay for it: the
+    status, the headers and the exact bytes first sent. `response_body` is NULL when that
+    answer showed a secret once: a secret is never kept here, so such a key replays as a
+    409 naming `resource` instead."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="operation_keys")
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64)
+    resource = models.CharField(max_length=255)
+    response_status = models.PositiveSmallIntegerField()
+    response_headers = models.JSONField(default=dict)
+    response_body = models.BinaryField(null=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "key"], name="operation_key_tenant_key_unique"
+            ),
+        ]
+        indexes = [models.Index(fields=["expires_at"], name="operation_key_expiry_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.tenant_id})"

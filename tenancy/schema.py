@@ -1,9 +1,11 @@
 """OpenAPI (drf-spectacular) additions shared by every API view.
 
 `TickworkAutoSchema` is the project's DEFAULT_SCHEMA_CLASS: it documents the bearer
-scheme, the `X-Tenant-ID` header on tenant views, the `Idempotency-Key` header on the
-methods a view lists in `idempotency_key_methods`, and every RFC 9457 problem an operation
-can answer (`application/problem+json`), plus any `extra_problem_statuses` a view declares.
+scheme, the `X-Tenant-ID` header on tenant views, the `Idempotency-Key` header on every POST
+(tenancy.idempotency; required on the methods a view lists in `idempotency_key_required`)
+with its `Idempotent-Replayed` answer header and its 409/422 problems, and every RFC 9457
+problem an operation can answer (`application/problem+json`), plus any
+`extra_problem_statuses` a view declares.
 """
 
 from typing import Any
@@ -27,7 +29,11 @@ _PROBLEM_DESCRIPTIONS = {
     404: "No such resource in the selected tenant.",
     405: "Method not allowed on this resource.",
     406: "The Accept header excludes JSON.",
-    409: "Conflict with the resource's current state.",
+    409: (
+        "Conflict with the resource's current state; or this Idempotency-Key's request "
+        "already succeeded and its answer held a secret shown once: the detail names the "
+        "resource, the answer is not replayed."
+    ),
     413: "Request body larger than MAX_REQUEST_BYTES.",
     415: "Request body is not application/json.",
     422: "The Idempotency-Key was already used with a different request.",
@@ -58,14 +64,11 @@ LOCATION_HEADER = OpenApiParameter(
     response=[202],
     description="Path of the created project, `/v1/projects/{id}`.",
 )
-REPLAYED_HEADER = OpenApiParameter(
-    "Idempotent-Replayed",
-    OpenApiTypes.STR,
-    OpenApiParameter.HEADER,
-    response=[202],
-    enum=["true"],
-    description="Present (`true`) when this answer replays a stored outcome.",
-)
+_REPLAYED_HEADER = {
+    "schema": {"type": "string", "enum": ["true"]},
+    "description": "Present (`true`) when this answer replays a stored outcome byte for byte.",
+}
+_IDEMPOTENT_PROBLEMS = (409, 422)
 
 
 class ProblemSerializer(serializers.Serializer):
@@ -96,21 +99,24 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
         }
 
 
-def idempotency_key_parameter() -> OpenApiParameter:
-    """The required Idempotency-Key request header, with the expiry configured right now."""
+def idempotency_key_parameter(*, required: bool) -> OpenApiParameter:
+    """The Idempotency-Key request header, with the expiry configured right now."""
     hours = settings.IDEMPOTENCY_KEY_TTL_SECONDS / 3600
     return OpenApiParameter(
         "Idempotency-Key",
         # Up to 255 characters, plus the quotes of the structured-field form.
         {"type": "string", "minLength": 1, "maxLength": 257, "pattern": "^[\\x20-\\x7E]+$"},
         OpenApiParameter.HEADER,
-        required=True,
+        required=required,
         description=(
-            "1-255 printable ASCII characters, bare (`abc`) or as a structured-field string "
-            '(`"abc"`). Scoped to the tenant. A retry with the same key and request replays '
-            "the first answer (`Idempotent-Replayed: true`); the same key with another "
-            f"request is a 422. Keys expire after {hours:g} hours "
-            f"({settings.IDEMPOTENCY_KEY_TTL_SECONDS} seconds), then the key may be reused."
+            f"{'Required' if required else 'Optional'}: 1-255 printable ASCII characters, "
+            'bare (`abc`) or as a structured-field string (`"abc"`). Scoped to the tenant. A '
+            "retry with the same key and request replays the first answer byte for byte "
+            "(`Idempotent-Replayed: true`) and changes nothing; an answer that held a secret "
+            "is not replayed (409 naming the resource); the same key with another request "
+            "is a 422. A request refused with a 4xx stores nothing. Keys expire after "
+            f"{hours:g} hours ({settings.IDEMPOTENCY_KEY_TTL_SECONDS} seconds), then the key "
+            "may be reused."
         ),
     )
 
@@ -120,13 +126,19 @@ class TickworkAutoSchema(AutoSchema):
         parameters = list(super().get_override_parameters())
         if any(isinstance(p, IsTenantMember) for p in self.view.get_permissions()):
             parameters.append(TENANT_HEADER)
-        if self.method in getattr(self.view, "idempotency_key_methods", ()):
-            parameters.append(idempotency_key_parameter())
+        if self.method == "POST":
+            required = self.method in getattr(self.view, "idempotency_key_required", ())
+            parameters.append(idempotency_key_parameter(required=required))
         return parameters
 
     def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
         responses = super()._get_response_bodies(direction)
         extra = getattr(self.view, "extra_problem_statuses", {}).get(self.method, ())
+        if self.method == "POST":
+            for status, response in responses.items():
+                if status.startswith("2"):
+                    response.setdefault("headers", {})["Idempotent-Replayed"] = _REPLAYED_HEADER
+            extra = (*extra, *_IDEMPOTENT_PROBLEMS)
         for status in (*COMMON_PROBLEM_STATUSES, *extra):
             responses.setdefault(str(status), self._problem_response(status, direction))
         return responses

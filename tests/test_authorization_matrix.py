@@ -51,6 +51,16 @@ def _notification_id(actor):
     ).id
 
 
+def _failing_notification_id(actor):
+    return make_notification(
+        tenant=actor.tenant,
+        next_fire_at=timezone.now(),
+        error_count=1,
+        channels=["email"],
+        email_to=["a@example.com"],
+    ).id
+
+
 def _delivery_seed(actor):
     notification_id = _notification_id(actor)
     Delivery.objects.create(
@@ -89,7 +99,13 @@ ROUTES = [
     RouteSpec("GET", "/v1/jobs/{id}", create=_job_id),
     RouteSpec("POST", "/v1/jobs/{id}/retry", roles=OWNER, create=_failed_job_id),
     RouteSpec("GET", "/v1/me"),
-    RouteSpec("POST", "/v1/notifications", success=201, body=lambda: NOTIFICATION_BODY),
+    RouteSpec(
+        "POST",
+        "/v1/notifications",
+        success=201,
+        body=lambda: NOTIFICATION_BODY,
+        headers=lambda: {"Idempotency-Key": str(uuid.uuid4())},
+    ),
     RouteSpec("GET", "/v1/notifications", create=_notification_id),
     RouteSpec("GET", "/v1/notifications?state=scheduled", create=_notification_id),
     RouteSpec("GET", "/v1/notifications/{id}", create=_notification_id),
@@ -102,7 +118,7 @@ ROUTES = [
     RouteSpec(
         "DELETE", "/v1/notifications/{id}", success=204, roles=OWNER, create=_notification_id
     ),
-    RouteSpec("POST", "/v1/notifications/{id}/retry", create=_notification_id),
+    RouteSpec("POST", "/v1/notifications/{id}/retry", create=_failing_notification_id),
     RouteSpec("GET", "/v1/notifications/{id}/deliveries", create=_delivery_seed),
     RouteSpec("GET", "/v1/deliveries", create=_delivery_seed),
     RouteSpec("GET", f"/v1/deliveries?notification_id={uuid.uuid4()}", create=_delivery_seed),

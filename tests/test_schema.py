@@ -40,6 +40,24 @@ def test_create_documents_idempotency_headers_and_expiry(schema, settings):
     assert "422" in create["responses"]
 
 
+REQUIRED_KEY = {"/v1/projects", "/v1/notifications"}
+
+
+def test_every_post_documents_the_idempotency_key_its_replay_header_and_problems(schema):
+    posts = {path: ops["post"] for path, ops in schema["paths"].items() if "post" in ops}
+
+    assert len(posts) == 6
+    for path, operation in posts.items():
+        key = next(p for p in operation["parameters"] if p["name"] == "Idempotency-Key")
+        assert key["in"] == "header"
+        assert key.get("required", False) is (path in REQUIRED_KEY), path
+        success = [code for code in operation["responses"] if code.startswith("2")]
+        assert success, path
+        for code in success:
+            assert "Idempotent-Replayed" in operation["responses"][code]["headers"], path
+        assert {"409", "422"} <= set(operation["responses"]), path
+
+
 def test_tenant_views_document_x_tenant_id_and_me_does_not(schema):
     for path in ("/v1/projects", "/v1/jobs"):
         assert "X-Tenant-ID" in header_names(schema["paths"][path]["get"])

@@ -230,7 +230,9 @@ class NotificationAdmin(StateButtonsAdmin, ServiceSaveAdmin):
         return super().refusal_message(exc)
 
     def state_buttons(self, notification: Notification) -> list[tuple[str, str]]:
-        buttons = [("retry", "Retry now")]
+        buttons = []
+        if notification.state in services.RETRYABLE_STATES:
+            buttons.append(("retry", "Retry now"))
         if notification.state in (NotificationState.PARKED, NotificationState.DEAD_LETTERED):
             buttons.append(("unpark", "Unpark"))
         return buttons
@@ -281,6 +283,8 @@ def _apply(action: Callable, notification: Notification) -> str:
         return "being delivered"
     except services.NotificationNotParked:
         return "not parked"
+    except services.NotificationHealthy:
+        return "not failing"
     except services.ScheduleFinished:
         return "schedule finished"
     except Notification.DoesNotExist:

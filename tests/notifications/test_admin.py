@@ -82,19 +82,27 @@ def test_change_page_shows_the_delivery_log_and_read_only_claim_columns(admin_cl
     assert 'name="claimed_until"' not in html
 
 
-def test_retry_now_rearms_rows_and_skips_claimed_ones(admin_client, tenant):
+def test_retry_now_rearms_failing_rows_and_skips_claimed_and_healthy_ones(admin_client, tenant):
     rows = _rows(tenant)
-    ids = [rows["dead_lettered"].pk, rows["claimed"].pk]
+    now = timezone.now()
+    claimed_failing = make_notification(
+        tenant=tenant, next_fire_at=now, error_count=1, claimed_until=now + timedelta(seconds=40)
+    )
+    ids = [rows["dead_lettered"].pk, claimed_failing.pk, rows["due"].pk]
 
     response = admin_client.post(
         CHANGELIST, {"action": "retry_now", "_selected_action": ids}, follow=True
     )
 
     assert response.status_code == 200
-    assert "being delivered" in response.content.decode()
+    html = response.content.decode()
+    assert f"{claimed_failing.pk} (being delivered)" in html
+    assert f"{rows['due'].pk} (not failing)" in html
     retried = Notification.objects.get(pk=rows["dead_lettered"].pk)
     assert (retried.state, retried.error_count, retried.dead_letter_reason) == ("scheduled", 0, "")
-    assert Notification.objects.get(pk=rows["claimed"].pk).claim_token == 0
+    assert Notification.objects.get(pk=claimed_failing.pk).claim_token == 0
+    healthy = Notification.objects.get(pk=rows["due"].pk)
+    assert (healthy.claim_token, healthy.next_fire_at) == (0, rows["due"].next_fire_at)
 
 
 def test_unpark_only_touches_parked_rows(admin_client, tenant):
@@ -113,7 +121,8 @@ def test_unpark_only_touches_parked_rows(admin_client, tenant):
 def test_endpoint_pages_never_show_secrets(admin_client, tenant):
     endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/x")
     WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
-        previous_secret="whsec_previousSecretValue", disabled_reason="410 Gone"
+        retired_secrets=[{"secret": "whsec_previousSecretValue", "until": "2999-01-01T00:00:00Z"}],
+        disabled_reason="410 Gone",
     )
 
     listing = admin_client.get("/admin/notifications/webhookendpoint/")

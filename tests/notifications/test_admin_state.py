@@ -91,7 +91,8 @@ def test_the_change_page_has_csrf_protected_buttons_for_the_rows_state(admin_cli
     assert f'action="{_button_url(dead, "retry")}"' in dead_page
     assert f'action="{_button_url(dead, "unpark")}"' in dead_page
     assert "csrfmiddlewaretoken" in dead_page
-    assert f'action="{_button_url(scheduled, "retry")}"' in scheduled_page
+    # Retry is for failing rows: a healthy scheduled row has neither button.
+    assert _button_url(scheduled, "retry") not in scheduled_page
     assert _button_url(scheduled, "unpark") not in scheduled_page
 
 
@@ -119,7 +120,7 @@ def test_the_unpark_button_puts_the_row_back_on_its_schedule(admin_client, tenan
 def test_a_button_refuses_a_claimed_row_with_a_warning(admin_client, tenant):
     now = timezone.now()
     notification = make_notification(
-        tenant=tenant, next_fire_at=now, claimed_until=now + timedelta(seconds=40)
+        tenant=tenant, next_fire_at=now, error_count=1, claimed_until=now + timedelta(seconds=40)
     )
 
     response = admin_client.post(_button_url(notification, "retry"), follow=True)
@@ -133,6 +134,7 @@ def test_buttons_want_a_post_and_a_button_that_applies(admin_client, tenant):
     scheduled = make_notification(tenant=tenant, next_fire_at=timezone.now())
 
     assert admin_client.get(_button_url(scheduled, "retry")).status_code == 405
+    assert admin_client.post(_button_url(scheduled, "retry")).status_code == 404
     assert admin_client.post(_button_url(scheduled, "unpark")).status_code == 404
     assert admin_client.post(_button_url(scheduled, "delete")).status_code == 404
 

@@ -1,5 +1,6 @@
 """POST/GET/PATCH/DELETE /v1/notifications and POST /v1/notifications/{id}/retry."""
 
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,7 +14,12 @@ EMAIL = {"channels": ["email"], "email_to": ["ops@example.com"], "subject": "Hi"
 
 
 def _create(actor, **overrides):
-    return actor.client().post("/v1/notifications", {**EMAIL, **overrides}, format="json")
+    return actor.client().post(
+        "/v1/notifications",
+        {**EMAIL, **overrides},
+        format="json",
+        headers={"Idempotency-Key": str(uuid.uuid4())},
+    )
 
 
 def test_create_answers_201_with_location_and_the_first_occurrence(alice):
@@ -201,7 +207,9 @@ def test_invalid_bodies_answer_400_problems_naming_the_field(alice, overrides, f
     ],
 )
 def test_junk_never_causes_a_server_error(alice, body):
-    response = alice.client().post("/v1/notifications", body, format="json")
+    response = alice.client().post(
+        "/v1/notifications", body, format="json", headers={"Idempotency-Key": "junk"}
+    )
 
     assert 400 <= response.status_code < 500
     assert response["Content-Type"] == "application/problem+json"
@@ -328,6 +336,7 @@ def test_member_may_create_patch_and_retry(bob):
 
     assert created.status_code == 201
     assert bob.client().patch(path, {"body": "x"}, format="json").status_code == 200
+    Notification.objects.filter(pk=created.json()["id"]).update(error_count=1)
     assert bob.client().post(f"{path}/retry").status_code == 200
 
 

@@ -1,7 +1,7 @@
 """/v1/webhook-endpoints: owner-only CRUD, URL vetting and secret rotation."""
 
 import socket
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -134,8 +134,9 @@ def test_rotate_secret_keeps_the_previous_one_for_the_grace_period(alice, settin
     old_secret = endpoint.secret
     endpoint.refresh_from_db()
     assert new_secret.startswith("whsec_") and new_secret != old_secret
-    assert (endpoint.secret, endpoint.previous_secret) == (new_secret, old_secret)
-    grace_end = endpoint.previous_secret_expires_at
+    [retired] = endpoint.retired_secrets
+    assert (endpoint.secret, retired["secret"]) == (new_secret, old_secret)
+    grace_end = datetime.fromisoformat(retired["until"])
     assert before + timedelta(seconds=600) <= grace_end <= timezone.now() + timedelta(seconds=600)
     assert endpoint.signing_secrets(now=timezone.now()) == [new_secret, old_secret]
     assert endpoint.signing_secrets(now=grace_end) == [new_secret]

@@ -171,7 +171,7 @@ def test_disabling_an_endpoint_records_why(tenant, monkeypatch):
     assert (row.enabled, row.disabled_reason, row.url) == (False, "by support", endpoint.url)
 
 
-def test_rotation_twice_keeps_only_the_latest_previous_secret(tenant, settings):
+def test_a_second_rotation_within_the_grace_keeps_both_retired_secrets_signing(tenant, settings):
     settings.WEBHOOK_SECRET_GRACE_SECONDS = 60
     endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/")
 
@@ -183,9 +183,47 @@ def test_rotation_twice_keeps_only_the_latest_previous_secret(tenant, settings):
     )
 
     row = WebhookEndpoint.objects.get(pk=endpoint.pk)
-    assert (row.secret, row.previous_secret) == (second.secret, first.secret)
-    assert row.previous_secret_expires_at == NOW + timedelta(seconds=70)
     assert len({endpoint.secret, first.secret, second.secret}) == 3
+    # Each retired secret keeps its own grace: the original until 60 s after the first
+    # rotation, the first rotation's until 60 s after the second.
+    assert row.signing_secrets(now=NOW + timedelta(seconds=59)) == [
+        second.secret,
+        first.secret,
+        endpoint.secret,
+    ]
+    assert row.signing_secrets(now=NOW + timedelta(seconds=60)) == [second.secret, first.secret]
+    assert row.signing_secrets(now=NOW + timedelta(seconds=70)) == [second.secret]
+
+
+def test_a_rotation_after_the_grace_drops_the_secrets_whose_grace_ended(tenant, settings):
+    settings.WEBHOOK_SECRET_GRACE_SECONDS = 60
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/")
+    first = webhook_endpoints.webhook_endpoint_rotate_secret(
+        tenant=tenant, endpoint_id=endpoint.id, now=NOW
+    )
+
+    second = webhook_endpoints.webhook_endpoint_rotate_secret(
+        tenant=tenant, endpoint_id=endpoint.id, now=NOW + timedelta(seconds=61)
+    )
+
+    row = WebhookEndpoint.objects.get(pk=endpoint.pk)
+    assert [entry["secret"] for entry in row.retired_secrets] == [first.secret]
+    assert row.signing_secrets(now=NOW + timedelta(seconds=62)) == [second.secret, first.secret]
+
+
+def test_rotating_faster_than_the_grace_keeps_the_last_retired_secrets(tenant, settings):
+    settings.WEBHOOK_SECRET_GRACE_SECONDS = 3600
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/")
+    shown = [endpoint.secret]
+    for second in range(webhook_endpoints.MAX_RETIRED_SECRETS + 2):
+        rotated = webhook_endpoints.webhook_endpoint_rotate_secret(
+            tenant=tenant, endpoint_id=endpoint.id, now=NOW + timedelta(seconds=second)
+        )
+        shown.append(rotated.secret)
+
+    row = WebhookEndpoint.objects.get(pk=endpoint.pk)
+    signing = row.signing_secrets(now=NOW + timedelta(minutes=1))
+    assert signing == shown[::-1][: webhook_endpoints.MAX_RETIRED_SECRETS + 1]
 
 
 def test_deleting_an_endpoint_detaches_its_notifications(tenant):
@@ -224,7 +262,9 @@ def test_concurrent_rotations_take_turns_so_every_shown_secret_was_stored():
 
     row = WebhookEndpoint.objects.get(pk=endpoint.pk)
     assert len(shown) == 2
-    assert {row.secret, row.previous_secret} == set(shown)
+    # Both shown secrets sign (the one rotated first is now in its grace), whichever
+    # rotation committed last.
+    assert set(row.signing_secrets(now=timezone.now())[:2]) == set(shown)
 
 
 @requires_postgres

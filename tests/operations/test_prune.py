@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from jobs.models import Job, JobStatus
 from notifications.models import Delivery, EmailBatch, Notification
-from projects.models import OperationKey
+from tenancy.models import OperationKey
 from tests.jobs.factories import make_job
 from tests.notifications.factories import make_notification
 
@@ -49,8 +49,9 @@ def seed(tenant, *, now) -> dict[str, object]:
             tenant=tenant,
             key=key,
             fingerprint="f",
+            resource="/v1/projects/x",
             response_status=202,
-            response_body={},
+            response_body=b"{}",
             expires_at=expires_at,
         )
     old_batch = EmailBatch.objects.create(body="[]", members=[], created_at=now - timedelta(days=3))

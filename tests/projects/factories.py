@@ -1,5 +1,6 @@
 """Plain factory functions for projects and their provision jobs."""
 
+import json
 import uuid
 
 from django.utils import timezone
@@ -8,21 +9,23 @@ from jobs.models import Job
 from projects.models import Project
 from projects.serializers import ProjectSerializer
 from projects.services import project_create
+from tenancy.idempotency import Idempotency
 
 
 def make_project(actor, *, name: str = "Website relaunch", invite: list[str] | None = None):
     """A project created through the service, as POST /v1/projects would; returns it."""
-    outcome = project_create(
+    now = timezone.now()
+    key = Idempotency(tenant=actor.tenant, key=f"factory-{uuid.uuid4()}", fingerprint="f", now=now)
+    answer = project_create(
         tenant=actor.tenant,
         user=actor.user,
         name=name,
         invite=invite or [],
-        key=f"factory-{uuid.uuid4()}",
-        fingerprint="factory",
+        key_row=key.key_row,
         render=lambda project: ProjectSerializer(project).data,
-        now=timezone.now(),
+        now=now,
     )
-    return Project.objects.get(pk=outcome.project_id)
+    return Project.objects.get(pk=json.loads(answer.body)["id"])
 
 
 def make_job(actor, **fields) -> Job:

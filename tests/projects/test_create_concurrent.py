@@ -6,7 +6,8 @@ import pytest
 from django.db import connection
 
 from jobs.models import Job
-from projects.models import OperationKey, Project
+from projects.models import Project
+from tenancy.models import OperationKey
 from tests.conftest import requires_postgres
 
 RACERS = 8

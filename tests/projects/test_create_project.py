@@ -6,7 +6,8 @@ import pytest
 from django.utils import timezone
 
 from jobs.models import Job
-from projects.models import OperationKey, Project
+from projects.models import Project
+from tenancy.models import OperationKey
 
 URL = "/v1/projects"
 

@@ -47,7 +47,7 @@ def test_create_inserts_key_project_and_job_after_one_read(alice, django_assert_
     else:
         assert verbs(context) == ["SELECT", "BEGIN", "INSERT", "INSERT", "INSERT", "COMMIT"]
         inserts = " ".join(query["sql"] for query in context.captured_queries[2:5])
-    tables = ['INSERT INTO "projects_operationkey"', 'INSERT INTO "projects_project"']
+    tables = ['INSERT INTO "tenancy_operationkey"', 'INSERT INTO "projects_project"']
     tables.append('INSERT INTO "jobs_job"')
     assert [inserts.index(table) for table in tables] == sorted(inserts.index(t) for t in tables)
     assert len([v for v in verbs(context) if v not in TRANSACTION_CONTROL]) <= 6

@@ -2,7 +2,11 @@
 
 import pytest
 
-from projects.services import InvalidIdempotencyKey, idempotency_key_parse, request_fingerprint
+from tenancy.idempotency_keys import (
+    InvalidIdempotencyKey,
+    idempotency_key_parse,
+    request_fingerprint,
+)
 
 
 @pytest.mark.parametrize(

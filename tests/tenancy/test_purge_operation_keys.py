@@ -7,7 +7,7 @@ from io import StringIO
 from django.core.management import call_command
 from django.utils import timezone
 
-from projects.models import OperationKey
+from tenancy.models import OperationKey
 from tests.projects.factories import make_project
 
 
