@@ -16,10 +16,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from jobs.models import Job, JobStatus
-from jobs.serializers import JobSerializer
+from jobs.serializers import JobRetrySerializer, JobSerializer
 from jobs.services import job_retry
 from web.errors import InvalidInput
 from web.pagination import NewestFirstCursorPagination
+from web.query import single_query_param
 
 
 def tenant_jobs(request: Request) -> QuerySet[Job]:
@@ -44,7 +45,7 @@ class JobListView(generics.ListAPIView):
 
     def get_queryset(self) -> QuerySet[Job]:
         jobs = tenant_jobs(self.request)
-        wanted = self.request.query_params.get("status")
+        wanted = single_query_param(self.request, "status")
         if wanted is None:
             return jobs
         if wanted not in JobStatus.values:
@@ -71,5 +72,6 @@ class JobRetryView(generics.GenericAPIView):
 
     @extend_schema(operation_id="jobs_retry", request=None, responses={200: JobSerializer})
     def post(self, request: Request, id: UUID) -> Response:
+        JobRetrySerializer(data=request.data).is_valid(raise_exception=True)
         job = job_retry(tenant=request.tenant, job_id=id, now=timezone.now())
         return Response(JobSerializer(job).data)
