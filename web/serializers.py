@@ -11,9 +11,10 @@ READ_ONLY_FIELD = "Read-only field: it cannot be set by this request."
 
 
 class RejectsUndeclaredFields:
-    """Mix into an input serializer: a body field it does not declare is a 400 naming it,
-    "read-only" when the resource's `representation` shows it (`id`, `state`, `secret`…),
-    else "unknown", so a typo or an attempt to set server-owned data never passes silently.
+    """Mix into an input serializer: a body field it does not declare writable is a 400
+    naming it, "read-only" when the resource's `representation` shows it (`id`, `state`,
+    `secret`…) or it is declared read-only, else "unknown", so a typo or an attempt to set
+    server-owned data never passes silently.
 
     The errors join the fields' own, so one answer lists everything wrong with the body.
     """
@@ -35,10 +36,11 @@ class RejectsUndeclaredFields:
     def _undeclared_field_errors(self, data: Any) -> dict[str, list[str]]:
         if not isinstance(data, Mapping):
             return {}  # DRF answers "expected a dictionary" for it
-        writable = {name for name, field in self.fields.items() if not field.read_only}  # type: ignore[attr-defined]
+        fields = self.fields  # type: ignore[attr-defined]
+        writable = {name for name, field in fields.items() if not field.read_only}
         shown = _field_names(self.representation) if self.representation else frozenset()
         return {
-            name: [READ_ONLY_FIELD if name in shown else UNKNOWN_FIELD]
+            name: [READ_ONLY_FIELD if name in shown or name in fields else UNKNOWN_FIELD]
             for name in sorted(set(data) - writable)
         }
 
