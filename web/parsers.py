@@ -23,13 +23,12 @@ from rest_framework.utils import json
 MAX_JSON_DEPTH = 32
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
-_ONE_BRACKET_KIND = str.maketrans("{}", "[]")
+# bytes.translate arguments keeping only brackets, both kinds spelled as "[" and "]".
+_ONE_BRACKET_KIND = bytes.maketrans(b"{}", b"[]")
+_NOT_A_BRACKET = bytes(set(range(256)) - set(b"[]{}"))
 _ESCAPED_BACKSLASH = "\\\\"
 # Once every escaped backslash is blanked out, each backslash left starts an escape.
-_HIGH = r"\\u[dD][89abAB][0-9a-fA-F]{2}"
-_LOW = r"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
-_UNPAIRED_SURROGATE = re.compile(rf"{_HIGH}(?!{_LOW})|(?<!{_HIGH}){_LOW}")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD]([89a-fA-F])[0-9a-fA-F]{2}")
 
 
 class StrictJSONParser(JSONParser):
@@ -61,12 +60,13 @@ def nested_at_most(text: str, limit: int) -> bool:
     """
     if text.count("[") + text.count("{") <= limit:
         return True
-    brackets = _NOT_A_BRACKET.sub("", _STRING.sub("", text)).translate(_ONE_BRACKET_KIND)
+    outside_strings = _STRING.sub("", text).encode()
+    brackets = outside_strings.translate(_ONE_BRACKET_KIND, _NOT_A_BRACKET)
     for _ in range(limit):
         if not brackets:
             return True
-        brackets = brackets.replace("[]", "")
-    return "[]" not in brackets
+        brackets = brackets.replace(b"[]", b"")
+    return b"[]" not in brackets
 
 
 def _decode(body: bytes, encoding: str) -> str:
@@ -91,8 +91,21 @@ def _check_escapes(text: str) -> None:
     escapes = text.replace(_ESCAPED_BACKSLASH, "..")
     if "\\u0000" in escapes:
         raise ParseError("JSON parse error - strings and keys may not contain NUL (\\u0000).")
-    if _UNPAIRED_SURROGATE.search(escapes):
+    if _has_unpaired_surrogate(escapes):
         raise ParseError(
             "JSON parse error - strings and keys may not contain an unpaired surrogate "
             "(\\ud800-\\udfff); send the character itself in UTF-8."
         )
+
+
+def _has_unpaired_surrogate(escapes: str) -> bool:
+    """True unless each high surrogate escape is followed at once by a low one, and each
+    low one follows a high one."""
+    pending = -1  # where the low half of the last high escape must start
+    for match in _SURROGATE_ESCAPE.finditer(escapes):
+        is_low = match.group(1) in "cdefCDEF"
+        follows_high = match.start() == pending
+        if (pending != -1 and not follows_high) or is_low != follows_high:
+            return True
+        pending = -1 if is_low else match.end()
+    return pending != -1

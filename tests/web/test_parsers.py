@@ -187,3 +187,12 @@ def test_any_depth_beyond_32_is_a_400_on_project_create(alice, depth):
 
     assert response.status_code == 400
     assert "nested deeper than 32 levels" in assert_problem(response)["detail"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [r'["\ud800x\ud800\udc00"]', r'["\ud800", "\udc00"]', r'["\ud800x"]', r'["x\ud800"]'],
+)
+def test_a_high_surrogate_must_be_followed_at_once_by_a_low_one(raw):
+    with pytest.raises(ParseError, match="unpaired surrogate"):
+        parse(raw)
