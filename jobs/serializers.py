@@ -1,9 +1,10 @@
-"""Output shape of the jobs API (DESIGN §3)."""
+"""Shapes of the jobs API (DESIGN §3)."""
 
 from rest_framework import serializers
 
 from jobs.models import ErrorCategory, Job
 from web.fields import NullableCharField, NullableChoiceField
+from web.serializers import NoBodySerializer
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -28,3 +29,7 @@ class JobSerializer(serializers.ModelSerializer):
             "completed_at",
         ]
         read_only_fields = fields
+
+
+class JobRetrySerializer(NoBodySerializer):
+    representation = JobSerializer

@@ -16,11 +16,12 @@ from rest_framework import generics, status
 from rest_framework.request import Request
 
 from jobs.models import Job, JobStatus
-from jobs.serializers import JobSerializer
+from jobs.serializers import JobRetrySerializer, JobSerializer
 from jobs.services import job_retry
 from tenancy.idempotency import Answer, answer_once
 from web.errors import InvalidInput
 from web.pagination import NewestFirstCursorPagination
+from web.query import single_query_param
 
 
 def tenant_jobs(request: Request) -> QuerySet[Job]:
@@ -45,7 +46,7 @@ class JobListView(generics.ListAPIView):
 
     def get_queryset(self) -> QuerySet[Job]:
         jobs = tenant_jobs(self.request)
-        wanted = self.request.query_params.get("status")
+        wanted = single_query_param(self.request, "status")
         if wanted is None:
             return jobs
         if wanted not in JobStatus.values:
@@ -72,6 +73,8 @@ class JobRetryView(generics.GenericAPIView):
 
     @extend_schema(operation_id="jobs_retry", request=None, responses={200: JobSerializer})
     def post(self, request: Request, id: UUID) -> HttpResponse:
+        JobRetrySerializer(data=request.data).is_valid(raise_exception=True)
+
         def retry() -> Answer:
             job = job_retry(tenant=request.tenant, job_id=id, now=timezone.now())
             return Answer.of(status.HTTP_200_OK, JobSerializer(job).data, resource=f"/v1/jobs/{id}")

@@ -7,9 +7,10 @@ a ``RuleSpec``; every message of ``InvalidRecurrence`` is safe to show to the cl
 import re
 from dataclasses import dataclass
 from datetime import datetime, time
-from functools import lru_cache
+from functools import cache, lru_cache
+from importlib import resources
 from math import prod
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from dateutil.rrule import DAILY, HOURLY, MINUTELY, MONTHLY, WEEKLY, YEARLY, rrulestr
 
@@ -72,8 +73,24 @@ class RuleSpec:
 
 
 def validate_timezone(name: str) -> None:
-    """Raise InvalidRecurrence("unknown time zone 'X'") unless `name` is an IANA zone."""
+    """Raise InvalidRecurrence("unknown time zone 'X'") unless `name` is an IANA name
+    (one of `iana_zone_names()`)."""
     zone(name)
+    if name not in iana_zone_names():
+        raise InvalidRecurrence(f"unknown time zone '{name[:64]}'")
+
+
+@cache
+def iana_zone_names() -> frozenset[str]:
+    """The names the IANA time zone database defines (its zones and their backward links
+    such as "UTC" or "US/Eastern"), as the tzdata package lists them, that zoneinfo loads.
+
+    Not what the disk happens to hold besides: `localtime` (the server's own zone),
+    `posixrules`, the `posix/` and `right/` (leap-second) copies, nor `Factory`, the
+    database's placeholder for "not set" rather than a place.
+    """
+    listed = resources.files("tzdata").joinpath("zones").read_text(encoding="utf-8").split()
+    return (frozenset(listed) & available_timezones()) - {"Factory"}
 
 
 def validate_rrule(text: str) -> None:

@@ -23,7 +23,8 @@ from notifications.models import (
 )
 from notifications.recurrence import SKIP_COUNT_CAP
 from notifications.services import MAX_RECIPIENTS
-from web.fields import NullableCharField, StrictBooleanField
+from web.fields import NullableCharField, StrictBooleanField, StrictUUIDField
+from web.serializers import NoBodySerializer, RejectsUndeclaredFields
 
 EARLIEST_FIRE_AT = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_FIRE_AT_AHEAD = timedelta(days=36_525)
@@ -37,7 +38,7 @@ class _UniqueChannels(serializers.ListField):
         return channels
 
 
-class NotificationWriteSerializer(serializers.Serializer):
+class NotificationWriteSerializer(RejectsUndeclaredFields, serializers.Serializer):
     """The body of POST /v1/notifications; PATCH uses it with partial=True."""
 
     channels = _UniqueChannels(
@@ -51,7 +52,7 @@ class NotificationWriteSerializer(serializers.Serializer):
     )
     subject = serializers.CharField(max_length=200)
     body = serializers.CharField(max_length=10_000, allow_blank=True, trim_whitespace=False)
-    webhook_endpoint = serializers.UUIDField(required=False, allow_null=True)
+    webhook_endpoint = StrictUUIDField(required=False, allow_null=True)
     fire_at = serializers.DateTimeField(
         required=False,
         default_timezone=UTC,
@@ -77,7 +78,7 @@ class NotificationWriteSerializer(serializers.Serializer):
     timezone = serializers.CharField(
         max_length=64, required=False, help_text='IANA time zone of the RRULE (default "UTC").'
     )
-    project_id = serializers.UUIDField(required=False, allow_null=True)
+    project_id = StrictUUIDField(required=False, allow_null=True)
 
     def validate_fire_at(self, value: datetime) -> datetime:
         # Recurrence works in local time: far-off instants would overflow the calendar.
@@ -179,7 +180,7 @@ class DeliverySerializer(serializers.ModelSerializer):
         return SkippedSerializer(delivery).data
 
 
-class WebhookEndpointWriteSerializer(serializers.Serializer):
+class WebhookEndpointWriteSerializer(RejectsUndeclaredFields, serializers.Serializer):
     """The body of POST /v1/webhook-endpoints; PATCH uses it with partial=True."""
 
     url = serializers.URLField(max_length=2000, help_text="https only; must resolve publicly.")
@@ -220,3 +221,16 @@ class WebhookEndpointSecretSerializer(WebhookEndpointSerializer):
     """The endpoint with its signing secret: the answer of create and rotate-secret only."""
 
     secret = serializers.CharField(read_only=True)
+
+
+# Set here, below the answers they name: a body field these show is "read-only".
+NotificationWriteSerializer.representation = NotificationSerializer
+WebhookEndpointWriteSerializer.representation = WebhookEndpointSecretSerializer
+
+
+class NotificationRetrySerializer(NoBodySerializer):
+    representation = NotificationSerializer
+
+
+class WebhookEndpointRotateSecretSerializer(NoBodySerializer):
+    representation = WebhookEndpointSecretSerializer

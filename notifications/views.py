@@ -22,8 +22,10 @@ from notifications.models import Delivery, Notification, NotificationState, Webh
 from notifications.serializers import (
     DeliverySerializer,
     NotificationPatchSerializer,
+    NotificationRetrySerializer,
     NotificationSerializer,
     NotificationWriteSerializer,
+    WebhookEndpointRotateSecretSerializer,
     WebhookEndpointSecretSerializer,
     WebhookEndpointSerializer,
     WebhookEndpointWriteSerializer,
@@ -31,6 +33,7 @@ from notifications.serializers import (
 from tenancy.idempotency import Answer, answer_once
 from web.errors import InvalidInput
 from web.pagination import NewestFirstCursorPagination
+from web.query import single_query_param, uuid_query_param
 
 
 class DeliveryPagination(NewestFirstCursorPagination):
@@ -64,7 +67,7 @@ class NotificationListView(ListAPIView):
 
     def get_queryset(self) -> QuerySet[Notification]:
         queryset = Notification.objects.filter(tenant=self.request.tenant)
-        state = self.request.query_params.get("state")
+        state = single_query_param(self.request, "state")
         if state is None:
             return queryset
         if state not in NotificationState.values:
@@ -129,6 +132,8 @@ class NotificationRetryView(APIView):
 
     @extend_schema(request=None, responses={200: NotificationSerializer})
     def post(self, request: Request, pk: uuid.UUID) -> HttpResponse:
+        NotificationRetrySerializer(data=request.data).is_valid(raise_exception=True)
+
         def retry() -> Answer:
             notification = services.notification_retry(tenant=request.tenant, notification_id=pk)
             data = NotificationSerializer(notification).data
@@ -169,13 +174,9 @@ class DeliveryListView(ListAPIView):
 
     def get_queryset(self) -> QuerySet[Delivery]:
         deliveries = Delivery.objects.filter(tenant=self.request.tenant)
-        raw_id = self.request.query_params.get("notification_id")
-        if raw_id is None:
+        notification_id = uuid_query_param(self.request, "notification_id")
+        if notification_id is None:
             return deliveries
-        try:
-            notification_id = uuid.UUID(raw_id)
-        except ValueError:
-            raise InvalidInput({"notification_id": ["Must be a UUID."]}) from None
         return deliveries.filter(notification_id=notification_id)
 
 
@@ -245,6 +246,8 @@ class WebhookEndpointRotateSecretView(APIView):
 
     @extend_schema(request=None, responses={200: WebhookEndpointSecretSerializer})
     def post(self, request: Request, pk: uuid.UUID) -> HttpResponse:
+        WebhookEndpointRotateSecretSerializer(data=request.data).is_valid(raise_exception=True)
+
         def rotate() -> Answer:
             endpoint = webhook_endpoints.webhook_endpoint_rotate_secret(
                 tenant=request.tenant, endpoint_id=pk

@@ -105,9 +105,14 @@ def validate_webhook_url(url: str, *, allow_private: bool) -> None:
 def _split(url: str) -> SplitResult:
     try:
         parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError on a malformed port
     except (ValueError, AttributeError):
         raise UnsafeWebhookUrl("webhook URL is not a valid URL") from None
+    try:
+        port = parts.port  # raises ValueError when not digits or above 65535
+    except ValueError:
+        port = 0
+    if port == 0 or parts.netloc.endswith(":"):
+        raise UnsafeWebhookUrl("webhook URL port must be a number from 1 to 65535")
     return parts
 
 

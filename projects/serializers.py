@@ -7,29 +7,9 @@ from rest_framework import serializers
 
 from projects.models import Project, ProjectStatus
 from web.fields import FieldsBoundOnce, StrictCharField
+from web.serializers import RejectsUndeclaredFields
 
 MAX_INVITES = 50
-
-
-class ProjectCreateSerializer(FieldsBoundOnce, serializers.Serializer):
-    """`{name, invite?: [emails]}`; any other field is rejected so typos do not pass silently.
-
-    Validated on every create: its plain value fields are bound once and shared."""
-
-    name = StrictCharField(max_length=200)
-    invite = serializers.ListField(
-        child=serializers.EmailField(),
-        required=False,
-        default=list,
-        max_length=MAX_INVITES,
-        help_text=f"Up to {MAX_INVITES} addresses to invite; empty means the creator.",
-    )
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(self.initial_data) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
-        return attrs
 
 
 class JobSummarySerializer(serializers.Serializer):
@@ -59,6 +39,23 @@ class ProjectSerializer(serializers.Serializer):
         if job_id is None:
             return None
         return {"id": str(job_id), "status": project.provision_job_status}
+
+
+class ProjectCreateSerializer(RejectsUndeclaredFields, FieldsBoundOnce, serializers.Serializer):
+    """`{name, invite?: [emails]}`; any other field is rejected so typos do not pass silently.
+
+    Validated on every create: its plain value fields are bound once and shared."""
+
+    representation = ProjectSerializer
+
+    name = StrictCharField(max_length=200)
+    invite = serializers.ListField(
+        child=serializers.EmailField(),
+        required=False,
+        default=list,
+        max_length=MAX_INVITES,
+        help_text=f"Up to {MAX_INVITES} addresses to invite; empty means the creator.",
+    )
 
 
 # Bound once: a serializer instance deep-copies its declared fields, which cost a create

@@ -44,6 +44,15 @@ class StrictBooleanField(serializers.BooleanField):
         self.fail("invalid", input=data)
 
 
+class StrictUUIDField(serializers.UUIDField):
+    """A UUID spelled in ASCII: Python's UUID() also reads digits of other scripts (U+0661)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, str) and not data.isascii():
+            self.fail("invalid", value=data)
+        return super().to_internal_value(data)
+
+
 class FieldsBoundOnce:
     """A serializer whose declared fields are built and bound once per class, then shared by
     every instance: DRF deep-copies and binds them for each instance, which cost an input

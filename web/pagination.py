@@ -7,6 +7,8 @@ from rest_framework import exceptions
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 
+from web.query import single_query_param
+
 
 def _invalid(field: str, message: str) -> exceptions.ValidationError:
     return exceptions.ValidationError({field: [message]})
@@ -26,19 +28,19 @@ class NewestFirstCursorPagination(CursorPagination):
     max_page_size = 100
 
     def get_page_size(self, request: Request) -> int:
-        raw = request.query_params.get(self.page_size_query_param)
+        raw = single_query_param(request, self.page_size_query_param)
         if raw is None:
             return self.page_size
-        message = f"Must be a whole number from 1 to {self.max_page_size}."
-        try:
-            size = int(raw)
-        except ValueError:
-            raise _invalid(self.page_size_query_param, message) from None
+        # At most three ASCII digits: int() would also read Arabic-Indic digits, "+5", "1_0"
+        # or 5,000 digits.
+        size = int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 3 else 0
         if not 1 <= size <= self.max_page_size:
+            message = f"Must be a whole number from 1 to {self.max_page_size}."
             raise _invalid(self.page_size_query_param, message)
         return size
 
     def decode_cursor(self, request: Request) -> Any:
+        single_query_param(request, self.cursor_query_param)
         try:
             cursor = super().decode_cursor(request)
         except exceptions.NotFound:

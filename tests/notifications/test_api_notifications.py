@@ -173,6 +173,13 @@ def test_another_tenants_project_is_rejected(alice, charlie):
         ({"channels": ["webhook"]}, "webhook_endpoint"),
         ({"webhook_endpoint": "not-a-uuid"}, "webhook_endpoint"),
         ({"timezone": "Mars/Olympus"}, "timezone"),
+        ({"timezone": "localtime"}, "timezone"),
+        ({"timezone": "posix/Europe/Berlin"}, "timezone"),
+        ({"timezone": "right/UTC"}, "timezone"),
+        ({"timezone": "Factory"}, "timezone"),
+        ({"timezone": "posixrules"}, "timezone"),
+        ({"webhook_endpoint": "\u0661" * 8 + "-1111-1111-1111-111111111111"}, "webhook_endpoint"),
+        ({"project_id": "\u0661" * 32}, "project_id"),
         ({"rrule": "FREQ=SOMETIMES"}, "rrule"),
         ({"subject": "x" * 201}, "subject"),
         ({"body": "x" * 10_001}, "body"),
@@ -262,6 +269,20 @@ def test_patch_schedule_restarts_from_the_new_fire_at_and_keeps_the_occurrence(a
     notification.refresh_from_db()
     assert notification.recurrence_anchor == datetime(2032, 2, 2, 10, tzinfo=UTC)
     assert (notification.rrule, notification.occurrence) == ("FREQ=WEEKLY", 7)
+
+
+@pytest.mark.parametrize("zone", ["localtime", "right/Europe/Berlin", "Factory"])
+def test_patch_to_a_zone_that_is_no_iana_name_is_400_and_keeps_the_zone(alice, zone):
+    notification = make_notification(tenant=alice.tenant, next_fire_at=timezone.now())
+
+    response = alice.client().patch(
+        f"/v1/notifications/{notification.id}", {"timezone": zone}, format="json"
+    )
+
+    assert response.status_code == 400
+    assert response.json()["errors"]["timezone"] == [f"unknown time zone '{zone}'"]
+    notification.refresh_from_db()
+    assert notification.timezone == "UTC"
 
 
 def test_patch_that_breaks_a_rule_of_the_whole_row_is_400(alice):

@@ -59,6 +59,10 @@ def test_create_returns_the_secret_once(alice):
         ("https://nowhere.invalid/x", ""),
         ("not a url", ""),
         ("", ""),
+        ("https://hooks.example.com:0/x", "port must be a number from 1 to 65535"),
+        ("https://hooks.example.com:00000/x", "port must be a number from 1 to 65535"),
+        ("https://hooks.example.com:65536/x", "port must be a number from 1 to 65535"),
+        ("https://hooks.example.com:99999/x", "port must be a number from 1 to 65535"),
     ],
 )
 def test_unsafe_urls_are_400_with_a_message(alice, url, message_part):
@@ -69,6 +73,21 @@ def test_unsafe_urls_are_400_with_a_message(alice, url, message_part):
     message = " ".join(response.json()["errors"]["url"])
     assert message_part in message
     assert not WebhookEndpoint.objects.exists()
+
+
+def test_port_0_is_refused_by_patch_too_and_the_url_is_kept(alice):
+    endpoint = make_endpoint(tenant=alice.tenant, url=URL)
+
+    response = alice.client().patch(
+        f"/v1/webhook-endpoints/{endpoint.id}",
+        {"url": "https://hooks.example.com:0/"},
+        format="json",
+    )
+
+    assert response.status_code == 400
+    assert "port" in response.json()["errors"]["url"][0]
+    endpoint.refresh_from_db()
+    assert endpoint.url == URL
 
 
 def test_private_targets_are_allowed_when_configured(alice, settings):

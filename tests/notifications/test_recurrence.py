@@ -172,9 +172,10 @@ def test_validate_rrule_rejects_bad_rules_with_a_clear_message(text, message):
 
 
 def test_validate_timezone():
-    validate_timezone("Europe/Berlin")
-    validate_timezone("UTC")
-    for bad in ("Mars/Olympus", "", "Europe", "../etc/passwd", "/etc/localtime", " UTC"):
+    for good in ("Europe/Berlin", "UTC", "Etc/UTC", "US/Eastern", "America/Argentina/Salta"):
+        validate_timezone(good)
+    not_iana = ("localtime", "posixrules", "posix/Europe/Berlin", "right/UTC", "Factory")
+    for bad in ("Mars/Olympus", "", "Europe", "../etc/passwd", "/etc/localtime", " UTC", *not_iana):
         with pytest.raises(InvalidRecurrence) as raised:
             validate_timezone(bad)
         assert str(raised.value) == f"unknown time zone '{bad}'"

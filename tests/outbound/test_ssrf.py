@@ -118,7 +118,15 @@ def test_public_https_url_is_accepted(dns):
         ("https://user:pass@hooks.example.com/", "must not contain credentials"),
         ("https://token@hooks.example.com/", "must not contain credentials"),
         ("https:///path-only", "must include a host"),
-        ("https://hooks.example.com:99999/", "not a valid URL"),
+        ("https://hooks.example.com:99999/", "port must be a number from 1 to 65535"),
+        ("https://hooks.example.com:65536/", "port must be a number from 1 to 65535"),
+        ("https://hooks.example.com:0/", "port must be a number from 1 to 65535"),
+        ("https://hooks.example.com:00/", "port must be a number from 1 to 65535"),
+        ("https://hooks.example.com:/", "port must be a number from 1 to 65535"),
+        ("https://hooks.example.com:+443/", "port must be a number from 1 to 65535"),
+        ("https://hooks.example.com:x/", "port must be a number from 1 to 65535"),
+        ("https://[::1]:0/", "port must be a number from 1 to 65535"),
+        ("https://[::1/", "not a valid URL"),
         ("https://internal.example.com/", "private, loopback or reserved"),
         ("https://mixed.example.com/", "private, loopback or reserved"),
         ("https://metadata.example.com/", "private, loopback or reserved"),
@@ -131,6 +139,17 @@ def test_public_https_url_is_accepted(dns):
 def test_unsafe_urls_are_refused_with_a_clear_message(dns, url, message):
     with pytest.raises(UnsafeWebhookUrl, match=message):
         validate_webhook_url(url, allow_private=False)
+
+
+@pytest.mark.parametrize("allow_private", [False, True])
+def test_port_zero_is_refused_even_where_private_targets_are_allowed(dns, allow_private):
+    with pytest.raises(UnsafeWebhookUrl, match="port"):
+        validate_webhook_url("https://hooks.example.com:0/", allow_private=allow_private)
+
+
+@pytest.mark.parametrize("port", ["1", "443", "8443", "65535"])
+def test_ports_from_1_to_65535_are_accepted(dns, port):
+    validate_webhook_url(f"https://hooks.example.com:{port}/", allow_private=False)
 
 
 def test_allow_private_permits_plain_http_and_private_hosts(dns):

@@ -23,7 +23,6 @@ def post_raw(actor, data, content_type="application/json"):
         ({"name": None}, "name"),
         ({"name": True}, "name"),
         ({"name": "x" * 201}, "name"),
-        ({"name": "a\x00b"}, "name"),
         ({"name": "P", "invite": "a@example.com"}, "invite"),
         ({"name": "P", "invite": ["not-an-email"]}, "invite"),
         ({"name": "P", "invite": [42]}, "invite"),
@@ -44,7 +43,10 @@ def test_field_errors_are_400_problems(alice, body, field):
     assert not Project.objects.exists()
 
 
-@pytest.mark.parametrize("raw", ['{"name": ', "{'name': 'P'}", '{"name": NaN}', "\x00"])
+@pytest.mark.parametrize(
+    "raw",
+    ['{"name": ', "{'name': 'P'}", '{"name": NaN}', "\x00", json.dumps({"name": "a\x00b"})],
+)
 def test_malformed_json_is_400(alice, raw):
     response = post_raw(alice, raw)
 

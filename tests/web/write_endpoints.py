@@ -1,0 +1,139 @@
+"""Every write endpoint of the API with a row to aim at, raw-bytes requests, and a snapshot
+of what is stored: for the tests that hold "bad input writes nothing and never answers 5xx"."""
+
+import uuid
+from dataclasses import dataclass
+
+from django.core import serializers as django_serializers
+from django.test import Client
+
+from jobs.models import Job, JobStatus
+from notifications.models import Delivery, Notification, WebhookEndpoint
+from notifications.scheduler.outcomes import DeadLetterReason
+from projects.models import Project
+from tenancy.models import OperationKey
+from tests.notifications.factories import make_endpoint, make_notification
+from tests.projects.factories import make_job
+
+NOTIFICATION_FIELDS = frozenset(
+    {"channels", "email_to", "subject", "body", "webhook_endpoint", "fire_at", "rrule"}
+    | {"timezone"}
+)
+ENDPOINT_FIELDS = frozenset({"url", "enabled"})
+
+
+@dataclass(frozen=True)
+class Write:
+    method: str
+    template: str
+    writable: frozenset[str]  # the fields its body may set
+    read_only: frozenset[str]  # some fields of its resource that a body may not set
+
+    @property
+    def name(self) -> str:
+        return f"{self.method} {self.template}"
+
+
+WRITES = (
+    Write(
+        "POST", "/v1/projects", frozenset({"name", "invite"}), frozenset({"id", "status", "job"})
+    ),
+    Write(
+        "POST",
+        "/v1/notifications",
+        NOTIFICATION_FIELDS | {"project_id"},
+        frozenset({"id", "state", "next_fire_at", "occurrence", "error_count", "created_at"}),
+    ),
+    Write(
+        "PATCH",
+        "/v1/notifications/{notification}",
+        NOTIFICATION_FIELDS,
+        frozenset({"id", "state", "project_id", "last_error", "updated_at"}),
+    ),
+    Write(
+        "POST",
+        "/v1/notifications/{notification}/retry",
+        frozenset(),
+        frozenset({"state", "error_count", "next_fire_at"}),
+    ),
+    Write(
+        "POST",
+        "/v1/webhook-endpoints",
+        ENDPOINT_FIELDS,
+        frozenset({"id", "secret", "health", "created_at"}),
+    ),
+    Write(
+        "PATCH",
+        "/v1/webhook-endpoints/{endpoint}",
+        ENDPOINT_FIELDS,
+        frozenset({"id", "secret", "health", "created_at"}),
+    ),
+    Write(
+        "POST",
+        "/v1/webhook-endpoints/{endpoint}/rotate-secret",
+        frozenset(),
+        frozenset({"secret", "url"}),
+    ),
+    Write("POST", "/v1/jobs/{job}/retry", frozenset(), frozenset({"status", "attempts"})),
+)
+
+_STORED = (Project, Job, OperationKey, Notification, WebhookEndpoint, Delivery)
+
+
+@dataclass(frozen=True)
+class Targets:
+    notification: uuid.UUID
+    endpoint: uuid.UUID
+    job: uuid.UUID
+
+    def path(self, write: Write) -> str:
+        return write.template.format(
+            notification=self.notification, endpoint=self.endpoint, job=self.job
+        )
+
+
+def seed_targets(actor) -> Targets:
+    """A dead-lettered notification, an endpoint and a failed job in the actor's tenant, so
+    PATCH and the actions have a row to act on (and each retry succeeds once)."""
+    endpoint = make_endpoint(tenant=actor.tenant, url="https://hooks.example.com/in")
+    notification = make_notification(
+        tenant=actor.tenant,
+        next_fire_at=None,
+        endpoint=endpoint,
+        error_count=5,
+        dead_letter_reason=DeadLetterReason.EXHAUSTED,
+    )
+    job = make_job(actor, status=JobStatus.FAILED, next_attempt_at=None)
+    return Targets(notification=notification.id, endpoint=endpoint.id, job=job.id)
+
+
+def send(actor, method: str, path: str, body: bytes):
+    """`body` sent byte for byte (an escape such as `\\ud800` reaches the parser as such);
+    every POST carries a fresh Idempotency-Key, as a careful client's does."""
+    headers = {"Authorization": f"Bearer {actor.token}", "X-Tenant-ID": str(actor.tenant.id)}
+    if method == "POST":
+        headers["Idempotency-Key"] = str(uuid.uuid4())
+    return Client().generic(method, path, body, content_type="application/json", headers=headers)
+
+
+def stored_state(targets: Targets) -> tuple[dict[str, int], str]:
+    """Row counts of every table a write can touch, and the values of the rows aimed at."""
+    counts = {model.__name__: model.objects.count() for model in _STORED}
+    rows = [
+        *Notification.objects.filter(pk=targets.notification),
+        *WebhookEndpoint.objects.filter(pk=targets.endpoint),
+        *Job.objects.filter(pk=targets.job),
+    ]
+    return counts, django_serializers.serialize("json", rows)
+
+
+def assert_problem(response) -> dict:
+    """An RFC 9457 problem document whose status is the answer's; returns it."""
+    assert response["Content-Type"] == "application/problem+json", response.content
+    problem = response.json()
+    assert {"type", "title", "status", "detail"} <= set(problem), problem
+    assert problem["status"] == response.status_code
+    assert problem["type"].startswith("https://")
+    assert isinstance(problem["title"], str)
+    assert isinstance(problem["detail"], str)
+    return problem
