@@ -271,7 +271,7 @@ def _walls(
     interval = _MeteredInterval(spec.interval)
     interval.meter = meter
     metered = rule.replace(interval=interval)
-    meter.charge()  # building a rule with long BY lists is work too
+    meter.check()  # building a rule with long BY lists is work too
     return iter(metered)
 
 

@@ -45,6 +45,8 @@ def test_good_settings_start():
         ({"PRUNE_BATCH_SIZE": "0"}, "PRUNE_BATCH_SIZE"),
         ({"METRICS_ENABLED": "perhaps"}, "METRICS_ENABLED"),
         ({"DEBUG": "ture"}, "DEBUG"),
+        ({"RECURRENCE_BUDGET_MS": "0"}, "RECURRENCE_BUDGET_MS"),
+        ({"RECURRENCE_BUDGET_MS": "fast"}, "RECURRENCE_BUDGET_MS"),
     ],
 )
 def test_bad_settings_stop_start_up_naming_the_variable(overrides, variable):

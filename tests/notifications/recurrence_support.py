@@ -1,8 +1,9 @@
 """Budgets that do not depend on the machine's speed: a clock that moves one microsecond per
-reading makes RECURRENCE_BUDGET_MS a count of dateutil's steps (the walk reads it once a
-step)."""
+reading makes RECURRENCE_BUDGET_MS a count of dateutil's steps (the walk reads it once per
+STEPS_PER_READING steps)."""
 
 from notifications.recurrence import CpuBudget
+from notifications.recurrence_cost import STEPS_PER_READING
 
 
 class StepClock:
@@ -18,7 +19,7 @@ class StepClock:
 
 def step_budget(steps: int) -> CpuBudget:
     """A budget of about `steps` steps of dateutil's walk, whatever the machine."""
-    return CpuBudget(limit_ms=steps / 1000, clock=StepClock())
+    return CpuBudget(limit_ms=steps / STEPS_PER_READING / 1000, clock=StepClock())
 
 
 # Ample for every correctness test: a rule that never matches still ends in well under a second.
