@@ -14,7 +14,7 @@ and how the rows ended.
 import statistics
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.load_tick import _endpoint, arrivals, start_recording_sink
@@ -116,7 +116,6 @@ def costly_rules(db: str) -> None:
             f"largest COUNT admitted for {COUNT_RULE.format('N')} from 1970: {count}; "
             f"the issue's COUNT=10000 rule refused at create: {refused}"
         )
-        due = timezone.now().replace(microsecond=0) - timedelta(seconds=1)
         refusals = 0
         for index in range(100):
             row = None
@@ -125,11 +124,13 @@ def costly_rules(db: str) -> None:
                 rule = COUNT_RULE.format(count) if index % 2 else SPARSE_RULE
                 row = _accepted(noisy, endpoint, rule, EPOCH if index % 2 else SPARSE_ANCHOR)
                 refusals, count = refusals + (row is None), count - (row is None)
-            Notification.objects.filter(pk=row.pk).update(next_fire_at=due, due_at=due)
         print(
             f"[{db}] costly_rules: 50 rows at COUNT={count} ({refusals} refusals near the bound)"
             f" and 50 rows of {SPARSE_RULE}"
         )
+        # Due at once, all of them, as the tick starts (the creates above took seconds).
+        due = timezone.now().replace(microsecond=0)
+        Notification.objects.update(next_fire_at=due, due_at=due)
         quiet_row = _accepted(quiet, quiet_endpoint, "", due)
         _tick_figures(db, "100 costliest admitted rows", quiet_row, due, log)
 
