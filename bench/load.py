@@ -1,6 +1,7 @@
 """Load benchmarks of the queues under multi-tenant load. Prints figures; never judges.
 
-    .venv/bin/python bench/load.py --scenario claims|burst|dead_endpoint|soak|email_burst
+    .venv/bin/python bench/load.py --scenario claims|burst|dead_endpoint|soak|email_burst|
+        costly_rules
         [--db sqlite|postgres|both] [--claims N] [--filler N] [--rounds N] [--minutes M]
 
 Each scenario is a function in SCENARIOS, run once per database in its own process (Django
@@ -19,7 +20,8 @@ figure taken minutes after the one it is compared with measures the machine's dr
 
 burst, dead_endpoint, soak and email_burst run real ticks against real local HTTP servers
 (email_burst against the fake Resend of tests/support at 2 requests/s) with default
-settings; see bench/load_tick.py for what each prints.
+settings; see bench/load_tick.py for what each prints. costly_rules: see
+bench/load_recurrence.py.
 """
 
 import argparse
@@ -37,7 +39,7 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import load_tick, tick_db  # noqa: E402
+from bench import load_recurrence, load_tick, tick_db  # noqa: E402
 
 PG_DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/bench_fair"
 SQLITE_PATH = Path(tempfile.gettempdir()) / "tw_bench_load.sqlite3"
@@ -242,6 +244,7 @@ SCENARIOS: dict[str, Callable[[str, argparse.Namespace], None]] = {
     "dead_endpoint": lambda db, args: load_tick.dead_endpoint(db),
     "soak": lambda db, args: load_tick.soak(db, minutes=args.minutes),
     "email_burst": lambda db, args: load_tick.email_burst(db, sizes=tuple(args.sizes)),
+    "costly_rules": lambda db, args: load_recurrence.costly_rules(db),
 }
 
 

@@ -270,6 +270,10 @@ CHANNEL_TIMEOUT_SECONDS = _positive(
 NOTIFICATION_MAX_ATTEMPTS = int(_positive("MAX_ATTEMPTS", _read("MAX_ATTEMPTS", env.int, 3)))
 BACKOFF_SECONDS = _seconds_list("BACKOFF_SECONDS", "60,300,1800")
 TICK_CONCURRENCY = int(_positive("TICK_CONCURRENCY", _read("TICK_CONCURRENCY", env.int, 16)))
+# CPU one row may cost to find its schedule's next occurrence; costlier rules are refused.
+RECURRENCE_BUDGET_MS = _positive(
+    "RECURRENCE_BUDGET_MS", _read("RECURRENCE_BUDGET_MS", env.float, 20.0)
+)
 TICK_TIME_BUDGET_SECONDS = _positive(
     "TICK_TIME_BUDGET_SECONDS", _read("TICK_TIME_BUDGET_SECONDS", env.float, 40.0)
 )

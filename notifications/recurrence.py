@@ -10,8 +10,10 @@ anchored at the notification's first ``fire_at`` and evaluated in ``tz_name``:
 - HOURLY and MINUTELY rules follow real elapsed time: they run on the UTC timeline, so no
   real hour is skipped and no instant is produced twice. Their BY* filters (BYHOUR,
   BYDAY, ...) are therefore read in UTC.
-- The search for the next occurrence is bounded (see ``SEARCH_STEPS``): a schedule with no
-  occurrence within that horizon is treated as ended.
+- Finding an occurrence costs at most a CPU budget (``CpuBudget``, RECURRENCE_BUDGET_MS):
+  a search that outruns it raises ``RuleTooCostly``. Running out is never read as the end
+  of a schedule: only COUNT and UNTIL end one, and a rule with a next occurrence gets
+  exactly dateutil's. ``admitted_first_occurrence`` is the check at create and PATCH.
 
 Parsing and validation live in ``recurrence_rules``; the names other modules use are
 re-exported here.
@@ -23,6 +25,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from dateutil.rrule import DAILY, HOURLY, MINUTELY, MONTHLY, WEEKLY, YEARLY, rrule, rrulestr
 
+from notifications.recurrence_cost import CpuBudget, CpuMeter, RuleTooCostly
 from notifications.recurrence_rules import (
     DAY_PARTS,
     InvalidRecurrence,
@@ -35,8 +38,11 @@ from notifications.recurrence_rules import (
 )
 
 __all__ = [
+    "CpuBudget",
     "InvalidRecurrence",
+    "RuleTooCostly",
     "Skipped",
+    "admitted_first_occurrence",
     "first_occurrence",
     "next_and_skipped",
     "next_occurrence",
@@ -48,76 +54,102 @@ __all__ = [
 # A period start this far before `after` (in wall time) also covers candidates that a
 # DST gap or a UTC-offset swing maps past `after`; offsets span less than 2 days.
 _OFFSET_MARGIN = timedelta(days=2)
-# How many steps dateutil may take without producing a candidate before the search gives
-# up and the schedule counts as ended. A step is one period; HOURLY and MINUTELY rules also
-# count every hour or minute tried (a day no BY part allows is one step, but BYHOUR makes
-# dateutil try the hours in between). 400 years are a whole Gregorian cycle, so YEARLY
-# rules lose nothing; the rest still reach "every 29 February" (8 years apart across 2100)
-# unless a sub-daily rule also narrows the hours. Each budget costs at most ~30 ms of CPU;
-# a DAILY/HOURLY INTERVAL of years adds dateutil's month-by-month roll over the calendar,
-# which ends at the year 9999 anyway (~50 ms at most).
 # skipped_occurrences walks at most this many occurrences of a rule it cannot count
-# arithmetically: about 70 ms of CPU for a MINUTELY rule narrowed by BYHOUR, which is
-# more than a week of its occurrences.
+# arithmetically (and no more than the budget allows): the count is then "at least".
 SKIP_COUNT_CAP = 2_000
 # Parts that leave a sub-daily rule a plain "every N minutes/hours" from its anchor.
 _FIXED_PERIOD_PARTS = frozenset({"FREQ", "INTERVAL", "WKST"})
-SEARCH_STEPS = {
-    YEARLY: 400,
-    MONTHLY: 1_200,
-    WEEKLY: 2_500,
-    DAILY: 4_000,
-    HOURLY: 6_000,
-    MINUTELY: 3_200,
-}
+# At create and PATCH a search may use this share of the budget: the tick's searches of an
+# admitted rule then stay within the whole budget despite a machine's jitter and gaps between
+# occurrences that vary (Friday the 13th is 1 to 14 months away).
+ADMISSION_SHARE = 0.5
+# How many occurrences after the first the admission check finds, each within its share.
+ADMISSION_PROBES = 3
+# Past every instant a schedule can have: a search after it walks a COUNT rule to its end.
+_END_OF_TIME = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
 
 
 def next_occurrence(
-    *, rrule: str, tz_name: str, anchor: datetime, after: datetime
+    *,
+    rrule: str,
+    tz_name: str,
+    anchor: datetime,
+    after: datetime,
+    budget: CpuBudget | None = None,
 ) -> datetime | None:
     """First occurrence of the schedule strictly after `after`, as an aware UTC datetime,
-    or None when the schedule has ended: COUNT/UNTIL reached, the rule produces nothing for
-    this anchor, or nothing within the search horizon (SEARCH_STEPS periods without a
-    candidate; such a schedule is treated as ended). `anchor` is the notification's first
-    fire_at (aware; the DTSTART); occurrences at or before it are never returned. The
-    caller passes after = max(occurrence just handled, now): "fire once now, then skip
-    the rest".
+    or None when the schedule has ended: COUNT or UNTIL reached, or nothing left before the
+    calendar's end. `anchor` is the notification's first fire_at (aware; the DTSTART);
+    occurrences at or before it are never returned. The caller passes after = max(occurrence
+    just handled, now): "fire once now, then skip the rest".
 
     Cost does not grow with the schedule's age: the rule is re-anchored at an aligned
     period just before `after`. COUNT rules are the exception: they must count from the
-    real anchor, so they are walked from it (bounded by MAX_COUNT occurrences).
-    Raises InvalidRecurrence for an invalid rule or zone, ValueError for naive datetimes.
+    real anchor, so they are walked from it. Raises RuleTooCostly when the search outruns
+    `budget` (default: DEFAULT_BUDGET_MS of this thread's CPU), InvalidRecurrence for an
+    invalid rule or zone, ValueError for naive datetimes.
     """
     if anchor.tzinfo is None or after.tzinfo is None:
         raise ValueError("anchor and after must be timezone-aware")
-    return _occurrence_after(rrule, tz_name, anchor, threshold=max(after, anchor))
+    meter = (budget or CpuBudget()).meter()
+    return _occurrence_after(rrule, tz_name, anchor, threshold=max(after, anchor), meter=meter)
 
 
-def first_occurrence(*, rrule: str, tz_name: str, anchor: datetime) -> datetime | None:
+def first_occurrence(
+    *, rrule: str, tz_name: str, anchor: datetime, budget: CpuBudget | None = None
+) -> datetime | None:
     """The schedule's first occurrence: its first instance at or after `anchor` (the
     notification's fire_at), as an aware UTC datetime — `anchor` itself only when it
     matches the rule, as with dateutil's DTSTART. Parts the rule does not give (the time of
     day, the weekday of a plain WEEKLY rule…) come from `anchor`. None when the rule has no
-    instance from `anchor` on (COUNT or UNTIL ends it first, or nothing within the search
-    horizon). Raises InvalidRecurrence for an invalid rule or zone, ValueError for a naive
-    `anchor`.
+    instance from `anchor` on (COUNT or UNTIL ends it first). Raises like next_occurrence.
     """
     if anchor.tzinfo is None:
         raise ValueError("anchor must be timezone-aware")
     # dateutil drops DTSTART's microseconds, so the anchor's own instance is its whole second.
     just_before = anchor.replace(microsecond=0) - timedelta(microseconds=1)
-    return _occurrence_after(rrule, tz_name, anchor, threshold=just_before)
+    meter = (budget or CpuBudget()).meter()
+    return _occurrence_after(rrule, tz_name, anchor, threshold=just_before, meter=meter)
+
+
+def admitted_first_occurrence(
+    *, rrule: str, tz_name: str, anchor: datetime, now: datetime, budget: CpuBudget
+) -> datetime | None:
+    """first_occurrence, for a schedule about to be stored: raises RuleTooCostly unless the
+    tick will find its occurrences within `budget`. Each search here gets ADMISSION_SHARE
+    of it: the first occurrence, then the next ADMISSION_PROBES after max(first, now) — or,
+    for a COUNT rule, the walk through all its occurrences, the most any later search of it
+    can cost."""
+    share = budget.share(ADMISSION_SHARE)
+    first = first_occurrence(rrule=rrule, tz_name=tz_name, anchor=anchor, budget=share)
+    if first is None:
+        return None
+    if "COUNT" in parse_rule(rrule).parts:
+        probes = [_END_OF_TIME]
+    else:
+        probes = [max(first, now)] * ADMISSION_PROBES
+    found: datetime | None = probes[0]
+    for _ in probes:
+        found = next_occurrence(
+            rrule=rrule, tz_name=tz_name, anchor=anchor, after=found, budget=share
+        )
+        if found is None:
+            break
+    return first
 
 
 def _occurrence_after(
-    rrule: str, tz_name: str, anchor: datetime, *, threshold: datetime
+    rrule: str, tz_name: str, anchor: datetime, *, threshold: datetime, meter: CpuMeter
 ) -> datetime | None:
     spec = parse_rule(rrule)
     frame = _Frame(zone(tz_name), sub_daily=spec.freq >= HOURLY)
     threshold = threshold.astimezone(UTC)
     try:
-        return _first_after(_walls(spec, frame, anchor, threshold), frame, threshold)
-    except (ValueError, OverflowError):
+        walls = _walls(spec, frame, anchor, threshold, meter)
+        return _first_after(walls, frame, threshold)
+    except (ValueError, OverflowError) as exc:
+        if isinstance(exc, RuleTooCostly):
+            raise
         # dateutil's way of saying the rule selects nothing from this anchor (for example
         # BYHOUR values an HOURLY interval never reaches), or the calendar's end (year 9999)
         # reached in local time: either way the schedule is over.
@@ -134,7 +166,13 @@ class Skipped:
 
 
 def skipped_occurrences(
-    *, rrule: str, tz_name: str, anchor: datetime, after: datetime, through: datetime
+    *,
+    rrule: str,
+    tz_name: str,
+    anchor: datetime,
+    after: datetime,
+    through: datetime,
+    budget: CpuBudget | None = None,
 ) -> Skipped | None:
     """The occurrences in (`after`, `through`], or None when there are none. The caller
     passes the occurrence just handled and now: since the next occurrence is the first
@@ -142,42 +180,52 @@ def skipped_occurrences(
 
     Bounded work whatever the gap: a rule that repeats every N minutes or hours with no
     BY*, COUNT or UNTIL part is counted arithmetically (exact); any other rule is walked,
-    and past SKIP_COUNT_CAP occurrences the walk stops: the count is then the cap (read it
-    as "at least") and `last` the last one counted. Raises like next_occurrence.
+    and past SKIP_COUNT_CAP occurrences, or once the budget is spent, the walk stops: the
+    count is then "at least" and `last` the last one counted. Raises like next_occurrence
+    when the first of them cannot be found within the budget.
     """
-    first = next_occurrence(rrule=rrule, tz_name=tz_name, anchor=anchor, after=after)
+    meter = (budget or CpuBudget()).meter()
+    first = _occurrence_after(rrule, tz_name, anchor, threshold=max(after, anchor), meter=meter)
     if first is None or first > through:
         return None
-    return _skipped_from(
-        first, rrule=rrule, tz_name=tz_name, anchor=anchor, after=after, through=through
-    )
+    return _skipped_from(first, rrule, tz_name, anchor, (after, through), meter)
 
 
 def next_and_skipped(
-    *, rrule: str, tz_name: str, anchor: datetime, handled: datetime, now: datetime
-) -> tuple[datetime | None, Skipped | None]:
-    """The next occurrence, the first after both `handled` (the occurrence just handled)
-    and `now`, with what that skips: skipped_occurrences(after=handled, through=now).
-    One search in the common case, when nothing was skipped. Raises like next_occurrence."""
-    first = next_occurrence(rrule=rrule, tz_name=tz_name, anchor=anchor, after=handled)
-    if first is None or first > now:
-        return first, None
-    skipped = _skipped_from(
-        first, rrule=rrule, tz_name=tz_name, anchor=anchor, after=handled, through=now
-    )
-    return next_occurrence(rrule=rrule, tz_name=tz_name, anchor=anchor, after=now), skipped
-
-
-def _skipped_from(
-    first: datetime,
     *,
     rrule: str,
     tz_name: str,
     anchor: datetime,
-    after: datetime,
-    through: datetime,
+    handled: datetime,
+    now: datetime,
+    budget: CpuBudget | None = None,
+) -> tuple[datetime | None, Skipped | None]:
+    """The next occurrence, the first after both `handled` (the occurrence just handled)
+    and `now`, with what that skips: skipped_occurrences(after=handled, through=now).
+    One search in the common case, when nothing was skipped. All of it shares one
+    `budget`; counting the skipped ones uses what the searches left of it. Raises like
+    next_occurrence."""
+    if anchor.tzinfo is None or handled.tzinfo is None or now.tzinfo is None:
+        raise ValueError("anchor, handled and now must be timezone-aware")
+    meter = (budget or CpuBudget()).meter()
+    after = max(handled, anchor)
+    first = _occurrence_after(rrule, tz_name, anchor, threshold=after, meter=meter)
+    if first is None or first > now:
+        return first, None
+    upcoming = _occurrence_after(rrule, tz_name, anchor, threshold=max(now, anchor), meter=meter)
+    return upcoming, _skipped_from(first, rrule, tz_name, anchor, (handled, now), meter)
+
+
+def _skipped_from(
+    first: datetime,
+    rrule: str,
+    tz_name: str,
+    anchor: datetime,
+    span: tuple[datetime, datetime],
+    meter: CpuMeter,
 ) -> Skipped:
-    """skipped_occurrences, given `first`, the first occurrence after `after` (<= through)."""
+    """The occurrences in `span` = (after, through], given `first`, the first of them."""
+    after, through = span
     spec = parse_rule(rrule)
     if spec.freq in (HOURLY, MINUTELY) and spec.parts <= _FIXED_PERIOD_PARTS:
         # Sub-daily rules run on the UTC timeline, so every occurrence is first + k periods.
@@ -186,39 +234,33 @@ def _skipped_from(
         )
         count = (through - first) // period + 1
         return Skipped(count=count, first=first, last=first + (count - 1) * period)
-    spec, frame, threshold = _setup(rrule, tz_name, anchor, after)
+    frame = _Frame(zone(tz_name), sub_daily=spec.freq >= HOURLY)
+    threshold = max(after, anchor).astimezone(UTC)
     # A wall time maps to an instant less than two days (the widest offset swing) away.
     end = frame.wall(through) + _OFFSET_MARGIN
     # A set: two wall times of one day can land on one instant across a DST gap.
-    found: set[datetime] = set()
+    found: set[datetime] = {first}
     try:
-        for wall in _walls(spec, frame, anchor, threshold):
+        for wall in _walls(spec, frame, anchor, threshold, meter):
             if wall > end or len(found) >= SKIP_COUNT_CAP:
                 break
             instant = frame.instant(wall)
             if threshold < instant <= through:
                 found.add(instant)
     except (ValueError, OverflowError):
-        pass  # the calendar's end: the occurrences found so far are all there are
+        # The budget is spent (the count so far is "at least") or the calendar's end is
+        # reached (the occurrences found are all there are).
+        pass
     return Skipped(count=len(found), first=min(found), last=max(found))
 
 
-def _setup(
-    rrule: str, tz_name: str, anchor: datetime, after: datetime
-) -> tuple[RuleSpec, "_Frame", datetime]:
-    if anchor.tzinfo is None or after.tzinfo is None:
-        raise ValueError("anchor and after must be timezone-aware")
-    spec = parse_rule(rrule)
-    frame = _Frame(zone(tz_name), sub_daily=spec.freq >= HOURLY)
-    return spec, frame, max(after, anchor).astimezone(UTC)
-
-
 def _walls(
-    spec: RuleSpec, frame: "_Frame", anchor: datetime, threshold: datetime
+    spec: RuleSpec, frame: "_Frame", anchor: datetime, threshold: datetime, meter: CpuMeter
 ) -> Iterator[datetime]:
-    """The rule's wall times from just before `threshold` on, bounded (SEARCH_STEPS);
-    nothing when the anchor's day exists in none of the rule's months. dateutil raises
-    ValueError or OverflowError while iterating for a rule that selects nothing."""
+    """The rule's wall times from just before `threshold` on, each step of dateutil's walk
+    charged to `meter`; nothing when the anchor's day exists in none of the rule's months.
+    dateutil raises ValueError or OverflowError while iterating for a rule that selects
+    nothing."""
     start = frame.wall(anchor)
     if not _day_exists(spec, start):
         return iter(())
@@ -226,15 +268,15 @@ def _walls(
     rule = template.replace(until=_until_in_frame(spec.until, frame), wkst=spec.wkst)
     if "COUNT" not in spec.parts:
         rule = _reanchored(rule, spec, start, frame.wall(threshold) - frame.margin)
-    return _bounded_walk(rule, spec)
+    interval = _MeteredInterval(spec.interval)
+    interval.meter = meter
+    metered = rule.replace(interval=interval)
+    meter.check()  # building a rule with long BY lists is work too
+    return iter(metered)
 
 
-class _SearchExhausted(Exception):
-    pass
-
-
-class _CountedInterval(int):
-    """An INTERVAL that counts dateutil's steps and ends the walk when they run out.
+class _MeteredInterval(int):
+    """An INTERVAL that charges a CpuMeter at every step of dateutil's walk.
 
     dateutil hands back only matches and compares UNTIL only with matches, so a rule that
     never matches walks period by period to the year 9999 (seconds of CPU) with no way to
@@ -242,35 +284,15 @@ class _CountedInterval(int):
     so the step is where the walk can be stopped.
     """
 
-    steps_left: int
+    meter: CpuMeter
 
     def __radd__(self, other: int) -> int:
-        self._step()
+        self.meter.charge()
         return other + int(self)
 
     def __mul__(self, other: int) -> int:
-        self._step()
+        self.meter.charge()
         return int(self) * other
-
-    def _step(self) -> None:
-        self.steps_left -= 1
-        if self.steps_left < 0:
-            raise _SearchExhausted
-
-
-def _bounded_walk(rule: rrule, spec: RuleSpec) -> Iterator[datetime]:
-    """The occurrences of `rule`, ending early once SEARCH_STEPS steps pass without one."""
-    budget = SEARCH_STEPS[spec.freq]
-    interval = _CountedInterval(spec.interval)
-    interval.steps_left = budget
-    walk = iter(rule.replace(interval=interval))
-    while True:
-        try:
-            wall = next(walk)
-        except (StopIteration, _SearchExhausted):
-            return
-        interval.steps_left = budget
-        yield wall
 
 
 class _Frame:

@@ -52,8 +52,8 @@ _INT_LISTS = {
     "BYSETPOS": (1, 366, True),
 }
 _KNOWN_PARTS = {"FREQ", "INTERVAL", "COUNT", "UNTIL", "WKST", "BYDAY", *_INT_LISTS}
-_BYDAY_ITEM = re.compile(r"([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)")
-_UNTIL_FORMS = re.compile(r"(\d{8})(?:T(\d{6})(Z?))?")
+_BYDAY_ITEM = re.compile(r"([+-]?[0-9]{1,2})?(MO|TU|WE|TH|FR|SA|SU)")
+_UNTIL_FORMS = re.compile(r"([0-9]{8})(?:T([0-9]{6})(Z?))?")
 _LONGEST_MONTH = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
@@ -131,6 +131,9 @@ def parse_rule(text: str) -> RuleSpec:
         raise InvalidRecurrence("rrule must be a non-empty RRULE line such as 'FREQ=DAILY'")
     parts = _split_parts(_rule_value(text.strip()))
     _check_parts(parts)
+    if parts.keys() & {"BYHOUR", "BYMINUTE"} and "BYSECOND" not in parts:
+        # "every Monday 9:00" fires at 09:00:00, not at the seconds fire_at happened to have.
+        parts["BYSECOND"] = "0"
     core = ";".join(f"{key}={value}" for key, value in parts.items() if key != "UNTIL")
     _check_with_dateutil(core, parts)
     return RuleSpec(
@@ -206,15 +209,21 @@ def _check_parts(parts: dict[str, str]) -> None:
 
 def _check_int(parts: dict[str, str], key: str, low: int, high: int) -> None:
     value = parts.get(key)
-    if value is not None and not (value.isdigit() and low <= int(value) <= high):
+    if value is not None and not (_is_ascii_number(value) and low <= int(value) <= high):
         raise InvalidRecurrence(f"{key} must be a whole number from {low} to {high}")
+
+
+def _is_ascii_number(text: str) -> bool:
+    # str.isdigit() also accepts "²" and "①" (which int() refuses) and int() also reads
+    # other scripts' digits ("٣"): RFC 5545 numbers are ASCII digits only.
+    return text.isascii() and text.isdigit()
 
 
 def _check_int_list(key: str, value: str, low: int, high: int, signed: bool) -> None:
     allowed = f"-{high}..-{low} or {low}..{high}" if signed else f"{low}..{high}"
     for item in value.split(","):
         digits = item[1:] if signed and item[:1] in "+-" and len(item) > 1 else item
-        if not (digits.isdigit() and low <= int(digits) <= high):
+        if not (_is_ascii_number(digits) and low <= int(digits) <= high):
             raise InvalidRecurrence(f"{key} must be a comma-separated list of {allowed}")
 
 

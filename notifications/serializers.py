@@ -38,6 +38,14 @@ class _UniqueChannels(serializers.ListField):
         return channels
 
 
+class _WallClockDateTimeField(serializers.DateTimeField):
+    """A datetime whose missing UTC offset stays missing: it is wall-clock time in the
+    notification's time zone, which the service applies (PATCH may keep the stored zone)."""
+
+    def enforce_timezone(self, value: datetime) -> datetime:
+        return value
+
+
 class NotificationWriteSerializer(RejectsUndeclaredFields, serializers.Serializer):
     """The body of POST /v1/notifications; PATCH uses it with partial=True."""
 
@@ -53,11 +61,11 @@ class NotificationWriteSerializer(RejectsUndeclaredFields, serializers.Serialize
     subject = serializers.CharField(max_length=200)
     body = serializers.CharField(max_length=10_000, allow_blank=True, trim_whitespace=False)
     webhook_endpoint = StrictUUIDField(required=False, allow_null=True)
-    fire_at = serializers.DateTimeField(
+    fire_at = _WallClockDateTimeField(
         required=False,
-        default_timezone=UTC,
         help_text=(
-            "When the schedule starts (default now; a past time is due at once; naive = UTC). "
+            "When the schedule starts (default now; a past time is due at once). Without a "
+            "UTC offset it is wall-clock time in `timezone`; it is truncated to whole seconds. "
             "A one-shot fires at fire_at; a recurring notification first fires at the rule's "
             "first instance at or after fire_at (fire_at itself only when it matches the rule)."
         ),
@@ -70,7 +78,10 @@ class NotificationWriteSerializer(RejectsUndeclaredFields, serializers.Serialize
             "RFC 5545 RRULE without DTSTART, anchored at fire_at (python-dateutil semantics); "
             "empty for a one-shot. The first occurrence is the rule's first instance at or "
             "after fire_at; parts the rule does not give (such as the time of day) are taken "
-            "from fire_at. A rule with no instance at or after fire_at (COUNT or UNTIL ends it "
+            "from fire_at, except that a rule naming BYHOUR or BYMINUTE without BYSECOND fires "
+            "at second 0. A rule whose occurrences cannot be found within "
+            "RECURRENCE_BUDGET_MS of CPU is rejected with 400 rrule_too_costly. A rule with no "
+            "instance at or after fire_at (COUNT or UNTIL ends it "
             "before) is rejected with 400. Changing rrule, fire_at or timezone restarts the "
             "schedule from fire_at."
         ),
@@ -81,8 +92,10 @@ class NotificationWriteSerializer(RejectsUndeclaredFields, serializers.Serialize
     project_id = StrictUUIDField(required=False, allow_null=True)
 
     def validate_fire_at(self, value: datetime) -> datetime:
-        # Recurrence works in local time: far-off instants would overflow the calendar.
-        if not EARLIEST_FIRE_AT <= value <= utc_now() + LATEST_FIRE_AT_AHEAD:
+        # Recurrence works in local time: far-off instants would overflow the calendar. A
+        # wall-clock value is checked as if UTC: its zone's offset moves it by hours only.
+        instant = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        if not EARLIEST_FIRE_AT <= instant <= utc_now() + LATEST_FIRE_AT_AHEAD:
             raise serializers.ValidationError("Must be after 1970 and at most 100 years from now.")
         return value
 

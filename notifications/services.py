@@ -10,10 +10,12 @@ write-back.
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
+from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db.models import QuerySet
@@ -29,8 +31,10 @@ from notifications.models import (
     WebhookEndpoint,
 )
 from notifications.recurrence import (
+    CpuBudget,
     InvalidRecurrence,
-    first_occurrence,
+    RuleTooCostly,
+    admitted_first_occurrence,
     next_occurrence,
     validate_rrule,
 )
@@ -210,10 +214,10 @@ def notification_create(
     project_id: UUID | None = None,
     now: datetime | None = None,
 ) -> Notification:
-    """Create a notification due at `fire_at` (default `now`; a past time is due at once);
-    a recurring one at its rule's first instance at or after `fire_at`."""
+    """Create a notification due at `fire_at` (default `now`; a past time is due at once;
+    naive = wall-clock time in `timezone`; whole seconds); a recurring one at its rule's
+    first instance at or after `fire_at`."""
     now = now or utc_now()
-    fire_at = fire_at or now
     content = _checked_content(
         tenant=tenant,
         channels=channels,
@@ -224,7 +228,8 @@ def notification_create(
     )
     if project_id is not None and not _tenant_projects(tenant).filter(pk=project_id).exists():
         raise InvalidInput({"project_id": ["No project with this id exists in this tenant."]})
-    first = _first_fire_at(fire_at, content)
+    fire_at = _fire_instant(fire_at or now, content["timezone"])
+    first = _first_fire_at(fire_at, content, now=now)
     return Notification.objects.create(
         tenant=tenant,
         project_id=project_id,
@@ -272,7 +277,8 @@ def notification_update(
     values: dict[str, Any] = _checked_content(tenant=tenant, **merged)
     values.update({key: changes[key] for key in ("subject", "body") if key in changes})
     if _SCHEDULE_FIELDS & set(changes):
-        first = _first_fire_at(fire_at, values)
+        fire_at = _fire_instant(fire_at, values["timezone"])
+        first = _first_fire_at(fire_at, values, now=now)
         values.update(
             recurrence_anchor=fire_at,
             next_fire_at=first,
@@ -319,12 +325,16 @@ def notification_unpark(
         raise NotificationNotParked
     if not notification.is_recurring:
         return _guarded_update(notification, values=_rearmed(next_fire_at=now), now=now)
-    resume_at = next_occurrence(
-        rrule=notification.rrule,
-        tz_name=notification.timezone,
-        anchor=notification.recurrence_anchor or notification.created_at,
-        after=now,
-    )
+    try:
+        resume_at = next_occurrence(
+            rrule=notification.rrule,
+            tz_name=notification.timezone,
+            anchor=notification.recurrence_anchor or notification.created_at,
+            after=now,
+            budget=_recurrence_budget(),
+        )
+    except RuleTooCostly as exc:
+        raise _too_costly(exc) from None
     if resume_at is None:
         raise ScheduleFinished
     values = _rearmed(next_fire_at=resume_at)
@@ -401,15 +411,42 @@ def _checked_content(
     }
 
 
-def _first_fire_at(fire_at: datetime, schedule: Mapping[str, Any]) -> datetime:
+def _fire_instant(fire_at: datetime, timezone: str) -> datetime:
+    """`fire_at` as an aware instant in whole seconds: a naive value is wall-clock time in
+    the (checked) `timezone`, a time in a DST gap moving forward by the gap and a repeated
+    one meaning the first (fold=0)."""
+    if fire_at.tzinfo is None:
+        fire_at = fire_at.replace(tzinfo=ZoneInfo(timezone), fold=0)
+    return fire_at.astimezone(UTC).replace(microsecond=0)
+
+
+def _first_fire_at(fire_at: datetime, schedule: Mapping[str, Any], *, now: datetime) -> datetime:
     """When the checked `schedule` (rrule, timezone) anchored at `fire_at` first fires;
-    raises InvalidInput when its rule has no occurrence from `fire_at` on."""
+    raises InvalidInput when its rule has no occurrence from `fire_at` on, or when its
+    occurrences cannot be found within RECURRENCE_BUDGET_MS (kind rrule_too_costly)."""
     if not schedule["rrule"]:
         return fire_at
-    first = first_occurrence(rrule=schedule["rrule"], tz_name=schedule["timezone"], anchor=fire_at)
+    try:
+        first = admitted_first_occurrence(
+            rrule=schedule["rrule"],
+            tz_name=schedule["timezone"],
+            anchor=fire_at,
+            now=now,
+            budget=_recurrence_budget(),
+        )
+    except RuleTooCostly as exc:
+        raise _too_costly(exc) from None
     if first is None:
         raise InvalidInput({"rrule": [_NO_OCCURRENCE]})
     return first
+
+
+def _recurrence_budget() -> CpuBudget:
+    return CpuBudget(limit_ms=settings.RECURRENCE_BUDGET_MS)
+
+
+def _too_costly(exc: RuleTooCostly) -> InvalidInput:
+    return InvalidInput({"rrule": [str(exc)]}, message=str(exc), kind="rrule_too_costly")
 
 
 def _recurrence_errors(rrule: str, timezone: str) -> dict[str, list[str]]:

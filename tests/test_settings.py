@@ -47,6 +47,8 @@ def test_good_settings_start():
         ({"DELIVERY_RETENTION_DAYS": "-1"}, "DELIVERY_RETENTION_DAYS"),
         ({"METRICS_ENABLED": "perhaps"}, "METRICS_ENABLED"),
         ({"DEBUG": "ture"}, "DEBUG"),
+        ({"RECURRENCE_BUDGET_MS": "0"}, "RECURRENCE_BUDGET_MS"),
+        ({"RECURRENCE_BUDGET_MS": "fast"}, "RECURRENCE_BUDGET_MS"),
     ],
 )
 def test_bad_settings_stop_start_up_naming_the_variable(overrides, variable):

@@ -69,6 +69,9 @@ class DeadLetterReason(StrEnum):
     PERMANENT = "permanent"
     CRASHED = "crashed"
     RATE_LIMITED = "rate_limited"
+    # The schedule's next occurrence could not be computed (too costly, or a rule that no
+    # longer parses): the row is parked rather than deleted or left to stall the tick.
+    INVALID_SCHEDULE = "invalid_schedule"
 
     @property
     def label(self) -> str:
@@ -80,6 +83,7 @@ _DEAD_LETTER_LABELS = {
     DeadLetterReason.PERMANENT: "Permanent error",
     DeadLetterReason.CRASHED: "Crashed the worker repeatedly",
     DeadLetterReason.RATE_LIMITED: "Rate limited past the deferral horizon",
+    DeadLetterReason.INVALID_SCHEDULE: "Next occurrence could not be computed",
 }
 
 

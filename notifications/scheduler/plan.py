@@ -7,6 +7,7 @@ channels already delivered are remembered in `channel_state` and never sent agai
 partial-success rule applies to channels that failed."""
 
 import dataclasses
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -15,11 +16,13 @@ from typing import Any
 
 from dbqueue.backoff import retry_delay
 from notifications.models import WHOLE_OCCURRENCE, Delivery, DeliveryOutcome, Notification
-from notifications.recurrence import next_and_skipped
+from notifications.recurrence import CpuBudget, InvalidRecurrence, next_and_skipped
 from notifications.scheduler import outcomes
 from notifications.scheduler.breaker import Signal
 from notifications.scheduler.deliver import Deferral, RowDelivery, due_time
 from notifications.scheduler.outcomes import Classification, DeadLetterReason, Verdict
+
+logger = logging.getLogger("notifications.scheduler")
 
 
 class Branch(StrEnum):
@@ -66,6 +69,12 @@ class Policy:
     backoff: Sequence[int]
     # How long after an occurrence was due a provider's push-back still defers it for free.
     max_defer_seconds: float = 86_400.0
+    # CPU one row may spend finding its schedule's next occurrence (RECURRENCE_BUDGET_MS).
+    recurrence_budget_ms: float = 20.0
+
+    @property
+    def recurrence_budget(self) -> CpuBudget:
+        return CpuBudget(limit_ms=self.recurrence_budget_ms)
 
 
 def late_ms(notification: Notification, *, at: datetime) -> int | None:
@@ -79,11 +88,15 @@ def late_ms(notification: Notification, *, at: datetime) -> int | None:
     return max(0, (at - scheduled) // timedelta(milliseconds=1))
 
 
-def advance(row: Notification, *, now: datetime) -> tuple[datetime | None, Delivery | None]:
+def advance(
+    row: Notification, *, now: datetime, budget: CpuBudget
+) -> tuple[datetime | None, Delivery | None]:
     """Where a handled occurrence leaves the schedule: the next regular occurrence, the
-    first after both the handled one and now (None for a one-shot or an ended schedule),
-    and the `skipped` record of the occurrences in between, which "fire once now" will
-    never deliver (None when there are none)."""
+    first after both the handled one and now (None for a one-shot or a schedule that its
+    COUNT or UNTIL ended), and the `skipped` record of the occurrences in between, which
+    "fire once now" will never deliver (None when there are none). Raises
+    InvalidRecurrence (RuleTooCostly past `budget`) when the next occurrence cannot be
+    computed: that is never the end of the schedule."""
     if not row.rrule:
         return None, None
     handled = due_time(row) or now
@@ -93,6 +106,7 @@ def advance(row: Notification, *, now: datetime) -> tuple[datetime | None, Deliv
         anchor=row.recurrence_anchor or handled,
         handled=handled,
         now=now,
+        budget=budget,
     )
     if found is None:
         return upcoming, None
@@ -143,13 +157,18 @@ def _channel_logs(delivery: RowDelivery) -> list[Delivery]:
     return logs
 
 
-def _finish(row: Notification, token: int, failed: tuple[str, ...], *, now: datetime) -> RowPlan:
+def _finish(
+    row: Notification, token: int, failed: tuple[str, ...], *, now: datetime, policy: Policy
+) -> RowPlan:
     """Every channel settled and at least one delivered (or none failed): the occurrence
     is done; the channels that failed are not retried (a partial success)."""
     verdict = Verdict.PARTIAL if failed else Verdict.SUCCESS
     c = Classification(verdict=verdict, failed=failed, all_permanent=False, retry_after=None)
     bucket = Bucket.DELIVERED if c.verdict is Verdict.SUCCESS else Bucket.PARTIAL
-    upcoming, skipped = advance(row, now=now)
+    try:
+        upcoming, skipped = advance(row, now=now, budget=policy.recurrence_budget)
+    except InvalidRecurrence as exc:
+        return invalid_schedule(row, token, exc, now=now, fired=True)
     if upcoming is None:
         return RowPlan(pk=row.pk, token=token, branch=Branch.DELETE, bucket=bucket, skipped=skipped)
     changes = {
@@ -208,24 +227,71 @@ def dead_letter(
     summary: str,
     error_count: int,
     now: datetime,
+    policy: Policy,
 ) -> RowPlan:
     """Record the occurrence as dead-lettered; a recurring row skips to its next regular
     occurrence with a clean error count, anything else is parked (next_fire_at NULL)."""
-    upcoming, skipped = advance(row, now=now)
+    try:
+        upcoming, skipped = advance(row, now=now, budget=policy.recurrence_budget)
+    except InvalidRecurrence as exc:
+        return invalid_schedule(row, token, exc, now=now, fired=False)
     changes: dict[str, Any] = {
         "next_fire_at": upcoming,
-        # A parked row keeps the due time of the occurrence it is parked on.
-        "due_at": upcoming or row.due_at,
         "occurrence": row.occurrence + (1 if upcoming else 0),
         "error_count": 0 if upcoming else error_count,
-        "last_error": summary[:500],
         "dead_letter_reason": "" if upcoming else reason.value,
-        "unfinished_claims": 0,
-        "channel_state": {},
-        # A re-armed occurrence that sends its email again does so in a new batch.
-        "email_batch": None,
-        "updated_at": now,
     }
+    plan = _dead_letter_plan(row, token, reason=reason, summary=summary, now=now, **changes)
+    plan.skipped = skipped
+    return plan
+
+
+def invalid_schedule(
+    row: Notification, token: int, exc: InvalidRecurrence, *, now: datetime, fired: bool
+) -> RowPlan:
+    """The schedule's next occurrence cannot be computed (past the CPU budget, or a rule
+    that no longer parses): the row is parked as dead-lettered with category
+    invalid_schedule and logged — never deleted as if its schedule had ended, never left
+    claimed to stall the next tick. `fired`: the occurrence itself was delivered."""
+    summary = f"invalid_schedule: {exc}"
+    logger.warning("row %s: schedule dead-lettered as invalid_schedule: %s", row.pk, exc)
+    plan = _dead_letter_plan(
+        row,
+        token,
+        reason=DeadLetterReason.INVALID_SCHEDULE,
+        summary=summary,
+        now=now,
+        next_fire_at=None,
+        occurrence=row.occurrence,
+        error_count=row.error_count,
+        dead_letter_reason=DeadLetterReason.INVALID_SCHEDULE.value,
+    )
+    if fired:
+        plan.changes.update(last_fired_at=now, error_count=0)
+    return plan
+
+
+def _dead_letter_plan(
+    row: Notification,
+    token: int,
+    *,
+    reason: DeadLetterReason,
+    summary: str,
+    now: datetime,
+    **changes: Any,
+) -> RowPlan:
+    changes.update(
+        {
+            # A parked row keeps the due time of the occurrence it is parked on.
+            "due_at": changes["next_fire_at"] or row.due_at,
+            "last_error": summary[:500],
+            "unfinished_claims": 0,
+            "channel_state": {},
+            # A re-armed occurrence that sends its email again does so in a new batch.
+            "email_batch": None,
+            "updated_at": now,
+        }
+    )
     log = _delivery_row(
         row,
         at=now,
@@ -241,7 +307,6 @@ def dead_letter(
         bucket=Bucket.DEAD_LETTERED,
         changes=changes,
         logs=[log],
-        skipped=skipped,
     )
 
 
@@ -259,7 +324,7 @@ def plan_delivery(delivery: RowDelivery, *, token: int, now: datetime, policy: P
         until = min(deferral.until for deferral in delivery.deferred.values())
         plan = _defer(row, token, state, until=until, now=now)
     else:
-        plan = _finish(row, token, failed, now=now)
+        plan = _finish(row, token, failed, now=now, policy=policy)
     plan.logs[:0] = _channel_logs(delivery) + _deferral_logs(delivery)
     if any(r.gone for r in delivery.results.values()):
         plan.gone_endpoint_id = row.webhook_endpoint_id
@@ -316,7 +381,13 @@ def _failure(delivery: RowDelivery, token: int, *, now: datetime, policy: Policy
     )
     if reason is not None:
         return dead_letter(
-            row, token, reason=reason, summary=summary, error_count=failures, now=now
+            row,
+            token,
+            reason=reason,
+            summary=summary,
+            error_count=failures,
+            now=now,
+            policy=policy,
         )
     delay = retry_delay(
         failures_before=row.error_count, steps=policy.backoff, retry_after=c.retry_after
@@ -347,7 +418,7 @@ def _deferral_logs(delivery: RowDelivery) -> list[Delivery]:
     ]
 
 
-def plan_poison(row: Notification, *, token: int, now: datetime) -> RowPlan:
+def plan_poison(row: Notification, *, token: int, now: datetime, policy: Policy) -> RowPlan:
     """A row whose previous claims all died before writing back: dead-letter, no delivery."""
     summary = f"crashed: no outcome after {row.unfinished_claims - 1} claims"
     return dead_letter(
@@ -357,4 +428,5 @@ def plan_poison(row: Notification, *, token: int, now: datetime) -> RowPlan:
         summary=summary,
         error_count=row.error_count,
         now=now,
+        policy=policy,
     )

@@ -102,6 +102,7 @@ class TickConfig:
                 max_attempts=settings.NOTIFICATION_MAX_ATTEMPTS,
                 backoff=settings.BACKOFF_SECONDS,
                 max_defer_seconds=settings.BACKPRESSURE_MAX_DEFER_SECONDS,
+                recurrence_budget_ms=settings.RECURRENCE_BUDGET_MS,
             ),
         )
         for name in ("time_budget", "concurrency"):

@@ -373,7 +373,9 @@ class _Tick:
                 max_attempts=self.config.policy.max_attempts,
             )
             if poison:
-                self._record(plan_poison(row, token=row.claim_token, now=now))
+                self._record(
+                    plan_poison(row, token=row.claim_token, now=now, policy=self.config.policy)
+                )
                 continue
             self._start(row)
 

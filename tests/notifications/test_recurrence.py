@@ -204,6 +204,8 @@ def reference(text, tz_name, anchor, after):
     freq = text.split("FREQ=")[1].split(";")[0]
     frame = UTC if freq in ("HOURLY", "MINUTELY") else ZoneInfo(tz_name)
     core, _, until = text.partition(";UNTIL=")
+    if ("BYHOUR=" in core or "BYMINUTE=" in core) and "BYSECOND=" not in core:
+        core += ";BYSECOND=0"  # the documented second 0 of a rule naming the time of day
     until_wall = None
     if until:
         until_utc = datetime.strptime(until, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)

@@ -1,26 +1,32 @@
 """Rules that can never match: BYSETPOS beyond the period's set is rejected up front, and
-the search of next_occurrence is bounded for what validation cannot see, without losing
-legitimately sparse schedules."""
+the search of next_occurrence is bounded (RECURRENCE_BUDGET_MS) for what validation cannot
+see: running out is "too costly", never "ended", so sparse schedules keep their occurrences."""
 
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from dateutil.rrule import MINUTELY, _iterinfo
+from dateutil.rrule import _iterinfo
 
 from notifications.recurrence import (
-    SEARCH_STEPS,
     InvalidRecurrence,
+    RuleTooCostly,
     next_occurrence,
     validate_rrule,
 )
-from notifications.recurrence_rules import FREQUENCIES
+from tests.notifications.recurrence_support import GENEROUS, step_budget
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
 
-def nxt(rrule, anchor, after):
-    return next_occurrence(rrule=rrule, tz_name="Europe/Berlin", anchor=anchor, after=after)
+def nxt(rrule, anchor, after, steps=GENEROUS):
+    return next_occurrence(
+        rrule=rrule,
+        tz_name="Europe/Berlin",
+        anchor=anchor,
+        after=after,
+        budget=step_budget(steps),
+    )
 
 
 def berlin(*args):
@@ -102,8 +108,6 @@ def test_bysetpos_at_the_edge_of_the_set_is_accepted_and_matches(text, anchor):
         # Two set members exist only if the 1st and 2nd were both Mondays.
         ("FREQ=MONTHLY;BYDAY=MO;BYMONTHDAY=1,2;BYSETPOS=2", berlin(2025, 1, 6, 9)),
         ("FREQ=YEARLY;BYMONTH=1;BYYEARDAY=100", berlin(2025, 1, 6, 9)),
-        # Every 4 years from 2025 never meets a leap year.
-        ("FREQ=YEARLY;INTERVAL=4;BYMONTH=2;BYMONTHDAY=29", berlin(2025, 1, 6, 9)),
         # Every 7 days from a Monday is never a Tuesday.
         ("FREQ=DAILY;INTERVAL=7;BYDAY=TU", berlin(2025, 1, 6, 9)),
         ("FREQ=HOURLY;INTERVAL=168;BYDAY=TU", berlin(2025, 1, 6, 9)),
@@ -111,15 +115,18 @@ def test_bysetpos_at_the_edge_of_the_set_is_accepted_and_matches(text, anchor):
         ("FREQ=MINUTELY;BYMONTH=1;BYYEARDAY=100", berlin(2025, 1, 6, 9)),
     ],
 )
-def test_rule_that_never_matches_ends_after_a_bounded_search(text, anchor, periods_examined):
+def test_rule_that_never_matches_is_too_costly_after_a_bounded_search(
+    text, anchor, periods_examined
+):
     validate_rrule(text)
 
-    assert nxt(text, anchor, anchor + timedelta(days=3)) is None
+    with pytest.raises(RuleTooCostly, match="RECURRENCE_BUDGET_MS"):
+        nxt(text, anchor, anchor + timedelta(days=3), steps=2_000)
 
-    freq = FREQUENCIES[text.split(";")[0].removeprefix("FREQ=")]
     # Unbounded, dateutil would examine every period up to the year 9999 (for the DAILY
-    # rule ~416,000 weeks, for the HOURLY and MINUTELY ones ~2.9 million days).
-    assert 0 < len(periods_examined) <= SEARCH_STEPS[freq] + 2
+    # rule ~416,000 weeks, for the HOURLY and MINUTELY ones ~2.9 million days); each period
+    # costs at least one step of the budget.
+    assert 0 < len(periods_examined) <= 2_000
 
 
 @pytest.mark.parametrize(
@@ -188,25 +195,34 @@ def test_sparse_rules_find_their_next_occurrence(text, anchor, after, expected):
     assert nxt(text, anchor, after) == expected
 
 
-def test_a_next_occurrence_beyond_the_horizon_ends_the_schedule():
-    # The same Monday-29-February rule walked day by day: 20 years exceed the DAILY
-    # horizon (SEARCH_STEPS periods), so the schedule counts as ended.
-    anchor = LEAP_DAY
+def test_a_next_occurrence_beyond_the_budget_is_too_costly_never_the_end():
+    # A Monday 29 February walked day by day: 20 years away. With the budget for it, the
+    # exact occurrence; without, too costly — never "the schedule has ended".
     rule = "FREQ=DAILY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO"
 
-    assert nxt(rule, anchor, berlin(2024, 3, 1)) is None
-    assert nxt(rule, anchor, berlin(2044, 2, 28)) == berlin(2044, 2, 29, 9)
+    assert nxt(rule, LEAP_DAY, berlin(2024, 3, 1)) == berlin(2044, 2, 29, 9)
+    with pytest.raises(RuleTooCostly):
+        nxt(rule, LEAP_DAY, berlin(2024, 3, 1), steps=1_000)
+    assert nxt(rule, LEAP_DAY, berlin(2044, 2, 28), steps=1_000) == berlin(2044, 2, 29, 9)
 
 
-def test_the_horizon_restarts_at_every_match_while_a_count_rule_is_walked():
-    # COUNT rules are walked from the anchor: far more matches than the step budget.
+def test_a_count_rule_is_walked_from_its_anchor_to_its_end():
     anchor = datetime(2025, 1, 6, 8, 0, tzinfo=UTC)
     rule = "FREQ=MINUTELY;COUNT=10000"
     after = anchor + timedelta(minutes=9000)
 
-    assert SEARCH_STEPS[MINUTELY] < 9000
     assert nxt(rule, anchor, after) == after + timedelta(minutes=1)
     assert nxt(rule, anchor, anchor + timedelta(minutes=9999)) is None
+    with pytest.raises(RuleTooCostly):
+        nxt(rule, anchor, after, steps=1_000)
+
+
+def test_a_walk_that_reaches_the_calendars_end_within_the_budget_has_ended():
+    # Every 4 years from 2025 never meets a leap year: dateutil walks to the year 9999 and
+    # finds nothing, which a YEARLY rule does within the budget.
+    rule = "FREQ=YEARLY;INTERVAL=4;BYMONTH=2;BYMONTHDAY=29"
+
+    assert nxt(rule, berlin(2025, 1, 6, 9), berlin(2025, 1, 9), steps=5_000) is None
 
 
 @pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "America/New_York", "UTC"])

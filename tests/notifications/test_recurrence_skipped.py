@@ -8,13 +8,19 @@ from notifications.recurrence import (
     next_occurrence,
     skipped_occurrences,
 )
+from tests.notifications.recurrence_support import GENEROUS, step_budget
 
 ANCHOR = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
 
 
-def skipped(rrule, *, after, through, tz_name="UTC", anchor=ANCHOR):
+def skipped(rrule, *, after, through, tz_name="UTC", anchor=ANCHOR, steps=GENEROUS):
     return skipped_occurrences(
-        rrule=rrule, tz_name=tz_name, anchor=anchor, after=after, through=through
+        rrule=rrule,
+        tz_name=tz_name,
+        anchor=anchor,
+        after=after,
+        through=through,
+        budget=step_budget(steps),
     )
 
 
@@ -63,6 +69,19 @@ def test_a_narrowed_rule_is_walked_up_to_the_cap_and_reads_at_least():
             SKIP_COUNT_CAP - 1
         ]
     )
+
+
+def test_a_spent_budget_stops_the_count_which_then_reads_at_least():
+    through = ANCHOR + timedelta(days=365)
+
+    found = skipped("FREQ=MINUTELY;BYHOUR=9,10", after=ANCHOR, through=through, steps=600)
+
+    assert 1 <= found.count < SKIP_COUNT_CAP
+    assert found.first == ANCHOR + timedelta(minutes=1)
+    everything = walked(
+        "FREQ=MINUTELY;BYHOUR=9,10", after=ANCHOR, through=through - timedelta(days=330)
+    )
+    assert found.last == everything[found.count - 1]
 
 
 def test_counts_match_the_walk_across_dst_count_and_until():

@@ -177,11 +177,17 @@ def test_recurring_dead_letter_skips_to_the_next_occurrence(tenant):
     assert (dead.occurrence, dead.error_category) == (1, "exhausted")
 
 
-def test_unexpected_error_leaves_the_row_claimed_and_the_tick_continues(tenant, caplog):
+def test_unexpected_error_leaves_the_row_claimed_and_the_tick_continues(
+    tenant, caplog, monkeypatch
+):
+    def broken_schedule(**_):
+        raise RuntimeError("unexpected")
+
+    monkeypatch.setattr("notifications.scheduler.plan.next_and_skipped", broken_schedule)
     with recording_server() as server:
         endpoint = make_endpoint(tenant=tenant, url=server.url)
         broken = make_notification(
-            tenant=tenant, endpoint=endpoint, next_fire_at=NOW, rrule="FREQ=NEVERLY"
+            tenant=tenant, endpoint=endpoint, next_fire_at=NOW, rrule="FREQ=DAILY"
         )
         fine = make_notification(tenant=tenant, endpoint=endpoint, next_fire_at=NOW)
 

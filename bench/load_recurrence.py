@@ -1,0 +1,164 @@
+"""Recurrence cost scenario for bench/load.py (`--scenario costly_rules`). Prints; never judges.
+
+The costliest rules a client can get accepted (RECURRENCE_BUDGET_MS, default 20 ms): a COUNT
+rule anchored in 1970, walked from there on every search, with the largest COUNT the create
+check admits (found by bisection through notification_create), and the issue's sparse
+MINUTELY rule. 100 rows of one tenant due at once, one row of another tenant due at the same
+time; one real tick against a local receiver. Prints that row's delivery lateness (goal
+within 5 s of due) and the tick's CPU per row spent finding next occurrences, p50/p99/max
+(goal: p99 under the budget). Then the issue's rule (4.2 s per row before the bound) written
+straight to the table, as a row from before the check would be: 12 rows, the same figures,
+and how the rows ended.
+"""
+
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.load_tick import _endpoint, arrivals, start_recording_sink
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+COUNT_RULE = "FREQ=MINUTELY;COUNT={};BYHOUR=5;BYMINUTE=3"
+SPARSE_RULE = "FREQ=MINUTELY;INTERVAL=11;BYMINUTE=7;BYHOUR=3;BYDAY=MO"
+SPARSE_ANCHOR = datetime(2026, 11, 30, 2, 56, tzinfo=UTC)  # the issue's fire_at
+ISSUE_RULE = COUNT_RULE.format(10_000)
+
+
+def _accepted(tenant, endpoint, rrule: str, fire_at: datetime):
+    from notifications.services import notification_create
+    from web.errors import InvalidInput
+
+    try:
+        return notification_create(
+            tenant=tenant,
+            channels=["webhook"],
+            subject="Costly",
+            webhook_endpoint_id=endpoint.pk,
+            fire_at=fire_at,
+            rrule=rrule,
+        )
+    except InvalidInput:
+        return None
+
+
+def _largest_count(tenant, endpoint) -> int:
+    low, high = 1, 10_000  # low is accepted, high refused (or the maximum)
+    while high - low > 1:
+        middle = (low + high) // 2
+        row = _accepted(tenant, endpoint, COUNT_RULE.format(middle), EPOCH)
+        if row is not None:
+            row.delete()
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def _timed_advance(spent: list[float]):
+    """Wrap the scheduler's advance() so each call's thread CPU is recorded."""
+    from notifications.scheduler import plan
+
+    original = plan.advance
+
+    def timed(*args, **kwargs):
+        started = time.thread_time()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent.append((time.thread_time() - started) * 1000)
+
+    plan.advance = timed
+    return original
+
+
+def _tick_figures(db: str, label: str, quiet_row, due: datetime, log: Path) -> None:
+    from notifications.scheduler import plan
+    from notifications.scheduler.tick import run_tick
+
+    spent: list[float] = []
+    original = _timed_advance(spent)
+    try:
+        summary = run_tick()
+    finally:
+        plan.advance = original
+    seen = dict((msg, at) for at, msg in arrivals(log))
+    quiet_at = seen.get(f"notification_{quiet_row.id}_1")
+    late = f"{quiet_at - due.timestamp():+.2f}s" if quiet_at else "not delivered"
+    ordered = sorted(spent)
+    p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] if ordered else 0.0
+    print(
+        f"[{db}] {label}: tick {summary.duration:.2f}s, {summary.delivered} delivered, "
+        f"{summary.dead_lettered} dead-lettered; other tenant's row {late} after due; "
+        f"CPU per row finding the next occurrence p50 {statistics.median(ordered):.1f} ms, "
+        f"p99 {p99:.1f} ms, max {ordered[-1]:.1f} ms over {len(ordered)} rows"
+    )
+
+
+def costly_rules(db: str) -> None:
+    from django.conf import settings
+    from django.utils import timezone
+
+    from notifications.models import Notification
+    from tenancy.models import Tenant
+
+    log = Path(tempfile.gettempdir()) / f"tw_bench_recurrence_{db}.log"
+    log.unlink(missing_ok=True)
+    sink, url = start_recording_sink(log)
+    try:
+        noisy, quiet = Tenant.objects.create(name="noisy"), Tenant.objects.create(name="quiet")
+        endpoint, quiet_endpoint = _endpoint(noisy, url), _endpoint(quiet, url)
+        count = _largest_count(noisy, endpoint)
+        refused = _accepted(noisy, endpoint, ISSUE_RULE, EPOCH) is None
+        print(
+            f"[{db}] costly_rules: RECURRENCE_BUDGET_MS {settings.RECURRENCE_BUDGET_MS:g}; "
+            f"largest COUNT admitted for {COUNT_RULE.format('N')} from 1970: {count}; "
+            f"the issue's COUNT=10000 rule refused at create: {refused}"
+        )
+        refusals = 0
+        for index in range(100):
+            row = None
+            while row is None:
+                # Near the bound the check's own CPU varies: a refusal lowers COUNT a little.
+                rule = COUNT_RULE.format(count) if index % 2 else SPARSE_RULE
+                row = _accepted(noisy, endpoint, rule, EPOCH if index % 2 else SPARSE_ANCHOR)
+                refusals, count = refusals + (row is None), count - (row is None)
+        print(
+            f"[{db}] costly_rules: 50 rows at COUNT={count} ({refusals} refusals near the bound)"
+            f" and 50 rows of {SPARSE_RULE}"
+        )
+        # Due at once, all of them, as the tick starts (the creates above took seconds).
+        due = timezone.now().replace(microsecond=0)
+        Notification.objects.update(next_fire_at=due, due_at=due)
+        quiet_row = _accepted(quiet, quiet_endpoint, "", due)
+        _tick_figures(db, "100 costliest admitted rows", quiet_row, due, log)
+
+        Notification.objects.all().delete()
+        due = timezone.now().replace(microsecond=0)
+        Notification.objects.bulk_create(
+            [
+                Notification(
+                    tenant=noisy,
+                    channels=["webhook"],
+                    webhook_endpoint=endpoint,
+                    subject="Before the check",
+                    rrule=ISSUE_RULE,
+                    recurrence_anchor=EPOCH,
+                    next_fire_at=due,
+                    due_at=due,
+                )
+                for _ in range(12)
+            ]
+        )
+        quiet_row = _accepted(quiet, quiet_endpoint, "", due)
+        _tick_figures(
+            db, "12 rows of the issue's rule written before the check", quiet_row, due, log
+        )
+        reasons = set(
+            Notification.objects.filter(tenant=noisy).values_list("dead_letter_reason", flat=True)
+        )
+        print(f"[{db}] costly_rules: those rows ended dead-lettered as {sorted(reasons)}")
+    finally:
+        sink.kill()
+        sink.wait()
