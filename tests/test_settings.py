@@ -45,6 +45,12 @@ def test_good_settings_start():
         ({"PRUNE_BATCH_SIZE": "0"}, "PRUNE_BATCH_SIZE"),
         ({"METRICS_ENABLED": "perhaps"}, "METRICS_ENABLED"),
         ({"DEBUG": "ture"}, "DEBUG"),
+        ({"THROTTLE_RATE_USER": "600"}, "THROTTLE_RATE_USER"),
+        ({"THROTTLE_RATE_ANON": "60/fortnight"}, "THROTTLE_RATE_ANON"),
+        ({"THROTTLE_RATE_AUTH_FAILURES": "0/min"}, "THROTTLE_RATE_AUTH_FAILURES"),
+        ({"THROTTLE_RATE_AUTH_FAILURES": "²/min"}, "THROTTLE_RATE_AUTH_FAILURES"),
+        ({"TRUSTED_PROXY_COUNT": "-1"}, "TRUSTED_PROXY_COUNT"),
+        ({"TRUSTED_PROXY_COUNT": "one"}, "TRUSTED_PROXY_COUNT"),
     ],
 )
 def test_bad_settings_stop_start_up_naming_the_variable(overrides, variable):
