@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from dbqueue.rates import parse_rate
 from outbound.redaction import install_log_redaction
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -220,8 +221,25 @@ MAX_REQUEST_BYTES = int(
 )
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
 
-THROTTLE_RATE_USER = _read("THROTTLE_RATE_USER", env.str, "600/min")
-THROTTLE_RATE_ANON = _read("THROTTLE_RATE_ANON", env.str, "60/min")
+
+def _rate(name: str, default: str) -> str:
+    raw = _read(name, env.str, default)
+    try:
+        parse_rate(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} is invalid: {exc}") from None
+    return raw
+
+
+# Counted in the database every web worker shares (tenancy.throttling, dbqueue.ratelimit).
+THROTTLE_RATE_USER = _rate("THROTTLE_RATE_USER", "600/min")
+THROTTLE_RATE_ANON = _rate("THROTTLE_RATE_ANON", "60/min")
+THROTTLE_RATE_AUTH_FAILURES = _rate("THROTTLE_RATE_AUTH_FAILURES", "30/min")
+# Proxies in front of the app that append the address they saw to X-Forwarded-For; 0 (the
+# default) means the header is never read and REMOTE_ADDR is the client's address.
+TRUSTED_PROXY_COUNT = _read("TRUSTED_PROXY_COUNT", env.int, 0)
+if TRUSTED_PROXY_COUNT < 0:
+    raise ImproperlyConfigured(f"TRUSTED_PROXY_COUNT must be 0 or more, got {TRUSTED_PROXY_COUNT}")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy.authentication.BearerTokenAuthentication"],
@@ -229,10 +247,9 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["web.parsers.StrictJSONParser"],
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
+        "tenancy.throttling.AddressRateThrottle",
+        "tenancy.throttling.UserRateThrottle",
     ],
-    "DEFAULT_THROTTLE_RATES": {"user": THROTTLE_RATE_USER, "anon": THROTTLE_RATE_ANON},
     "EXCEPTION_HANDLER": "web.problems.problem_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "tenancy.schema.TickworkAutoSchema",
     "UNAUTHENTICATED_USER": None,

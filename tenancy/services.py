@@ -11,6 +11,7 @@ from django.db import models, transaction
 from django.db.models import FilteredRelation, Q
 
 from dbqueue.compiled import CompiledQuery, Param
+from dbqueue.ratelimit import blocked_for_us
 from tenancy.models import ApiToken, Membership, Role, Tenant
 from web.errors import DomainError, Forbidden
 
@@ -21,6 +22,26 @@ LAST_USED_PRECISION = timedelta(minutes=5)
 
 class TokenRejected(Exception):
     """The presented bearer token is unknown, malformed, expired or revoked."""
+
+
+class AddressBlocked(Exception):
+    """The request's address failed authentication too often: no token of it is checked."""
+
+    def __init__(self, seconds_left: float) -> None:
+        super().__init__(seconds_left)
+        self.seconds_left = seconds_left
+
+
+@dataclass(frozen=True)
+class FailureLimit:
+    """The failed-authentication counter (a dbqueue.ratelimit key) of the request's address
+    and the failures it may count before the address is refused."""
+
+    key: str
+    limit: int
+
+
+_NO_FAILURE_LIMIT = FailureLimit(key="", limit=1)
 
 
 class TenantNotChosen(DomainError):
@@ -43,21 +64,29 @@ class TenantCandidates:
 
 
 def token_authenticate(
-    *, plaintext: str, now: datetime, tenant_header: str | None = None
+    *,
+    plaintext: str,
+    now: datetime,
+    tenant_header: str | None = None,
+    failures: FailureLimit = _NO_FAILURE_LIMIT,
 ) -> tuple[AbstractBaseUser, ApiToken]:
     """The user behind a bearer token; raises TokenRejected without saying which check failed.
 
     The statement that reads the token also reads the memberships `membership_resolve` needs
     for `tenant_header` and leaves them on the token as `tenant_candidates`: authentication
-    and tenant resolution cost one query together. Nothing is decided on them here.
+    and tenant resolution cost one query together. Nothing is decided on them here. It also
+    reads whether the request's address is over its `failures` limit: then AddressBlocked
+    is raised before the token is checked.
     """
     try:
         tenant_id, with_memberships = _tenant_id(tenant_header), True
     except TenantNotChosen:  # membership_resolve refuses the header before reading anything
         tenant_id, with_memberships = None, False
     prefix = ApiToken.prefix_of(plaintext)
-    rows = [] if prefix is None else _token_rows(prefix, tenant_id, with_memberships)
+    rows = [] if prefix is None else _token_rows(prefix, tenant_id, with_memberships, failures)
     token = rows[0] if rows else None
+    if token is not None and token.address_blocked_for_us is not None:
+        raise AddressBlocked(token.address_blocked_for_us / 1_000_000)
     if token is None or not token.matches(plaintext):
         raise TokenRejected("The token is not valid.")
     if not token.is_usable(now=now) or not token.user.is_active:
@@ -77,8 +106,15 @@ def _token_query(condition: Q | None) -> models.QuerySet[ApiToken]:
     """The token with its user; with a `condition` on the user's memberships, once per
     membership it admits (at most two rows), with that membership and its tenant."""
     # No ORDER BY: nothing to sort on the hottest query we have.
-    tokens = ApiToken.objects.select_related("user").filter(
-        prefix=Param("prefix", models.CharField())
+    tokens = (
+        ApiToken.objects.select_related("user")
+        .filter(prefix=Param("prefix", models.CharField()))
+        .annotate(
+            address_blocked_for_us=blocked_for_us(
+                Param("failure_key", models.CharField()),
+                Param("failure_limit", models.IntegerField()),
+            )
+        )
     )
     if condition is None:
         return tokens[:1]
@@ -96,12 +132,15 @@ _TOKEN_IN_TENANT = CompiledQuery(
 )
 
 
-def _token_rows(prefix: str, tenant_id: uuid.UUID | None, with_memberships: bool) -> list[ApiToken]:
+def _token_rows(
+    prefix: str, tenant_id: uuid.UUID | None, with_memberships: bool, failures: FailureLimit
+) -> list[ApiToken]:
+    values = {"prefix": prefix, "failure_key": failures.key, "failure_limit": failures.limit}
     if not with_memberships:
-        return _TOKEN.run(prefix=prefix)
+        return _TOKEN.run(**values)
     if tenant_id is None:
-        return _TOKEN_IN_ANY_TENANT.run(prefix=prefix)
-    return _TOKEN_IN_TENANT.run(prefix=prefix, tenant_id=tenant_id)
+        return _TOKEN_IN_ANY_TENANT.run(**values)
+    return _TOKEN_IN_TENANT.run(**values, tenant_id=tenant_id)
 
 
 def _memberships_of(rows: list[ApiToken]) -> tuple[Membership, ...]:

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
+from dbqueue.models import RateWindow
 from tenancy.models import Role, Tenant
 from tenancy.services import member_add, tenant_create
 
@@ -69,10 +70,21 @@ def anonymous() -> APIClient:
     return APIClient()
 
 
-@pytest.fixture(autouse=True)
-def _fresh_throttles():
-    """Throttle counters live in the cache; one test's requests must not throttle the next."""
+def forget_throttle_counts() -> None:
+    """Forget every rate-limit count (its database rows, and the cache for good measure)."""
     cache.clear()
+    RateWindow.objects.all().delete()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_throttles(request):
+    """One test's requests must not throttle the next. The counters are database rows, which
+    a test's rollback or flush removes as well; a test with database access starts without
+    any (pytest-django's helper, which `db` and `transactional_db` use, enables access)."""
+    cache.clear()
+    if "_django_db_helper" in request.fixturenames or request.node.get_closest_marker("django_db"):
+        request.getfixturevalue("_django_db_helper")
+        forget_throttle_counts()
     yield
     cache.clear()
 

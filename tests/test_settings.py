@@ -49,6 +49,12 @@ def test_good_settings_start():
         ({"DEBUG": "ture"}, "DEBUG"),
         ({"RECURRENCE_BUDGET_MS": "0"}, "RECURRENCE_BUDGET_MS"),
         ({"RECURRENCE_BUDGET_MS": "fast"}, "RECURRENCE_BUDGET_MS"),
+        ({"THROTTLE_RATE_USER": "600"}, "THROTTLE_RATE_USER"),
+        ({"THROTTLE_RATE_ANON": "60/fortnight"}, "THROTTLE_RATE_ANON"),
+        ({"THROTTLE_RATE_AUTH_FAILURES": "0/min"}, "THROTTLE_RATE_AUTH_FAILURES"),
+        ({"THROTTLE_RATE_AUTH_FAILURES": "²/min"}, "THROTTLE_RATE_AUTH_FAILURES"),
+        ({"TRUSTED_PROXY_COUNT": "-1"}, "TRUSTED_PROXY_COUNT"),
+        ({"TRUSTED_PROXY_COUNT": "one"}, "TRUSTED_PROXY_COUNT"),
     ],
 )
 def test_bad_settings_stop_start_up_naming_the_variable(overrides, variable):

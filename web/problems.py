@@ -15,6 +15,7 @@ from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, Request
 from django.core.handlers.wsgi import LimitedStream
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from web.errors import Conflict, DomainError, Forbidden, InvalidInput, NotFound, Unprocessable
@@ -173,7 +174,16 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         response["Retry-After"] = str(max(1, int(exc.wait + 0.999)))
     response.data = problem_body(response.status_code, detail, kind=kind, errors=errors)
     response.content_type = PROBLEM_CONTENT_TYPE
+    _render_as_json(context)
     return response
+
+
+def _render_as_json(context: dict[str, Any]) -> None:
+    """A problem is JSON even from a view that renders something else (the schema's YAML)."""
+    request = context.get("request")
+    if request is not None:
+        request.accepted_renderer = JSONRenderer()
+        request.accepted_media_type = PROBLEM_CONTENT_TYPE
 
 
 def _domain_problem(exc: DomainError) -> ProblemError:

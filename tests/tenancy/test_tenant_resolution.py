@@ -24,7 +24,8 @@ def test_a_sole_membership_is_the_tenant_without_a_header(alice, django_assert_n
     client = without_tenant_header(alice)
     client.get("/v1/me")  # first use of the token records last_used_at
 
-    with django_assert_num_queries(2):  # the token with its membership, the page
+    # the token with its membership, the rate-limit count, the page
+    with django_assert_num_queries(3):
         assert client.get("/v1/projects").status_code == 200
     assert create(client).status_code == 202
     assert Project.objects.get().tenant_id == alice.tenant.id

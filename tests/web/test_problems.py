@@ -5,7 +5,6 @@ import io
 import pytest
 from django.core.handlers.wsgi import WSGIHandler
 from django.test import RequestFactory
-from rest_framework.throttling import SimpleRateThrottle
 
 import projects.views
 from projects.models import Project
@@ -149,8 +148,8 @@ def test_unsupported_media_type_is_415(alice):
     assert_problem(response, 415)
 
 
-def test_throttled_requests_are_429_with_retry_after(alice, monkeypatch):
-    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"user": "2/min", "anon": "2/min"})
+def test_throttled_requests_are_429_with_retry_after(alice, settings):
+    settings.THROTTLE_RATE_USER = "2/hour"
     client = alice.client()
     assert [client.get("/v1/projects").status_code for _ in range(2)] == [200, 200]
 

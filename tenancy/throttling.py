@@ -1,0 +1,120 @@
+"""The API's rate limits, counted in the database every web worker shares (dbqueue.ratelimit).
+
+- `UserRateThrottle`: authenticated requests, per user (`THROTTLE_RATE_USER`).
+- `AddressRateThrottle`: requests without credentials, per client address
+  (`THROTTLE_RATE_ANON`). Both are the default throttle classes, so every public view is
+  covered without saying so; a view that requires a token answers an anonymous request 401
+  before throttles run, which costs no statement.
+- `AuthFailures`: requests whose token is wrong, malformed or revoked count against their
+  address (`THROTTLE_RATE_AUTH_FAILURES`); once an address is over, every request from it
+  answers 429 whatever its token, so tokens cannot be guessed at the server's speed.
+
+The client address is REMOTE_ADDR. `X-Forwarded-For` is read only when the operator says
+how many proxies in front of the app append to it (`TRUSTED_PROXY_COUNT`): then the client
+is the entry that many places from the right, the one the outermost trusted proxy saw. An
+IPv6 client is counted by its /64 network, which one subscriber usually holds whole.
+"""
+
+import ipaddress
+from typing import Any
+
+from django.conf import settings
+from rest_framework import exceptions
+from rest_framework.request import Request
+from rest_framework.throttling import BaseThrottle
+
+from dbqueue.ratelimit import Hit, count_request
+from dbqueue.rates import Rate, parse_rate
+from tenancy.services import FailureLimit
+
+
+def client_address(request: Request) -> str:
+    """The address a request is counted against (see the module's docstring)."""
+    address = request.META.get("REMOTE_ADDR", "")
+    hops = settings.TRUSTED_PROXY_COUNT
+    if hops:
+        forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")
+        entries = [entry.strip() for entry in forwarded if entry.strip()]
+        if entries:
+            address = entries[-min(hops, len(entries))]
+    return _counted_network(address) or _counted_network(request.META.get("REMOTE_ADDR", ""))
+
+
+def _counted_network(address: str) -> str:
+    try:
+        parsed = ipaddress.ip_address(address.strip("[]"))
+    except ValueError:
+        return ""
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.IPv6Network((parsed, 64), strict=False))
+    return str(parsed)
+
+
+class _CountingThrottle(BaseThrottle):
+    """Counts the requests it applies to under `key(request)` at the rate `rate()` names."""
+
+    def __init__(self) -> None:
+        self._hit: Hit | None = None
+
+    def key(self, request: Request) -> str | None:
+        raise NotImplementedError
+
+    def rate(self) -> Rate:
+        raise NotImplementedError
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        key = self.key(request)
+        if key is None:
+            return True
+        self._hit = count_request(key, self.rate())
+        return self._hit.allowed
+
+    def wait(self) -> float | None:
+        return None if self._hit is None else self._hit.seconds_left
+
+
+class UserRateThrottle(_CountingThrottle):
+    def key(self, request: Request) -> str | None:
+        user = request.user
+        return f"user:{user.pk}" if user is not None and user.is_authenticated else None
+
+    def rate(self) -> Rate:
+        return parse_rate(settings.THROTTLE_RATE_USER)
+
+
+class AddressRateThrottle(_CountingThrottle):
+    def key(self, request: Request) -> str | None:
+        user = request.user
+        if user is not None and user.is_authenticated:
+            return None
+        return f"anon:{client_address(request)}"
+
+    def rate(self) -> Rate:
+        return parse_rate(settings.THROTTLE_RATE_ANON)
+
+
+class AuthFailures:
+    """The failed-authentication limit of one request's client address."""
+
+    def __init__(self, request: Request) -> None:
+        self.rate = parse_rate(settings.THROTTLE_RATE_AUTH_FAILURES)
+        self.counter = FailureLimit(
+            key=f"authfail:{client_address(request)}", limit=self.rate.limit
+        )
+
+    def refuse(self, detail: str) -> exceptions.APIException:
+        """Count this request's failure: the 401 to raise, or the 429 once the address has
+        failed more often than the limit allows."""
+        hit = count_request(self.counter.key, self.rate)
+        if hit.allowed:
+            return exceptions.AuthenticationFailed(detail)
+        return too_many_failures(hit.seconds_left)
+
+
+def too_many_failures(seconds_left: float) -> exceptions.Throttled:
+    return exceptions.Throttled(
+        wait=seconds_left,
+        detail="Too many failed authentications from this address; retry later.",
+    )
