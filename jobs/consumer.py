@@ -33,7 +33,7 @@ from dbqueue.database import connection_lost
 from dbqueue.listen import ListenWaiter
 from dbqueue.totals import WorkerSummary
 from dbqueue.worker import ConnectionLost, Worker
-from jobs.models import ErrorCategory, Job, JobStatus
+from jobs.models import Job, JobStatus
 from jobs.registry import Handler, JobError, handler_for, handlers
 from jobs.services import (
     Outcome,
@@ -44,6 +44,7 @@ from jobs.services import (
     jobs_complete,
     jobs_release,
 )
+from outbound.categories import ErrorCategory
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ def job_process(job: Job, *, clock: Clock) -> Outcome:
 def _refused(job: Job, handler: Handler | None, *, clock: Clock) -> Outcome | None:
     """The outcome of a job that must not run (a poison job, an unknown kind), else None."""
     if job.attempts > job.max_attempts:
-        return _checked(job, "crashed", job_crashed(job=job, now=clock.now()))
+        return _checked(job, ErrorCategory.CRASHED, job_crashed(job=job, now=clock.now()))
     if handler is None:
         outcome = job_fail(
             job=job,
@@ -98,7 +99,7 @@ def _refused(job: Job, handler: Handler | None, *, clock: Clock) -> Outcome | No
             error=f"no handler for job kind {job.kind!r}",
             permanent=True,
         )
-        return _checked(job, "unknown_kind", outcome)
+        return _checked(job, ErrorCategory.UNKNOWN_KIND, outcome)
     return None
 
 

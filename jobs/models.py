@@ -6,6 +6,7 @@ from datetime import datetime
 from django.db import models
 from django.utils import timezone
 
+from outbound.categories import ErrorCategory
 from tenancy.models import Tenant
 
 
@@ -14,19 +15,6 @@ class JobStatus(models.TextChoices):
     ENQUEUED = "enqueued", "Enqueued (claimed, lease running)"
     COMPLETED = "completed", "Completed"
     FAILED = "failed", "Failed (dead letter)"
-
-
-class ErrorCategory(models.TextChoices):
-    TIMEOUT = "timeout", "Timeout"
-    CONNECTION = "connection", "Connection"
-    HTTP_3XX = "http_3xx", "HTTP 3xx (redirects are not followed)"
-    HTTP_4XX = "http_4xx", "HTTP 4xx"
-    HTTP_5XX = "http_5xx", "HTTP 5xx"
-    RATE_LIMITED = "rate_limited", "Rate limited (429, 503 with Retry-After)"
-    INVALID_URL = "invalid_url", "Invalid URL (configuration)"
-    UNKNOWN_KIND = "unknown_kind", "Unknown kind"
-    CRASHED = "crashed", "Crashed (lease expired without an outcome)"
-    INTERNAL = "internal", "Internal"
 
 
 ACTIVE_STATUSES = (JobStatus.PENDING, JobStatus.ENQUEUED)

@@ -2,7 +2,8 @@
 
 from rest_framework import serializers
 
-from jobs.models import ErrorCategory, Job
+from jobs.models import Job
+from outbound.categories import ErrorCategory
 from web.fields import NullableCharField, NullableChoiceField
 from web.serializers import NoBodySerializer
 

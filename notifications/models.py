@@ -192,7 +192,7 @@ class Notification(models.Model):
     last_error = models.CharField(max_length=500, null=True, blank=True)  # noqa: DJ001
     dead_letter_reason = models.CharField(
         max_length=16,
-        choices=[(reason.value, reason.label) for reason in DeadLetterReason],
+        choices=DeadLetterReason.choices,
         blank=True,
         default="",
     )

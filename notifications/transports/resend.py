@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from outbound import http
+from outbound.categories import ErrorCategory
 from outbound.statuses import parse_retry_after, status_category
 
 from .base import DeliveryResult, EmailMessage, http_error_result, internal_error_result
@@ -102,7 +103,7 @@ def _per_email(body: bytes, size: int) -> list[DeliveryResult]:
         ok=False,
         error="Resend refused this email of the batch (validation)",
         permanent=True,
-        category="invalid_request",
+        category=ErrorCategory.INVALID_REQUEST,
         http_status=422,
     )
     results = [DeliveryResult(ok=True, http_status=200)] * size

@@ -7,10 +7,11 @@ import pytest
 
 from dbqueue.clock import Clock
 from jobs.consumer import job_process, jobs_claim, jobs_drain
-from jobs.models import ErrorCategory, JobStatus
+from jobs.models import JobStatus
 from jobs.registry import HANDLERS, Handler, JobError
 from jobs.services import Outcome
 from notifications.models import Notification
+from outbound.categories import ErrorCategory
 from projects.models import ProjectStatus
 from tests.jobs.factories import NOW, make_job, reload
 

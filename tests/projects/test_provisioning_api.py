@@ -9,7 +9,8 @@ import responses
 
 from dbqueue.clock import Clock
 from jobs.consumer import jobs_drain
-from jobs.models import ErrorCategory, JobStatus
+from jobs.models import JobStatus
+from outbound.categories import ErrorCategory
 from projects.models import ProjectStatus
 from tests.jobs.factories import NOW, make_job, reload
 from tests.support.http_server import Reply, recording_server
