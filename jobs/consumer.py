@@ -30,6 +30,7 @@ from django.db import DatabaseError, connection
 from dbqueue.claims import ClaimSpec, ClaimValue, claim
 from dbqueue.clock import Clock
 from dbqueue.database import connection_lost
+from dbqueue.leases import is_lease_running
 from dbqueue.listen import ListenWaiter
 from dbqueue.totals import WorkerSummary
 from dbqueue.worker import ConnectionLost, Worker
@@ -183,7 +184,8 @@ def jobs_process(
 
 def _lease_covers(job: Job, handler: Handler | None, *, clock: Clock) -> bool:
     worst = handler.max_seconds() if handler is not None else None
-    return job.claimed_until >= clock.now() + timedelta(seconds=worst or 0)
+    # The lease must still run at the moment the job's worst case would end.
+    return is_lease_running(job.claimed_until, now=clock.now() + timedelta(seconds=worst or 0))
 
 
 def _completed_together(performed: list[tuple[Job, Handler]], *, clock: Clock) -> list[Outcome]:

@@ -6,6 +6,7 @@ from datetime import datetime
 from django.db import models
 from django.utils import timezone
 
+from dbqueue.leases import lease_free
 from outbound.categories import ErrorCategory
 from tenancy.models import Tenant
 
@@ -24,7 +25,7 @@ class JobQuerySet(models.QuerySet["Job"]):
     def ready(self, *, now: datetime) -> "JobQuerySet":
         """Claimable now: pending and due, or enqueued with an expired lease (orphaned)."""
         return self.filter(status__in=ACTIVE_STATUSES, next_attempt_at__lte=now).filter(
-            models.Q(claimed_until__isnull=True) | models.Q(claimed_until__lt=now)
+            lease_free(now=now)
         )
 
 

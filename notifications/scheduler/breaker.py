@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
+from notifications.circuits import is_circuit_open
 from outbound.categories import ErrorCategory
 
 FIRST_INTERVAL_SECONDS = 60
@@ -50,7 +51,7 @@ class Circuit:
     last_failure_at: datetime | None = None
 
     def is_open(self, now: datetime) -> bool:
-        return self.open_until is not None and self.open_until > now
+        return is_circuit_open(self.open_until, now=now)
 
     def is_half_open(self, now: datetime, *, threshold: int) -> bool:
         """The open interval is over but no delivery has proved the endpoint alive yet."""
