@@ -77,17 +77,6 @@ def jobs_claim(*, now: datetime, limit: int) -> list[Job]:
     return claim(JOB_CLAIM, now=now, lease=lease, limit=limit)
 
 
-def job_process(job: Job, *, clock: Clock) -> Outcome:
-    """Run one claimed job through its handler and record the outcome, fenced on the
-    job's claim token. A handler's failure is recorded, never raised; a lost database
-    connection is raised."""
-    handler = handler_for(job.kind)
-    refused = _refused(job, handler, clock=clock)
-    if refused is not None:
-        return refused
-    return _performed(job, handler, clock=clock) or _completed(job, handler, clock=clock)
-
-
 def _refused(job: Job, handler: Handler | None, *, clock: Clock) -> Outcome | None:
     """The outcome of a job that must not run (a poison job, an unknown kind), else None."""
     if job.attempts > job.max_attempts:

@@ -17,7 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
-from web.errors import Conflict, DomainError, Forbidden, InvalidInput, NotFound, Unprocessable
+from web.errors import Conflict, DomainError, Forbidden, InvalidInput, Unprocessable
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +61,6 @@ _TYPES = {
 _DOMAIN_STATUSES: tuple[tuple[type[DomainError], int], ...] = (
     (InvalidInput, 400),
     (Forbidden, 403),
-    (NotFound, 404),
     (Conflict, 409),
     (Unprocessable, 422),
     (DomainError, 400),
