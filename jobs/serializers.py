@@ -1,4 +1,4 @@
-"""Shapes of the jobs API (DESIGN §3)."""
+"""Shapes of the jobs API (the README's "API overview" and "The jobs outbox")."""
 
 from rest_framework import serializers
 

@@ -174,7 +174,7 @@ class _Tick:
             share=config.endpoint_share,
         )
         self.lost: DatabaseError | None = None
-        # Email in Resend batches (DESIGN §4, §6): rows whose email waits for a batch, the
+        # Email in Resend batches (README, "The scheduler"): rows whose email waits for a batch, the
         # rows out in pieces, the batches on their way, and when the shared send budget may
         # next have a slot within the horizon.
         self.batching = senders.email_batch is not None

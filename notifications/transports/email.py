@@ -1,6 +1,6 @@
 """The email channel through Django's EMAIL_BACKEND (SMTP, console, locmem...), one row at a
 time. With RESEND_API_KEY set, emails go out in Resend batches instead (resend.py and the
-tick's mail batches). DESIGN §6."""
+tick's mail batches). The README's "The scheduler: `run_tick`" tells both apart."""
 
 import dataclasses
 import logging

@@ -1,5 +1,5 @@
 """The Resend API: due emails go out in batches (`POST /emails/batch`, up to 100 a request)
-and the answers are read per email. DESIGN §6.
+and the answers are read per email (the README's "The scheduler: `run_tick`").
 
 A batch is sent in permissive validation mode, so one malformed email does not sink the
 other 99: Resend sends the valid ones and reports the rest by index. The Resend key never

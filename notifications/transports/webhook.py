@@ -1,4 +1,5 @@
-"""The webhook channel: a Standard-Webhooks-signed JSON POST (DESIGN §6)."""
+"""The webhook channel: a Standard-Webhooks-signed JSON POST (the README's "Verifying a
+webhook signature")."""
 
 import dataclasses
 import json
