@@ -32,6 +32,7 @@ from django.db import connection, models
 from django.db.models.functions import RowNumber
 
 from dbqueue.compiled import Param, bind
+from dbqueue.leases import lease_free
 
 M = TypeVar("M", bound=models.Model)
 
@@ -377,10 +378,9 @@ def guarded_update(rows: models.QuerySet, *, token: int, now: datetime, **values
     `token`. Bumps the claim token, so a worker whose lease ran out before this write
     cannot overwrite it afterwards: its fenced write-back now matches no row. False when
     nothing was written (claimed, re-claimed, gone, or not in the expected state)."""
-    unclaimed = models.Q(claimed_until__isnull=True) | models.Q(claimed_until__lt=now)
     written = (
         rows.filter(claim_token=token)
-        .filter(unclaimed)
+        .filter(lease_free(now=now))
         .update(claim_token=models.F("claim_token") + 1, **values)
     )
     return written == 1

@@ -30,10 +30,11 @@ from django.db import DatabaseError, connection
 from dbqueue.claims import ClaimSpec, ClaimValue, claim
 from dbqueue.clock import Clock
 from dbqueue.database import connection_lost
+from dbqueue.leases import is_lease_running
 from dbqueue.listen import ListenWaiter
 from dbqueue.totals import WorkerSummary
 from dbqueue.worker import ConnectionLost, Worker
-from jobs.models import ErrorCategory, Job, JobStatus
+from jobs.models import Job, JobStatus
 from jobs.registry import Handler, JobError, handler_for, handlers
 from jobs.services import (
     Outcome,
@@ -44,6 +45,7 @@ from jobs.services import (
     jobs_complete,
     jobs_release,
 )
+from outbound.categories import ErrorCategory
 
 logger = logging.getLogger(__name__)
 
@@ -75,21 +77,10 @@ def jobs_claim(*, now: datetime, limit: int) -> list[Job]:
     return claim(JOB_CLAIM, now=now, lease=lease, limit=limit)
 
 
-def job_process(job: Job, *, clock: Clock) -> Outcome:
-    """Run one claimed job through its handler and record the outcome, fenced on the
-    job's claim token. A handler's failure is recorded, never raised; a lost database
-    connection is raised."""
-    handler = handler_for(job.kind)
-    refused = _refused(job, handler, clock=clock)
-    if refused is not None:
-        return refused
-    return _performed(job, handler, clock=clock) or _completed(job, handler, clock=clock)
-
-
 def _refused(job: Job, handler: Handler | None, *, clock: Clock) -> Outcome | None:
     """The outcome of a job that must not run (a poison job, an unknown kind), else None."""
     if job.attempts > job.max_attempts:
-        return _checked(job, "crashed", job_crashed(job=job, now=clock.now()))
+        return _checked(job, ErrorCategory.CRASHED, job_crashed(job=job, now=clock.now()))
     if handler is None:
         outcome = job_fail(
             job=job,
@@ -98,7 +89,7 @@ def _refused(job: Job, handler: Handler | None, *, clock: Clock) -> Outcome | No
             error=f"no handler for job kind {job.kind!r}",
             permanent=True,
         )
-        return _checked(job, "unknown_kind", outcome)
+        return _checked(job, ErrorCategory.UNKNOWN_KIND, outcome)
     return None
 
 
@@ -182,7 +173,8 @@ def jobs_process(
 
 def _lease_covers(job: Job, handler: Handler | None, *, clock: Clock) -> bool:
     worst = handler.max_seconds() if handler is not None else None
-    return job.claimed_until >= clock.now() + timedelta(seconds=worst or 0)
+    # The lease must still run at the moment the job's worst case would end.
+    return is_lease_running(job.claimed_until, now=clock.now() + timedelta(seconds=worst or 0))
 
 
 def _completed_together(performed: list[tuple[Job, Handler]], *, clock: Clock) -> list[Outcome]:

@@ -6,6 +6,8 @@ from datetime import datetime
 from django.db import models
 from django.utils import timezone
 
+from dbqueue.leases import lease_free
+from outbound.categories import ErrorCategory
 from tenancy.models import Tenant
 
 
@@ -16,19 +18,6 @@ class JobStatus(models.TextChoices):
     FAILED = "failed", "Failed (dead letter)"
 
 
-class ErrorCategory(models.TextChoices):
-    TIMEOUT = "timeout", "Timeout"
-    CONNECTION = "connection", "Connection"
-    HTTP_3XX = "http_3xx", "HTTP 3xx (redirects are not followed)"
-    HTTP_4XX = "http_4xx", "HTTP 4xx"
-    HTTP_5XX = "http_5xx", "HTTP 5xx"
-    RATE_LIMITED = "rate_limited", "Rate limited (429, 503 with Retry-After)"
-    INVALID_URL = "invalid_url", "Invalid URL (configuration)"
-    UNKNOWN_KIND = "unknown_kind", "Unknown kind"
-    CRASHED = "crashed", "Crashed (lease expired without an outcome)"
-    INTERNAL = "internal", "Internal"
-
-
 ACTIVE_STATUSES = (JobStatus.PENDING, JobStatus.ENQUEUED)
 
 
@@ -36,7 +25,7 @@ class JobQuerySet(models.QuerySet["Job"]):
     def ready(self, *, now: datetime) -> "JobQuerySet":
         """Claimable now: pending and due, or enqueued with an expired lease (orphaned)."""
         return self.filter(status__in=ACTIVE_STATUSES, next_attempt_at__lte=now).filter(
-            models.Q(claimed_until__isnull=True) | models.Q(claimed_until__lt=now)
+            lease_free(now=now)
         )
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from django.dispatch import Signal
 
 from jobs.models import Job
+from outbound.categories import ErrorCategory
 
 job_dead_lettered = Signal()
 job_retried = Signal()
@@ -32,7 +33,7 @@ class JobError(Exception):
         self,
         message: str,
         *,
-        category: str,
+        category: ErrorCategory,
         permanent: bool = False,
         retry_after: float | None = None,
         backpressure: bool = False,

@@ -1,8 +1,9 @@
-"""Shapes of the jobs API (DESIGN §3)."""
+"""Shapes of the jobs API (the README's "API overview" and "The jobs outbox")."""
 
 from rest_framework import serializers
 
-from jobs.models import ErrorCategory, Job
+from jobs.models import Job
+from outbound.categories import ErrorCategory
 from web.fields import NullableCharField, NullableChoiceField
 from web.serializers import NoBodySerializer
 

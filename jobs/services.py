@@ -21,8 +21,9 @@ from django.db import models, transaction
 from dbqueue.backoff import retry_delay
 from dbqueue.claims import fenced_update, fenced_update_many
 from dbqueue.compiled import insert_together
-from jobs.models import ErrorCategory, Job, JobStatus
+from jobs.models import Job, JobStatus
 from jobs.registry import job_dead_lettered, job_retried
+from outbound.categories import ErrorCategory
 from tenancy.models import Tenant
 from web.errors import Conflict
 
@@ -150,7 +151,7 @@ def job_fail(
     *,
     job: Job,
     now: datetime,
-    category: str,
+    category: ErrorCategory,
     error: str,
     permanent: bool = False,
     retry_after: float | None = None,

@@ -4,6 +4,7 @@ from datetime import datetime
 
 from django.db.models import Count, Min, Q
 
+from dbqueue.leases import lease_running
 from jobs.models import Job, JobStatus
 
 
@@ -16,7 +17,7 @@ def job_queue_stats(*, now: datetime) -> dict[str, int]:
     """
     figures = Job.objects.aggregate(
         pending=Count("pk", filter=Q(status=JobStatus.PENDING)),
-        in_flight=Count("pk", filter=Q(status=JobStatus.ENQUEUED, claimed_until__gte=now)),
+        in_flight=Count("pk", filter=Q(status=JobStatus.ENQUEUED) & lease_running(now=now)),
         failed=Count("pk", filter=Q(status=JobStatus.FAILED)),
         oldest_pending=Min("created_at", filter=Q(status=JobStatus.PENDING)),
     )

@@ -7,6 +7,8 @@ from django.conf import settings
 from django.db import models
 from django.utils.timezone import now as utc_now
 
+from dbqueue.leases import is_lease_running, lease_free, lease_running
+from notifications.circuits import is_circuit_open
 from notifications.scheduler.outcomes import DeadLetterReason
 from tenancy.models import Tenant
 
@@ -57,7 +59,7 @@ class WebhookEndpoint(models.Model):
 
     def health(self, *, now: datetime) -> str:
         """healthy, failing (recent transport failures) or open (deliveries deferred)."""
-        if self.circuit_open_until is not None and self.circuit_open_until > now:
+        if is_circuit_open(self.circuit_open_until, now=now):
             return EndpointHealth.OPEN
         if self.consecutive_failures:
             return EndpointHealth.FAILING
@@ -79,10 +81,10 @@ class NotificationQuerySet(models.QuerySet["Notification"]):
     def due(self, *, now: datetime) -> "NotificationQuerySet":
         return self.filter(
             next_fire_at__lte=now, error_count__lt=settings.NOTIFICATION_MAX_ATTEMPTS
-        ).filter(models.Q(claimed_until__isnull=True) | models.Q(claimed_until__lt=now))
+        ).filter(lease_free(now=now))
 
     def in_flight(self, *, now: datetime) -> "NotificationQuerySet":
-        return self.filter(claimed_until__gte=now)
+        return self.filter(lease_running(now=now))
 
     def scheduled(self) -> "NotificationQuerySet":
         return self.filter(next_fire_at__isnull=False, error_count=0)
@@ -192,7 +194,7 @@ class Notification(models.Model):
     last_error = models.CharField(max_length=500, null=True, blank=True)  # noqa: DJ001
     dead_letter_reason = models.CharField(
         max_length=16,
-        choices=[(reason.value, reason.label) for reason in DeadLetterReason],
+        choices=DeadLetterReason.choices,
         blank=True,
         default="",
     )
@@ -260,7 +262,7 @@ class Notification(models.Model):
         return NotificationState.SCHEDULED
 
     def is_claimed(self, *, now: datetime) -> bool:
-        return self.claimed_until is not None and self.claimed_until >= now
+        return is_lease_running(self.claimed_until, now=now)
 
 
 class DeliveryOutcome(models.TextChoices):

@@ -4,6 +4,7 @@ from datetime import datetime
 
 from django.db.models import Count, Min, Q
 
+from notifications.circuits import circuit_open
 from notifications.models import Notification, WebhookEndpoint
 
 
@@ -33,11 +34,9 @@ def endpoint_circuit_stats(*, now: datetime) -> dict[str, int]:
     """{open_circuits, failing_endpoints}: webhook endpoints whose deliveries are deferred
     right now, and those with transport failures whose circuit is not open (yet)."""
     return WebhookEndpoint.objects.aggregate(
-        open_circuits=Count("pk", filter=Q(circuit_open_until__gt=now)),
+        open_circuits=Count("pk", filter=circuit_open(now=now)),
         failing_endpoints=Count(
-            "pk",
-            filter=Q(consecutive_failures__gt=0)
-            & (Q(circuit_open_until__isnull=True) | Q(circuit_open_until__lte=now)),
+            "pk", filter=Q(consecutive_failures__gt=0) & ~circuit_open(now=now)
         ),
     )
 

@@ -22,6 +22,7 @@ from requests.structures import CaseInsensitiveDict
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from .categories import ErrorCategory
 from .ssrf import is_public_address, resolve_addresses
 
 USER_AGENT = "Tickwork/1.0"
@@ -40,9 +41,9 @@ class HttpResponse:
 
 class HttpError(Exception):
     """No HTTP response was obtained. `category` is one of timeout, connection, ssrf_blocked,
-    invalid_url; str(exc) is safe to store (scheme and host only, no query, no headers)."""
+    invalid_request; str(exc) is safe to store (scheme and host only, no query, no headers)."""
 
-    def __init__(self, message: str, *, category: str) -> None:
+    def __init__(self, message: str, *, category: ErrorCategory) -> None:
         super().__init__(message)
         self.category = category
 
@@ -144,13 +145,18 @@ def _parse(url: str) -> _Target:
         parts = urlsplit(url)
         explicit_port = parts.port
     except (ValueError, AttributeError):
-        raise HttpError("invalid URL", category="invalid_url") from None
+        raise HttpError("invalid URL", category=ErrorCategory.INVALID_REQUEST) from None
     if parts.scheme not in ("http", "https"):
-        raise HttpError("invalid URL: only http and https are supported", category="invalid_url")
+        raise HttpError(
+            "invalid URL: only http and https are supported", category=ErrorCategory.INVALID_REQUEST
+        )
     if not parts.hostname:
-        raise HttpError("invalid URL: a host is required", category="invalid_url")
+        raise HttpError("invalid URL: a host is required", category=ErrorCategory.INVALID_REQUEST)
     if parts.username is not None or parts.password is not None:
-        raise HttpError("invalid URL: credentials in URLs are not accepted", category="invalid_url")
+        raise HttpError(
+            "invalid URL: credentials in URLs are not accepted",
+            category=ErrorCategory.INVALID_REQUEST,
+        )
     port = explicit_port or (443 if parts.scheme == "https" else 80)
     return _Target(parts=parts, host=parts.hostname, port=port)
 
@@ -162,11 +168,11 @@ def _vetted_address(target: _Target) -> str:
     except (OSError, UnicodeError):
         addresses = []
     if not addresses:
-        raise HttpError(f"could not resolve {target.origin}", category="connection")
+        raise HttpError(f"could not resolve {target.origin}", category=ErrorCategory.CONNECTION)
     if not all(is_public_address(address) for address in addresses):
         raise HttpError(
             f"{target.origin} resolves to a private, loopback or reserved address",
-            category="ssrf_blocked",
+            category=ErrorCategory.SSRF_BLOCKED,
         )
     return addresses[0]
 
@@ -179,15 +185,15 @@ def _classify(
         exc, requests.Timeout | urllib3.exceptions.TimeoutError | TimeoutError
     ):
         message = f"timed out after {timeout:g}s contacting {target.origin}"
-        return HttpError(message, category="timeout")
+        return HttpError(message, category=ErrorCategory.TIMEOUT)
     if isinstance(exc, requests.exceptions.InvalidURL | requests.exceptions.InvalidSchema):
-        return HttpError("invalid URL", category="invalid_url")
+        return HttpError("invalid URL", category=ErrorCategory.INVALID_REQUEST)
     if isinstance(exc, requests.exceptions.SSLError | urllib3.exceptions.SSLError):
         return HttpError(
             f"TLS handshake or certificate verification failed for {target.origin}",
-            category="connection",
+            category=ErrorCategory.CONNECTION,
         )
-    return HttpError(f"connection to {target.origin} failed", category="connection")
+    return HttpError(f"connection to {target.origin} failed", category=ErrorCategory.CONNECTION)
 
 
 class _Deadline:

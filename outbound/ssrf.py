@@ -1,4 +1,5 @@
-"""Server-side request forgery defences for webhook targets (DESIGN §6).
+"""Server-side request forgery defences for webhook targets (the README's "Configuration":
+WEBHOOK_ALLOW_PRIVATE_TARGETS turns them off, for development only).
 
 A webhook URL is tenant input: without these checks a tenant could make our workers POST to
 the cloud metadata service, the database, or anything else on the internal network.

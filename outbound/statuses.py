@@ -4,6 +4,8 @@ other side asked us to wait, and the category a failed status is recorded under.
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
+from .categories import ErrorCategory
+
 # An endpoint must not be able to park work for years (or overflow a datetime) with an
 # absurd Retry-After; a day is far beyond any sane rate-limit window.
 MAX_RETRY_AFTER_SECONDS = 86_400.0
@@ -31,10 +33,10 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
     return min(max(seconds, 0.0), MAX_RETRY_AFTER_SECONDS)
 
 
-def status_category(status: int) -> str:
+def status_category(status: int) -> ErrorCategory:
     """The result category of a non-2xx HTTP status."""
     if 300 <= status < 400:
-        return "http_3xx"
+        return ErrorCategory.HTTP_3XX
     if 400 <= status < 500:
-        return "http_4xx"
-    return "http_5xx"
+        return ErrorCategory.HTTP_4XX
+    return ErrorCategory.HTTP_5XX

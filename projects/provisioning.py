@@ -18,9 +18,10 @@ from typing import Any
 
 from django.conf import settings
 
-from jobs.models import ErrorCategory, Job
+from jobs.models import Job
 from jobs.registry import Handler, JobError
 from notifications.services import Announced, Announcement, notifications_announce
+from outbound.categories import ErrorCategory
 from outbound.http import HttpError, post
 from outbound.statuses import TRANSIENT_4XX, parse_retry_after
 from projects.models import Project
@@ -31,11 +32,11 @@ logger = logging.getLogger(__name__)
 # Beyond the usual retryable 4xx, the provisioning API may still be working on this
 # idempotency key (409).
 _TRANSIENT_4XX = TRANSIENT_4XX | {409}
-_PERMANENT_TRANSPORT = frozenset({ErrorCategory.INVALID_URL, "ssrf_blocked"})
+_PERMANENT_TRANSPORT = frozenset({ErrorCategory.INVALID_REQUEST, ErrorCategory.SSRF_BLOCKED})
 _TRANSPORT_MESSAGES = {
     ErrorCategory.TIMEOUT: "the provisioning API timed out",
     ErrorCategory.CONNECTION: "the provisioning API could not be reached",
-    ErrorCategory.INVALID_URL: "the provisioning API's address is misconfigured",
+    ErrorCategory.INVALID_REQUEST: "the provisioning API's address is misconfigured",
 }
 # A generous bound on the local writes of one job (four short statements), so a claim takes
 # only as many jobs as the lease covers even when the database is slow.
@@ -67,10 +68,9 @@ def provision_call_api(job: Job) -> None:
         # The job's last_error is shown to the tenant: it names what went wrong, never the
         # internal service's host, port or URL. The operator's log has the origin.
         logger.warning("provisioning call of job %s failed: %s", job.id, exc)
-        category = exc.category if exc.category in ErrorCategory.values else "internal"
         raise JobError(
             _TRANSPORT_MESSAGES.get(exc.category, "the provisioning API call failed"),
-            category=category,
+            category=exc.category,
             permanent=exc.category in _PERMANENT_TRANSPORT,
         ) from None
     _raise_for_status(response.status, response.headers.get("Retry-After"))

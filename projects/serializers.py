@@ -1,4 +1,4 @@
-"""Input and output shapes of the projects API (DESIGN §3)."""
+"""Input and output shapes of the projects API (the README's "API overview")."""
 
 from typing import Any
 

@@ -38,10 +38,6 @@ class InvalidInput(DomainError):
         super().__init__(message, kind=kind, errors=errors)
 
 
-class NotFound(DomainError):
-    kind = "not-found"
-
-
 class Forbidden(DomainError):
     kind = "forbidden"
 

@@ -1,5 +1,5 @@
 """The one JSON parser of the API (DEFAULT_PARSER_CLASSES): what DRF's parser does, plus
-the limits of DESIGN §3 checked on the raw text, so no body can reach a view that a field,
+the limits below checked on the raw text, so no body can reach a view that a field,
 an error message or the database cannot hold.
 
 - UTF-8 only (RFC 8259 §8.1), decoded strictly;

@@ -18,7 +18,7 @@ from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
-from web.errors import Conflict, DomainError, Forbidden, InvalidInput, NotFound, Unprocessable
+from web.errors import Conflict, DomainError, Forbidden, InvalidInput, Unprocessable
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,6 @@ _TYPES = {
 _DOMAIN_STATUSES: tuple[tuple[type[DomainError], int], ...] = (
     (InvalidInput, 400),
     (Forbidden, 403),
-    (NotFound, 404),
     (Conflict, 409),
     (Unprocessable, 422),
     (DomainError, 400),

@@ -38,7 +38,7 @@ CLAIMED_REFUSAL = (
 
 class QueueStateFilter(admin.SimpleListFilter):
     title = "queue state"
-    parameter_name = "queue"
+    parameter_name = "state"  # as the API's ?state= filter
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple]:
         return [

@@ -1,4 +1,4 @@
-"""The per-endpoint circuit breaker's rules, as pure functions (no Django, no I/O).
+"""The per-endpoint circuit breaker's rules, as pure functions (no database, no I/O).
 
 After `threshold` consecutive transport failures (timeout, connection error, 5xx) the circuit
 opens for an interval that starts at a minute and doubles up to an hour each time it opens
@@ -13,9 +13,14 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
+from notifications.circuits import is_circuit_open
+from outbound.categories import ErrorCategory
+
 FIRST_INTERVAL_SECONDS = 60
 LONGEST_INTERVAL_SECONDS = 3600
-TRANSPORT_FAILURES = frozenset({"timeout", "connection", "http_5xx"})
+TRANSPORT_FAILURES = frozenset(
+    {ErrorCategory.TIMEOUT, ErrorCategory.CONNECTION, ErrorCategory.HTTP_5XX}
+)
 
 
 class Signal(Enum):
@@ -31,7 +36,7 @@ def signal_of(*, ok: bool, category: str, backpressure: bool = False) -> Signal 
     push-back: busy is not down)."""
     if backpressure:
         return None
-    if ok or category in ("http_3xx", "http_4xx"):
+    if ok or category in (ErrorCategory.HTTP_3XX, ErrorCategory.HTTP_4XX):
         return Signal.ALIVE
     if category in TRANSPORT_FAILURES:
         return Signal.FAILED
@@ -46,7 +51,7 @@ class Circuit:
     last_failure_at: datetime | None = None
 
     def is_open(self, now: datetime) -> bool:
-        return self.open_until is not None and self.open_until > now
+        return is_circuit_open(self.open_until, now=now)
 
     def is_half_open(self, now: datetime, *, threshold: int) -> bool:
         """The open interval is over but no delivery has proved the endpoint alive yet."""

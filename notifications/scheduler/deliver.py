@@ -13,7 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from notifications.models import Channel, Notification, WebhookEndpoint
+from notifications.scheduler.outcomes import DeferralReason
 from notifications.transports.base import DeliveryResult, EmailMessage, WebhookMessage
+from outbound.categories import ErrorCategory
 
 Sender = Callable[..., DeliveryResult]  # sender(message, *, timeout=seconds)
 
@@ -42,10 +44,10 @@ def default_senders() -> Senders:
 
 @dataclass(frozen=True)
 class Deferral:
-    """A channel not attempted now: when it may go, and why (e.g. "circuit_open")."""
+    """A channel not attempted now: when it may go, and why."""
 
     until: datetime
-    reason: str
+    reason: DeferralReason
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,9 @@ def webhook_payload(notification: Notification) -> dict[str, Any]:
     }
 
 
-def _failure(error: str, category: str, *, permanent: bool, started: float) -> DeliveryResult:
+def _failure(
+    error: str, category: ErrorCategory, *, permanent: bool, started: float
+) -> DeliveryResult:
     return DeliveryResult(
         ok=False,
         error=error,
@@ -121,7 +125,10 @@ def _call(sender: Sender, message: Any, timeout: float) -> DeliveryResult:
         return sender(message, timeout=timeout)
     except Exception as exc:  # a channel must not raise; if it does, the row still finishes
         return _failure(
-            f"channel raised {type(exc).__name__}", "internal", permanent=False, started=started
+            f"channel raised {type(exc).__name__}",
+            ErrorCategory.INTERNAL,
+            permanent=False,
+            started=started,
         )
 
 
@@ -150,7 +157,7 @@ def _channel_call(
             state = "missing" if endpoint is None else "disabled"
             return _failure(
                 f"webhook endpoint {state}",
-                "endpoint_disabled",
+                ErrorCategory.ENDPOINT_DISABLED,
                 permanent=True,
                 started=time.monotonic(),
             )
@@ -161,7 +168,9 @@ def _channel_call(
             payload=webhook_payload(notification),
         )
         return senders.webhook, message
-    return _failure("unknown channel", "invalid_request", permanent=True, started=time.monotonic())
+    return _failure(
+        "unknown channel", ErrorCategory.INVALID_REQUEST, permanent=True, started=time.monotonic()
+    )
 
 
 def deliver_row(
@@ -198,7 +207,10 @@ def deliver_row(
         else:
             future.cancel()
             results[channel] = _failure(
-                f"no answer within {timeout:g}s", "timeout", permanent=False, started=started
+                f"no answer within {timeout:g}s",
+                ErrorCategory.TIMEOUT,
+                permanent=False,
+                started=started,
             )
     ordered = {c: results[c] for c in notification.channels if c in results}
     return RowDelivery(

@@ -8,9 +8,10 @@ from notifications.models import Notification
 
 # The lateness bands, in seconds: the one definition used by /metrics' histogram buckets,
 # the admin's queue-health figures and the TickworkDeliveriesLate alert, whose threshold is
-# one of them (ops/prometheus/alerts.yml). On time first (a tick a minute starts up to 60 s
-# after a row is due), then the ranges that tell "a slow tick" from "falling behind" from
-# "stalled". Lateness past the last band reads as the last band, as in Prometheus.
+# one of them (operations/monitoring/prometheus/alerts.yml). On time first (a tick a minute
+# starts up to 60 s after a row is due), then the ranges that tell "a slow tick" from
+# "falling behind" from "stalled". Lateness past the last band reads as the last band, as
+# in Prometheus.
 LATENESS_BOUNDS_S = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
 
 

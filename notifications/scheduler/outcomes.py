@@ -1,10 +1,14 @@
 """Pure decisions of the scheduler: classify a row's channel results, pick the backoff, decide
-whether to dead-letter, and summarise errors safely. No Django, no I/O."""
+whether to dead-letter, and summarise errors safely. No database, no I/O."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
+
+from django.db import models
+
+from outbound.categories import ErrorCategory
 
 
 class ChannelResult(Protocol):
@@ -61,30 +65,27 @@ def classify(results: Mapping[str, ChannelResult]) -> Classification:
     )
 
 
-class DeadLetterReason(StrEnum):
+class DeadLetterReason(models.TextChoices):
     """Why an occurrence was dead-lettered: the one definition the model's choices, the
-    delivery log and the API share."""
+    delivery log and the API share. Where a reason is also an attempt's error category, it
+    is that category's value."""
 
-    EXHAUSTED = "exhausted"
-    PERMANENT = "permanent"
-    CRASHED = "crashed"
-    RATE_LIMITED = "rate_limited"
+    EXHAUSTED = "exhausted", "Retries exhausted"
+    PERMANENT = "permanent", "Permanent error"
+    CRASHED = ErrorCategory.CRASHED.value, "Crashed the worker repeatedly"
+    RATE_LIMITED = ErrorCategory.RATE_LIMITED.value, "Rate limited past the deferral horizon"
     # The schedule's next occurrence could not be computed (too costly, or a rule that no
     # longer parses): the row is parked rather than deleted or left to stall the tick.
-    INVALID_SCHEDULE = "invalid_schedule"
-
-    @property
-    def label(self) -> str:
-        return _DEAD_LETTER_LABELS[self]
+    INVALID_SCHEDULE = "invalid_schedule", "Next occurrence could not be computed"
 
 
-_DEAD_LETTER_LABELS = {
-    DeadLetterReason.EXHAUSTED: "Retries exhausted",
-    DeadLetterReason.PERMANENT: "Permanent error",
-    DeadLetterReason.CRASHED: "Crashed the worker repeatedly",
-    DeadLetterReason.RATE_LIMITED: "Rate limited past the deferral horizon",
-    DeadLetterReason.INVALID_SCHEDULE: "Next occurrence could not be computed",
-}
+class DeferralReason(models.TextChoices):
+    """Why a channel of an occurrence was deferred unattempted (a deferred delivery-log
+    row's category)."""
+
+    CIRCUIT_OPEN = "circuit_open", "Endpoint circuit open"
+    SEND_BUDGET = "send_budget", "No email send budget"
+    RATE_LIMITED = ErrorCategory.RATE_LIMITED.value, "Provider asked to wait (Retry-After)"
 
 
 def dead_letter_reason(

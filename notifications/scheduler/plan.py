@@ -20,7 +20,13 @@ from notifications.recurrence import CpuBudget, InvalidRecurrence, next_and_skip
 from notifications.scheduler import outcomes
 from notifications.scheduler.breaker import Signal
 from notifications.scheduler.deliver import Deferral, RowDelivery, due_time
-from notifications.scheduler.outcomes import Classification, DeadLetterReason, Verdict
+from notifications.scheduler.outcomes import (
+    Classification,
+    DeadLetterReason,
+    DeferralReason,
+    Verdict,
+)
+from outbound.categories import ErrorCategory
 
 logger = logging.getLogger("notifications.scheduler")
 
@@ -137,7 +143,7 @@ def _channel_logs(delivery: RowDelivery) -> list[Delivery]:
     for channel, result in delivery.results.items():
         if result.ok:
             outcome = DeliveryOutcome.DELIVERED
-        elif result.category == "timeout":
+        elif result.category == ErrorCategory.TIMEOUT:
             outcome = DeliveryOutcome.TIMEOUT
         else:
             outcome = DeliveryOutcome.FAILED
@@ -253,7 +259,7 @@ def invalid_schedule(
     that no longer parses): the row is parked as dead-lettered with category
     invalid_schedule and logged — never deleted as if its schedule had ended, never left
     claimed to stall the next tick. `fired`: the occurrence itself was delivered."""
-    summary = f"invalid_schedule: {exc}"
+    summary = f"{DeadLetterReason.INVALID_SCHEDULE}: {exc}"
     logger.warning("row %s: schedule dead-lettered as invalid_schedule: %s", row.pk, exc)
     plan = _dead_letter_plan(
         row,
@@ -344,7 +350,7 @@ def _with_backpressure_deferred(
     due = due_time(delivery.notification) or now
     if (now - due).total_seconds() >= policy.max_defer_seconds:
         results = {
-            c: dataclasses.replace(r, category="rate_limited") if c in pushed else r
+            c: dataclasses.replace(r, category=ErrorCategory.RATE_LIMITED) if c in pushed else r
             for c, r in delivery.results.items()
         }
         return dataclasses.replace(delivery, results=results)
@@ -352,14 +358,17 @@ def _with_backpressure_deferred(
     for channel, result in pushed.items():
         wait = result.retry_after if result.retry_after is not None else policy.backoff[0]
         until = now + timedelta(seconds=max(wait, 1.0))
-        deferred[channel] = Deferral(until=until, reason="rate_limited")
+        deferred[channel] = Deferral(until=until, reason=DeferralReason.RATE_LIMITED)
     results = {c: r for c, r in delivery.results.items() if c not in pushed}
     return dataclasses.replace(delivery, results=results, deferred=deferred)
 
 
 class ChannelState(StrEnum):
-    DELIVERED = "delivered"
-    FAILED = "failed"
+    """How a channel of the open occurrence ended (the values of `channel_state`): the
+    delivery log's outcomes of a settled attempt, so one state is never spelled twice."""
+
+    DELIVERED = DeliveryOutcome.DELIVERED.value
+    FAILED = DeliveryOutcome.FAILED.value
 
 
 def _settled(delivery: RowDelivery) -> dict[str, str]:
@@ -420,7 +429,7 @@ def _deferral_logs(delivery: RowDelivery) -> list[Delivery]:
 
 def plan_poison(row: Notification, *, token: int, now: datetime, policy: Policy) -> RowPlan:
     """A row whose previous claims all died before writing back: dead-letter, no delivery."""
-    summary = f"crashed: no outcome after {row.unfinished_claims - 1} claims"
+    summary = f"{DeadLetterReason.CRASHED}: no outcome after {row.unfinished_claims - 1} claims"
     return dead_letter(
         row,
         token,

@@ -55,11 +55,13 @@ from notifications.scheduler.mail import (
     send_when_due,
     take_slots,
 )
+from notifications.scheduler.outcomes import DeferralReason
 from notifications.scheduler.plan import RowPlan, plan_delivery, plan_poison, plan_release
 from notifications.scheduler.summary import FLUSH_SECONDS, TickConfig, TickSummary
 from notifications.scheduler.writeback import write_back
 from notifications.transports.base import DeliveryResult
 from notifications.transports.resend import BATCH_LIMIT, BatchAnswer
+from outbound.categories import ErrorCategory
 
 logger = logging.getLogger("notifications.scheduler")
 
@@ -172,7 +174,7 @@ class _Tick:
             share=config.endpoint_share,
         )
         self.lost: DatabaseError | None = None
-        # Email in Resend batches (DESIGN §4, §6): rows whose email waits for a batch, the
+        # Email in Resend batches (README, "The scheduler"): rows whose email waits for a batch, the
         # rows out in pieces, the batches on their way, and when the shared send budget may
         # next have a slot within the horizon.
         self.batching = senders.email_batch is not None
@@ -421,7 +423,9 @@ class _Tick:
                 return
             if admission is Admission.DEFER:
                 until = self.gate.circuit(endpoint.pk).open_until
-                deferred[Channel.WEBHOOK] = Deferral(until=until, reason="circuit_open")
+                deferred[Channel.WEBHOOK] = Deferral(
+                    until=until, reason=DeferralReason.CIRCUIT_OPEN
+                )
                 endpoint = None
         pending = pending_channels(row)
         batched = self.batching and Channel.EMAIL in pending and Channel.EMAIL not in deferred
@@ -600,7 +604,7 @@ class _Tick:
         for batch in batches:
             if batch.slot > horizon:
                 for row, _token, _index in batch.members:
-                    deferral = Deferral(until=batch.slot, reason="send_budget")
+                    deferral = Deferral(until=batch.slot, reason=DeferralReason.SEND_BUDGET)
                     self._email_done(row, deferral=deferral)
                 continue
             future = self.mailer.submit(
@@ -626,7 +630,9 @@ class _Tick:
         taken = {row.pk for batch in batches for row, _, _ in batch.members}
         for row in rows:
             if row.pk not in taken:
-                self._email_done(row, deferral=Deferral(until=now, reason="send_budget"))
+                self._email_done(
+                    row, deferral=Deferral(until=now, reason=DeferralReason.SEND_BUDGET)
+                )
 
     def _pause_mail_until(self, last_slot: datetime, *, now: datetime) -> None:
         """No email claim until the budget's next slot (after `last_slot`) is within the
@@ -649,7 +655,9 @@ class _Tick:
         now = self.clock.now()
         if answer is None:  # not sent: the tick stopped, or the slot came too late
             for row, _, _ in batch.members:
-                self._email_done(row, deferral=Deferral(until=now, reason="send_budget"))
+                self._email_done(
+                    row, deferral=Deferral(until=now, reason=DeferralReason.SEND_BUDGET)
+                )
         else:
             if answer.hold_seconds:
                 self._hold_mail(answer.hold_seconds, now=now)
@@ -674,7 +682,7 @@ class _Tick:
         signal = self.gate.finish(
             endpoint_id,
             ok=result is not None and result.ok,
-            category=result.category if result is not None else "internal",
+            category=result.category if result is not None else ErrorCategory.INTERNAL,
             now=now,
             backpressure=result is not None and result.backpressure,
             seconds=result.duration_ms / 1000 if result is not None else None,

@@ -4,7 +4,9 @@ import logging
 import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
+from outbound.categories import ErrorCategory
 from outbound.http import HttpError
 
 
@@ -13,9 +15,8 @@ class DeliveryResult:
     """Outcome of one delivery attempt on one channel.
 
     `error` is a safe summary (no secrets, no URL query strings, no response bodies);
-    `permanent` means retrying cannot help; `category` is "" on success, else one of:
-    timeout, connection, http_3xx, http_4xx, http_5xx, ssrf_blocked, endpoint_disabled,
-    invalid_request, internal. `retry_after` is in seconds (from a 429/503 Retry-After);
+    `permanent` means retrying cannot help; `category` is "" on success, else why it
+    failed (an ErrorCategory). `retry_after` is in seconds (from a 429/503 Retry-After);
     `gone` is set when a webhook answered 410 and its endpoint should be disabled;
     `backpressure` when the provider said "later", not "no" (429, 503 with Retry-After,
     Resend's rate_limit_exceeded or concurrent_idempotent_requests): a deferral, not a
@@ -25,16 +26,12 @@ class DeliveryResult:
     ok: bool
     error: str = ""
     permanent: bool = False
-    category: str = ""
+    category: ErrorCategory | Literal[""] = ""
     http_status: int | None = None
     retry_after: float | None = None
     gone: bool = False
     backpressure: bool = False
     duration_ms: int = 0
-
-    @property
-    def timed_out(self) -> bool:
-        return self.category == "timeout"
 
 
 @dataclass(frozen=True)
@@ -56,9 +53,8 @@ class WebhookMessage:
 def http_error_result(exc: HttpError) -> DeliveryResult:
     """A failed exchange that produced no HTTP status: a blocked or malformed address cannot
     improve by retrying; timeouts and connection failures can."""
-    permanent = exc.category in ("ssrf_blocked", "invalid_url")
-    category = "invalid_request" if exc.category == "invalid_url" else exc.category
-    return DeliveryResult(ok=False, error=str(exc), permanent=permanent, category=category)
+    permanent = exc.category in (ErrorCategory.SSRF_BLOCKED, ErrorCategory.INVALID_REQUEST)
+    return DeliveryResult(ok=False, error=str(exc), permanent=permanent, category=exc.category)
 
 
 def internal_error_result(
@@ -72,5 +68,7 @@ def internal_error_result(
             details = details.replace(secret, "[redacted]")
     logger.error("%s delivery failed unexpectedly\n%s", channel, details)
     return DeliveryResult(
-        ok=False, error=f"internal error while delivering the {channel}", category="internal"
+        ok=False,
+        error=f"internal error while delivering the {channel}",
+        category=ErrorCategory.INTERNAL,
     )

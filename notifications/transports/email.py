@@ -1,6 +1,6 @@
 """The email channel through Django's EMAIL_BACKEND (SMTP, console, locmem...), one row at a
 time. With RESEND_API_KEY set, emails go out in Resend batches instead (resend.py and the
-tick's mail batches). DESIGN §6."""
+tick's mail batches). The README's "The scheduler: `run_tick`" tells both apart."""
 
 import dataclasses
 import logging
@@ -10,6 +10,8 @@ import time
 from django.conf import settings
 from django.core import mail
 from django.core.mail.backends.base import BaseEmailBackend
+
+from outbound.categories import ErrorCategory
 
 from .base import DeliveryResult, EmailMessage, internal_error_result
 
@@ -30,7 +32,7 @@ def send_email(message: EmailMessage, *, timeout: float) -> DeliveryResult:
 def _send_with_backend(message: EmailMessage, *, timeout: float) -> DeliveryResult:
     if not message.to:
         return DeliveryResult(
-            ok=False, error="no recipients", permanent=True, category="invalid_request"
+            ok=False, error="no recipients", permanent=True, category=ErrorCategory.INVALID_REQUEST
         )
     try:
         email = mail.EmailMessage(
@@ -58,13 +60,15 @@ def _backend_error_result(exc: Exception) -> DeliveryResult:
     """Bad addresses and 5xx SMTP replies are permanent; timeouts, connection failures,
     authentication problems (an operator fix) and 4xx replies are transient."""
     if _caused_by_timeout(exc):
-        return DeliveryResult(ok=False, error="SMTP server timed out", category="timeout")
+        return DeliveryResult(
+            ok=False, error="SMTP server timed out", category=ErrorCategory.TIMEOUT
+        )
     if isinstance(exc, ValueError):  # includes BadHeaderError and malformed addresses
         return DeliveryResult(
             ok=False,
             error="invalid email address or header",
             permanent=True,
-            category="invalid_request",
+            category=ErrorCategory.INVALID_REQUEST,
         )
     if isinstance(exc, smtplib.SMTPRecipientsRefused):
         codes = [code for code, _text in exc.recipients.values()]
@@ -73,7 +77,7 @@ def _backend_error_result(exc: Exception) -> DeliveryResult:
             ok=False,
             error=f"SMTP server refused the recipients ({', '.join(map(str, codes))})",
             permanent=permanent,
-            category="invalid_request" if permanent else "connection",
+            category=ErrorCategory.INVALID_REQUEST if permanent else ErrorCategory.CONNECTION,
         )
     if isinstance(exc, smtplib.SMTPResponseException) and not isinstance(
         exc, smtplib.SMTPAuthenticationError
@@ -83,10 +87,12 @@ def _backend_error_result(exc: Exception) -> DeliveryResult:
             ok=False,
             error=f"SMTP server answered {exc.smtp_code}",
             permanent=permanent,
-            category="invalid_request" if permanent else "connection",
+            category=ErrorCategory.INVALID_REQUEST if permanent else ErrorCategory.CONNECTION,
         )
     return DeliveryResult(
-        ok=False, error=f"SMTP delivery failed ({type(exc).__name__})", category="connection"
+        ok=False,
+        error=f"SMTP delivery failed ({type(exc).__name__})",
+        category=ErrorCategory.CONNECTION,
     )
 
 

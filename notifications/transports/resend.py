@@ -1,5 +1,5 @@
 """The Resend API: due emails go out in batches (`POST /emails/batch`, up to 100 a request)
-and the answers are read per email. DESIGN §6.
+and the answers are read per email (the README's "The scheduler: `run_tick`").
 
 A batch is sent in permissive validation mode, so one malformed email does not sink the
 other 99: Resend sends the valid ones and reports the rest by index. The Resend key never
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from outbound import http
+from outbound.categories import ErrorCategory
 from outbound.statuses import parse_retry_after, status_category
 
 from .base import DeliveryResult, EmailMessage, http_error_result, internal_error_result
@@ -102,7 +103,7 @@ def _per_email(body: bytes, size: int) -> list[DeliveryResult]:
         ok=False,
         error="Resend refused this email of the batch (validation)",
         permanent=True,
-        category="invalid_request",
+        category=ErrorCategory.INVALID_REQUEST,
         http_status=422,
     )
     results = [DeliveryResult(ok=True, http_status=200)] * size

@@ -1,4 +1,5 @@
-"""The webhook channel: a Standard-Webhooks-signed JSON POST (DESIGN §6)."""
+"""The webhook channel: a Standard-Webhooks-signed JSON POST (the README's "Verifying a
+webhook signature")."""
 
 import dataclasses
 import json
@@ -10,6 +11,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from outbound import http
+from outbound.categories import ErrorCategory
 from outbound.statuses import TRANSIENT_4XX, parse_retry_after, status_category
 
 from .base import (
@@ -44,7 +46,10 @@ def _deliver(message: WebhookMessage, *, timeout: float) -> DeliveryResult:
     allow_private = settings.WEBHOOK_ALLOW_PRIVATE_TARGETS
     if not allow_private and urlsplit(message.url).scheme != "https":
         return DeliveryResult(
-            ok=False, error="webhook URL must use https", permanent=True, category="ssrf_blocked"
+            ok=False,
+            error="webhook URL must use https",
+            permanent=True,
+            category=ErrorCategory.SSRF_BLOCKED,
         )
     body = json.dumps(message.payload, separators=(",", ":")).encode()
     timestamp = int(time.time())
@@ -53,7 +58,9 @@ def _deliver(message: WebhookMessage, *, timeout: float) -> DeliveryResult:
             secrets=message.secrets, msg_id=message.msg_id, timestamp=timestamp, body=body
         )
     except ValueError as exc:
-        return DeliveryResult(ok=False, error=str(exc), permanent=True, category="invalid_request")
+        return DeliveryResult(
+            ok=False, error=str(exc), permanent=True, category=ErrorCategory.INVALID_REQUEST
+        )
     headers = {
         "content-type": "application/json",
         "webhook-id": message.msg_id,

@@ -7,10 +7,11 @@ import pytest
 
 from dbqueue.clock import Clock
 from jobs.consumer import claim_size, jobs_claim, jobs_drain, jobs_process
-from jobs.models import ErrorCategory, Job, JobStatus
+from jobs.models import Job, JobStatus
 from jobs.registry import HANDLERS, Handler
 from jobs.services import Outcome
 from notifications.models import Notification
+from outbound.categories import ErrorCategory
 from projects.models import ProjectStatus
 from tests.jobs.factories import NOW, make_endpoint, make_job, reload
 

@@ -6,15 +6,21 @@ from datetime import timedelta
 import pytest
 
 from dbqueue.clock import Clock
-from jobs.consumer import job_process, jobs_claim, jobs_drain
-from jobs.models import ErrorCategory, JobStatus
+from jobs.consumer import jobs_claim, jobs_drain, jobs_process
+from jobs.models import JobStatus
 from jobs.registry import HANDLERS, Handler, JobError
 from jobs.services import Outcome
 from notifications.models import Notification
+from outbound.categories import ErrorCategory
 from projects.models import ProjectStatus
 from tests.jobs.factories import NOW, make_job, reload
 
 AFTER_LEASE = NOW + timedelta(seconds=61)
+
+
+def run_late(stale) -> list[Outcome]:
+    """The stale claimant runs its batch on the consumer's path, after its lease ran out."""
+    return jobs_process([stale], clock=Clock(now=AFTER_LEASE), should_stop=lambda: False)
 
 
 @pytest.fixture(autouse=True)
@@ -29,9 +35,9 @@ def test_a_stale_success_is_dropped_logged_and_applies_nothing(alice, caplog):
     jobs_claim(now=AFTER_LEASE, limit=1)  # another consumer reclaims the orphan
 
     with caplog.at_level(logging.WARNING, logger="jobs.consumer"):
-        outcome = job_process(stale, clock=Clock(now=AFTER_LEASE))
+        outcomes = run_late(stale)
 
-    assert outcome is Outcome.FENCED_OUT
+    assert outcomes == [Outcome.FENCED_OUT]
     assert f"fenced out on success for job {job.id}, claim_token=1" in caplog.text
     stored = reload(job)
     assert stored.status == JobStatus.ENQUEUED
@@ -51,9 +57,9 @@ def test_a_stale_failure_is_dropped(alice, monkeypatch, caplog):
     jobs_claim(now=AFTER_LEASE, limit=1)
 
     with caplog.at_level(logging.WARNING, logger="jobs.consumer"):
-        outcome = job_process(stale, clock=Clock(now=AFTER_LEASE))
+        outcomes = run_late(stale)
 
-    assert outcome is Outcome.FENCED_OUT
+    assert outcomes == [Outcome.FENCED_OUT]
     assert f"fenced out on failure for job {job.id}, claim_token=1" in caplog.text
     stored = reload(job)
     assert stored.status == JobStatus.ENQUEUED
@@ -66,7 +72,7 @@ def test_a_completed_job_ignores_a_late_outcome_of_an_earlier_claim(alice):
     [stale] = jobs_claim(now=NOW, limit=1)
     jobs_drain(clock=Clock(now=AFTER_LEASE), limit=10, max_seconds=60)  # reclaimed, completed
 
-    assert job_process(stale, clock=Clock(now=AFTER_LEASE)) is Outcome.FENCED_OUT
+    assert run_late(stale) == [Outcome.FENCED_OUT]
     stored = reload(job)
     assert stored.status == JobStatus.COMPLETED
     assert stored.completed_at == AFTER_LEASE

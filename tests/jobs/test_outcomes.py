@@ -7,9 +7,10 @@ import pytest
 from dbqueue.backoff import backoff_seconds
 from dbqueue.clock import Clock
 from jobs.consumer import jobs_claim, jobs_drain
-from jobs.models import ErrorCategory, Job, JobStatus
+from jobs.models import Job, JobStatus
 from jobs.registry import HANDLERS, Handler, JobError
 from jobs.services import safe_error_text
+from outbound.categories import ErrorCategory
 from projects.models import ProjectStatus
 from tests.jobs.factories import NOW, make_job, reload
 

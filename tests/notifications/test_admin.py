@@ -41,16 +41,16 @@ def _rows(tenant):
     }
 
 
-@pytest.mark.parametrize("queue", ["due", "backing_off", "dead_lettered", "parked", "claimed"])
-def test_queue_filters_select_their_rows(admin_client, tenant, queue):
+@pytest.mark.parametrize("state", ["due", "backing_off", "dead_lettered", "parked", "claimed"])
+def test_state_filters_select_their_rows(admin_client, tenant, state):
     rows = _rows(tenant)
 
-    response = admin_client.get(CHANGELIST, {"queue": queue})
+    response = admin_client.get(CHANGELIST, {"state": state})
 
     assert response.status_code == 200
     shown = {n.pk for n in response.context["cl"].result_list}
-    assert rows[queue].pk in shown
-    assert rows["parked" if queue != "parked" else "claimed"].pk not in shown
+    assert rows[state].pk in shown
+    assert rows["parked" if state != "parked" else "claimed"].pk not in shown
 
 
 def test_change_page_shows_the_delivery_log_and_read_only_claim_columns(admin_client, tenant):

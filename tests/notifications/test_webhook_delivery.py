@@ -80,7 +80,6 @@ def test_hung_endpoint_is_cut_at_the_timeout():
     with recording_server(lambda request: Reply(delay=5)) as server:
         result = deliver(f"{server.url}/hook", timeout=0.5)
     assert (result.ok, result.permanent, result.category) == (False, False, "timeout")
-    assert result.timed_out
     assert len(server.received("/hook")) == 1
 
 

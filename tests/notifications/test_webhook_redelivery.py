@@ -1,5 +1,6 @@
 """Every attempt of an occurrence delivers the same bytes under the same webhook-id; only
-webhook-timestamp and the signature change (DESIGN §6). Against a real local receiver."""
+webhook-timestamp and the signature change (the README's "Verifying a webhook signature").
+Against a real local receiver."""
 
 import json
 import time

@@ -46,7 +46,7 @@ def test_the_page_shows_both_queues_and_the_last_24_hours(staff_client):
     assert response.context["jobs"]["failed"] == 1
     assert "<svg" in html and "Delivered: 1</title>" in html
     assert "Lateness per hour, p50 and p99 in seconds" in html
-    assert "?queue=dead_lettered" in html and "?status__exact=failed" in html
+    assert "?state=dead_lettered" in html and "?status__exact=failed" in html
 
 
 def test_the_admin_index_links_to_the_page(staff_client):

@@ -12,7 +12,7 @@ from django.utils import timezone
 from notifications.scheduler.lateness import LATENESS_BOUNDS_S
 from operations.metrics import metrics_exposition
 
-OPS = Path(__file__).resolve().parents[2] / "ops"
+MONITORING = Path(__file__).resolve().parents[2] / "operations" / "monitoring"
 SERIES = re.compile(r"\btickwork_[a-z_]+")
 REQUIRED_ALERTS = {
     "TickworkSchedulerNotTicking",
@@ -31,7 +31,7 @@ def served_series(db) -> set[str]:
 
 
 def _rules() -> list[dict]:
-    document = yaml.safe_load((OPS / "prometheus" / "alerts.yml").read_text())
+    document = yaml.safe_load((MONITORING / "prometheus" / "alerts.yml").read_text())
     return [rule for group in document["groups"] for rule in group["rules"]]
 
 
@@ -44,7 +44,7 @@ def _families(names: set[str], served: set[str]) -> set[str]:
 
 
 def _dashboard_expressions() -> list[str]:
-    dashboard = json.loads((OPS / "grafana" / "tickwork.json").read_text())
+    dashboard = json.loads((MONITORING / "grafana" / "tickwork.json").read_text())
     return [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
 
 

@@ -122,7 +122,7 @@ def test_refused_connection_is_a_connection_error():
 def test_invalid_urls_are_refused_before_connecting(url):
     with pytest.raises(http.HttpError) as excinfo:
         post(url, vet_addresses=True)
-    assert excinfo.value.category == "invalid_url"
+    assert excinfo.value.category == "invalid_request"
     assert "pw" not in str(excinfo.value)
 
 

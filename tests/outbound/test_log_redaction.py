@@ -1,5 +1,6 @@
 """A webhook URL's query string (often a secret) is in no log record at any level: not in
-urllib3's DEBUG request lines, not in our messages, not in tracebacks (DESIGN §3)."""
+urllib3's DEBUG request lines, not in our messages, not in tracebacks (the README's
+"Configuration": LOG_LEVEL)."""
 
 import logging
 from datetime import UTC, datetime

@@ -3,7 +3,7 @@
 import pytest
 
 from dbqueue.clock import Clock
-from jobs.consumer import job_process, jobs_claim, jobs_drain
+from jobs.consumer import jobs_claim, jobs_drain, jobs_process
 from jobs.models import JobStatus
 from jobs.services import Outcome
 from notifications.models import Channel, Notification
@@ -121,9 +121,9 @@ def test_completing_a_provision_job_takes_a_fixed_number_of_queries(
 
     # savepoint, fenced update, project update, project read, endpoints, insert, release
     with django_assert_num_queries(7):
-        outcome = job_process(job, clock=Clock(now=NOW))
+        outcomes = jobs_process([job], clock=Clock(now=NOW), should_stop=lambda: False)
 
-    assert outcome is Outcome.COMPLETED
+    assert outcomes == [Outcome.COMPLETED]
 
 
 def test_a_dead_lettered_provision_reports_project_failed_then_a_retry_reports_activation(

@@ -9,7 +9,8 @@ import responses
 
 from dbqueue.clock import Clock
 from jobs.consumer import jobs_drain
-from jobs.models import ErrorCategory, JobStatus
+from jobs.models import JobStatus
+from outbound.categories import ErrorCategory
 from projects.models import ProjectStatus
 from tests.jobs.factories import NOW, make_job, reload
 from tests.support.http_server import Reply, recording_server
@@ -232,3 +233,18 @@ def test_a_tenant_reads_the_failure_s_category_never_the_internal_service(
     assert (body["last_error_category"], body["last_error"]) == (category, message)
     for internal in (INTERNAL_HOST, ":8443", "/v1/workspaces", "s3cret", "10.20.30.40"):
         assert internal not in json.dumps(body)
+
+
+def test_a_misconfigured_address_fails_the_job_at_once_as_an_invalid_request(alice, settings):
+    # The client refuses it before any connection: the same category a webhook gets.
+    settings.PROVISIONING_URL = "https://operator:s3cret@provisioning.example.com/v1"
+    job = make_job(alice.tenant)
+
+    drain()
+
+    body = alice.client().get(f"/v1/jobs/{job.id}").json()
+    assert reload(job).status == JobStatus.FAILED
+    assert (body["last_error_category"], body["last_error"]) == (
+        "invalid_request",
+        "the provisioning API's address is misconfigured",
+    )

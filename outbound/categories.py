@@ -1,0 +1,26 @@
+"""Why an attempt failed: the one vocabulary of both queues.
+
+A job's `last_error_category` and a delivery's `error_category` take these values (the
+delivery log also records why an occurrence was deferred or dead-lettered: see
+notifications.scheduler.outcomes). The HTTP client produces most of them; the queues add
+what only a queue can see (a handler that crashed its worker, a kind nobody handles).
+"""
+
+from django.db import models
+
+
+class ErrorCategory(models.TextChoices):
+    TIMEOUT = "timeout", "Timeout"
+    CONNECTION = "connection", "Connection"
+    HTTP_3XX = "http_3xx", "HTTP 3xx (redirects are not followed)"
+    HTTP_4XX = "http_4xx", "HTTP 4xx"
+    HTTP_5XX = "http_5xx", "HTTP 5xx"
+    RATE_LIMITED = "rate_limited", "Rate limited (429, 503 with Retry-After)"
+    SSRF_BLOCKED = "ssrf_blocked", "Blocked address (not public, or not https)"
+    # A request that cannot succeed as written: a malformed URL, no recipients, a
+    # provider's validation error. Jobs stored this as "invalid_url" before (migrated).
+    INVALID_REQUEST = "invalid_request", "Invalid request (configuration)"
+    ENDPOINT_DISABLED = "endpoint_disabled", "Endpoint disabled"
+    UNKNOWN_KIND = "unknown_kind", "Unknown kind"
+    CRASHED = "crashed", "Crashed (lease expired without an outcome)"
+    INTERNAL = "internal", "Internal"
