@@ -32,7 +32,9 @@ TICK_ENV = {
     "TICK_CONCURRENCY": str(CONCURRENCY),
     "WEBHOOK_ENDPOINT_CONCURRENCY": str(CONCURRENCY),
 }
-JOB_LEASE = 6
+# Long enough that the lost worker's exit and a second worker's whole start-up and run fit
+# inside the lease on a busy machine: the early run must see the job still claimed.
+JOB_LEASE = 20
 JOBS_ENV = {"JOB_LEASE_SECONDS": str(JOB_LEASE), "PROVISIONING_TIMEOUT_SECONDS": "3"}
 
 
