@@ -1,10 +1,12 @@
 """Pure decisions of the scheduler: classify a row's channel results, pick the backoff, decide
-whether to dead-letter, and summarise errors safely. No Django, no I/O."""
+whether to dead-letter, and summarise errors safely. No database, no I/O."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
+
+from notifications.states import DeadLetterReason
 
 
 class ChannelResult(Protocol):
@@ -59,32 +61,6 @@ def classify(results: Mapping[str, ChannelResult]) -> Classification:
         all_rate_limited=verdict is Verdict.FAILURE
         and all(results[c].backpressure for c in failed),
     )
-
-
-class DeadLetterReason(StrEnum):
-    """Why an occurrence was dead-lettered: the one definition the model's choices, the
-    delivery log and the API share."""
-
-    EXHAUSTED = "exhausted"
-    PERMANENT = "permanent"
-    CRASHED = "crashed"
-    RATE_LIMITED = "rate_limited"
-    # The schedule's next occurrence could not be computed (too costly, or a rule that no
-    # longer parses): the row is parked rather than deleted or left to stall the tick.
-    INVALID_SCHEDULE = "invalid_schedule"
-
-    @property
-    def label(self) -> str:
-        return _DEAD_LETTER_LABELS[self]
-
-
-_DEAD_LETTER_LABELS = {
-    DeadLetterReason.EXHAUSTED: "Retries exhausted",
-    DeadLetterReason.PERMANENT: "Permanent error",
-    DeadLetterReason.CRASHED: "Crashed the worker repeatedly",
-    DeadLetterReason.RATE_LIMITED: "Rate limited past the deferral horizon",
-    DeadLetterReason.INVALID_SCHEDULE: "Next occurrence could not be computed",
-}
 
 
 def dead_letter_reason(
