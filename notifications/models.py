@@ -131,8 +131,8 @@ class Notification(models.Model):
     """A one-shot (empty `rrule`) or recurring notification; the row is its own queue entry.
 
     `state` is stored and moved only as notifications.states allows, by the statement that
-    moves the row; `next_fire_at` is NULL unless the row is on its schedule (`scheduled`
-    or `backing_off`). `max_attempts` is the row's own limit, fixed at its creation.
+    moves the row; `next_fire_at` is NULL once it is dead-lettered or completed.
+    `max_attempts` is the row's own limit, fixed at its creation.
     `due_at` is the due instant of the current occurrence (the webhook event's timestamp);
     `next_fire_at` is when its next attempt is scheduled, and lateness is measured from it.
     `claimed_until` / `claim_token` are the lease and the fence of run_tick; every write-back
