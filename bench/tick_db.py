@@ -66,11 +66,12 @@ def add_due_rows(*, tenant, endpoint, count: int, due_at: datetime) -> None:
 _PG_FILLER = """
 INSERT INTO notifications_notification (
     id, tenant_id, channels, email_to, subject, body, rrule, timezone, next_fire_at,
-    occurrence, error_count, dead_letter_reason, claim_token, unfinished_claims,
-    channel_state, created_at, updated_at)
+    occurrence, error_count, max_attempts, state, dead_letter_reason, claim_token,
+    unfinished_claims, channel_state, created_at, updated_at)
 SELECT gen_random_uuid(), %(tenant)s, '["webhook"]', '[]', 'filler', '', '', 'UTC',
        CASE WHEN n %% 2 = 0 THEN NULL ELSE %(future)s + make_interval(secs => n) END,
-       1, 0, CASE WHEN n %% 2 = 0 THEN 'exhausted' ELSE '' END, 0, 0, '{}', %(now)s, %(now)s
+       1, 0, 3, CASE WHEN n %% 2 = 0 THEN 'dead_lettered' ELSE 'scheduled' END,
+       CASE WHEN n %% 2 = 0 THEN 'exhausted' ELSE '' END, 0, 0, '{}', %(now)s, %(now)s
 FROM generate_series(1, %(count)s) AS n
 """
 
@@ -78,12 +79,13 @@ _SQLITE_FILLER = """
 WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < %(count)s)
 INSERT INTO notifications_notification (
     id, tenant_id, channels, email_to, subject, body, rrule, timezone, next_fire_at,
-    occurrence, error_count, dead_letter_reason, claim_token, unfinished_claims,
-    channel_state, created_at, updated_at)
+    occurrence, error_count, max_attempts, state, dead_letter_reason, claim_token,
+    unfinished_claims, channel_state, created_at, updated_at)
 SELECT lower(hex(randomblob(16))), %(tenant)s, '["webhook"]', '[]', 'filler', '', '', 'UTC',
        CASE WHEN n %% 2 = 0 THEN NULL
             ELSE strftime('%%Y-%%m-%%d %%H:%%M:%%f', %(future)s, '+' || n || ' seconds') END,
-       1, 0, CASE WHEN n %% 2 = 0 THEN 'exhausted' ELSE '' END, 0, 0, '{}', %(now)s, %(now)s
+       1, 0, 3, CASE WHEN n %% 2 = 0 THEN 'dead_lettered' ELSE 'scheduled' END,
+       CASE WHEN n %% 2 = 0 THEN 'exhausted' ELSE '' END, 0, 0, '{}', %(now)s, %(now)s
 FROM seq
 """
 

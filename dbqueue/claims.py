@@ -22,7 +22,7 @@ that a worker whose lease ran out cannot overwrite it afterwards.
 """
 
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
@@ -297,24 +297,6 @@ def fenced_update(model: type[M], *, pk: Any, token: int, **changes: Any) -> boo
         claimed_until=None, **changes
     )
     return updated == 1
-
-
-def fenced_delete_many(model: type[M], claims: Iterable[tuple[Any, int]]) -> set[Any]:
-    """Delete several claimed rows in one statement; returns the pks actually deleted
-    (the others were fenced out)."""
-    pairs = list(claims)
-    if not pairs:
-        return set()
-    pk_field = model._meta.pk
-    table = connection.ops.quote_name(model._meta.db_table)
-    pk = connection.ops.quote_name(pk_field.column)
-    condition = " OR ".join([f"({pk} = %s AND claim_token = %s)"] * len(pairs))
-    params: list[Any] = []
-    for key, token in pairs:
-        params.extend([pk_field.get_db_prep_value(key, connection), token])
-    with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {table} WHERE {condition} RETURNING {pk}", params)
-        return {pk_field.to_python(row[0]) for row in cursor.fetchall()}
 
 
 def fenced_update_many(

@@ -4,25 +4,19 @@ import uuid
 from datetime import datetime
 
 from django.conf import settings
-from django.db import models
+from django.db import connection, models
+from django.db.models.expressions import RawSQL
 from django.utils.timezone import now as utc_now
 
 from dbqueue.leases import is_lease_running, lease_free, lease_running
 from notifications.circuits import is_circuit_open
-from notifications.scheduler.outcomes import DeadLetterReason
+from notifications.states import CLAIMABLE, DeadLetterReason, NotificationState
 from tenancy.models import Tenant
 
 
 class Channel(models.TextChoices):
     EMAIL = "email", "Email"
     WEBHOOK = "webhook", "Webhook"
-
-
-class NotificationState(models.TextChoices):
-    SCHEDULED = "scheduled", "Scheduled"
-    BACKING_OFF = "backing_off", "Backing off"
-    DEAD_LETTERED = "dead_lettered", "Dead-lettered"
-    PARKED = "parked", "Parked"
 
 
 class EndpointHealth(models.TextChoices):
@@ -79,46 +73,37 @@ class WebhookEndpoint(models.Model):
 
 class NotificationQuerySet(models.QuerySet["Notification"]):
     def due(self, *, now: datetime) -> "NotificationQuerySet":
-        return self.filter(
-            next_fire_at__lte=now, error_count__lt=settings.NOTIFICATION_MAX_ATTEMPTS
-        ).filter(lease_free(now=now))
+        return (
+            self.filter(_claimable_state(self.model))
+            .filter(next_fire_at__lte=now, error_count__lt=models.F("max_attempts"))
+            .filter(lease_free(now=now))
+        )
 
     def in_flight(self, *, now: datetime) -> "NotificationQuerySet":
         return self.filter(lease_running(now=now))
 
-    def scheduled(self) -> "NotificationQuerySet":
-        return self.filter(next_fire_at__isnull=False, error_count=0)
-
-    def backing_off(self) -> "NotificationQuerySet":
-        return self.filter(
-            next_fire_at__isnull=False,
-            error_count__gt=0,
-            error_count__lt=settings.NOTIFICATION_MAX_ATTEMPTS,
-        )
-
-    def dead_lettered(self) -> "NotificationQuerySet":
-        return self.filter(next_fire_at__isnull=True).exclude(dead_letter_reason="")
-
-    def parked(self) -> "NotificationQuerySet":
-        return self.filter(
-            models.Q(next_fire_at__isnull=True, dead_letter_reason="")
-            | models.Q(
-                next_fire_at__isnull=False, error_count__gte=settings.NOTIFICATION_MAX_ATTEMPTS
-            )
-        )
-
     def in_state(self, state: str) -> "NotificationQuerySet":
-        """The rows whose derived `Notification.state` is `state` (a NotificationState);
-        the API's `?state=` filter and the admin's filter both use this."""
-        return getattr(self, _STATE_FILTERS[NotificationState(state)])()
+        """The rows whose stored `state` is `state` (a NotificationState); the API's
+        `?state=` filter, the admin's filter and the queue figures all use this."""
+        return self.filter(state=NotificationState(state))
 
 
-_STATE_FILTERS = {
-    NotificationState.SCHEDULED: "scheduled",
-    NotificationState.BACKING_OFF: "backing_off",
-    NotificationState.DEAD_LETTERED: "dead_lettered",
-    NotificationState.PARKED: "parked",
-}
+def _claimable_state(model: type[models.Model]) -> RawSQL:
+    """`state IN ('scheduled', 'backing_off')`, the due index's own condition, with the
+    states as SQL literals: the planner uses a partial index only when it can prove that the
+    query implies the index's condition, and it cannot see through bound parameters (a
+    prepared statement's generic plan on PostgreSQL, SQLite's planner)."""
+    quote = connection.ops.quote_name
+    states = ", ".join(f"'{state.value}'" for state in CLAIMABLE)
+    column = f"{quote(model._meta.db_table)}.{quote('state')}"
+    # Only the model's own names and the states above: no input reaches this SQL.
+    return RawSQL(f"{column} IN ({states})", [], output_field=models.BooleanField())  # noqa: S611
+
+
+def default_max_attempts() -> int:
+    """A new row's own attempt limit: MAX_ATTEMPTS as it is when the row is created, so a
+    later change of the setting never reclassifies existing rows."""
+    return settings.NOTIFICATION_MAX_ATTEMPTS
 
 
 class EmailBatch(models.Model):
@@ -147,7 +132,9 @@ class EmailBatch(models.Model):
 class Notification(models.Model):
     """A one-shot (empty `rrule`) or recurring notification; the row is its own queue entry.
 
-    `next_fire_at` NULL means parked (dead-lettered one-shots keep their error state here).
+    `state` is stored and moved only as notifications.states allows, by the statement that
+    moves the row; `next_fire_at` is NULL once it is dead-lettered or completed.
+    `max_attempts` is the row's own limit, fixed at its creation.
     `due_at` is the due instant of the current occurrence (the webhook event's timestamp);
     `next_fire_at` is when its next attempt is scheduled, and lateness is measured from it.
     `claimed_until` / `claim_token` are the lease and the fence of run_tick; every write-back
@@ -190,6 +177,13 @@ class Notification(models.Model):
     occurrence = models.PositiveIntegerField(default=1)
     last_fired_at = models.DateTimeField(null=True, blank=True)
     error_count = models.PositiveIntegerField(default=0)
+    max_attempts = models.PositiveIntegerField(default=default_max_attempts, editable=False)
+    state = models.CharField(
+        max_length=16,
+        choices=NotificationState.choices,
+        default=NotificationState.SCHEDULED,
+        editable=False,
+    )
     # NULL after a clean success, as the API reports it.
     last_error = models.CharField(max_length=500, null=True, blank=True)  # noqa: DJ001
     dead_letter_reason = models.CharField(
@@ -221,12 +215,19 @@ class Notification(models.Model):
 
     class Meta:
         indexes = [
-            # Serves the due query: parked rows (NULL) are not in it, future rows are past
-            # the range scan's end, so its cost does not grow with either.
+            # Serves the due query: rows off their schedule (dead-lettered, parked,
+            # completed) are not in it, future rows are past the range scan's end, so its
+            # cost grows with neither. Claimed rows stay in it (a claim moves no state).
             models.Index(
                 fields=["next_fire_at"],
-                condition=models.Q(next_fire_at__isnull=False),
+                condition=models.Q(state__in=list(CLAIMABLE)),
                 name="notification_due_idx",
+            ),
+            # For the prune only; partial, so only a completion writes to it.
+            models.Index(
+                fields=["last_fired_at"],
+                condition=models.Q(state=NotificationState.COMPLETED),
+                name="notification_completed_idx",
             ),
             models.Index(fields=["tenant", "-created_at"], name="notification_tenant_idx"),
             # Pruning a batch clears the rows still naming it (none, unless parked).
@@ -249,18 +250,6 @@ class Notification(models.Model):
     def is_recurring(self) -> bool:
         return bool(self.rrule)
 
-    @property
-    def state(self) -> str:
-        if self.next_fire_at is None:
-            if self.dead_letter_reason:
-                return NotificationState.DEAD_LETTERED
-            return NotificationState.PARKED
-        if self.error_count >= settings.NOTIFICATION_MAX_ATTEMPTS:
-            return NotificationState.PARKED
-        if self.error_count > 0:
-            return NotificationState.BACKING_OFF
-        return NotificationState.SCHEDULED
-
     def is_claimed(self, *, now: datetime) -> bool:
         return is_lease_running(self.claimed_until, now=now)
 
@@ -280,7 +269,7 @@ WHOLE_OCCURRENCE = ""
 
 class Delivery(models.Model):
     """One channel attempt of one occurrence. Not a foreign key to the notification on
-    purpose: the log outlives finished one-shot rows, which are deleted.
+    purpose: the log outlives deleted notifications.
 
     `late_ms` is attempted_at minus the time this attempt was scheduled for (the
     occurrence's due time, the end of its backoff or of its deferral; never negative), on

@@ -39,6 +39,7 @@ from notifications.recurrence import (
     validate_rrule,
 )
 from notifications.recurrence import validate_timezone as validate_tz_name
+from notifications.states import Move, after, allows
 from tenancy.models import Tenant
 from web.errors import Conflict, InvalidInput
 
@@ -85,11 +86,6 @@ class NotificationHealthy(Conflict):
             f"this one is {state}."
         )
         self.state = state
-
-
-RETRYABLE_STATES = frozenset(
-    {NotificationState.DEAD_LETTERED, NotificationState.BACKING_OFF, NotificationState.PARKED}
-)
 
 
 class ScheduleFinished(Conflict):
@@ -166,6 +162,7 @@ def _announcement_rows(
         "due_at": now,
         "recurrence_anchor": now,
         "occurrence": 1,
+        "state": after(None, Move.CREATE),
         "timezone": "UTC",
         "created_at": now,
         "updated_at": now,
@@ -239,6 +236,7 @@ def notification_create(
         next_fire_at=first,
         due_at=first,
         occurrence=1,
+        state=after(None, Move.CREATE),
         created_at=now,
         updated_at=now,
         **content,
@@ -256,7 +254,10 @@ def notification_update(
 
     A change of fire_at, rrule or timezone starts the schedule afresh from the new fire_at
     (default: the current one): recurrence_anchor moves there, next_fire_at to the first
-    occurrence from there, the error state is cleared, `occurrence` is kept.
+    occurrence from there, the error state is cleared and the row is `scheduled` again,
+    `occurrence` is kept — but for a completed row, whose occurrence was delivered: the new
+    schedule fires a new occurrence, which receivers must not take for a redelivery.
+    A change of content alone leaves the state as it is.
     """
     unknown = set(changes) - UPDATABLE_FIELDS
     if unknown:
@@ -286,7 +287,10 @@ def notification_update(
             error_count=0,
             dead_letter_reason="",
             unfinished_claims=0,
+            state=after(notification.state, Move.RESCHEDULE),
         )
+        if notification.state == NotificationState.COMPLETED:
+            values["occurrence"] = notification.occurrence + 1
     return _guarded_update(notification, values=values, now=now)
 
 
@@ -301,13 +305,15 @@ def notification_delete(*, tenant: Tenant, notification_id: UUID) -> None:
 def notification_retry(
     *, tenant: Tenant, notification_id: UUID, now: datetime | None = None
 ) -> Notification:
-    """Re-arm a failing row (RETRYABLE_STATES): error state cleared and due now
-    (`scheduled`). Raises NotificationHealthy, changing nothing, for a row in another state."""
+    """Re-arm a failing row (dead-lettered, backing off or parked: the states a retry starts
+    from) with its error state cleared and due now (`scheduled`). Raises NotificationHealthy,
+    changing nothing, for a row in another state (scheduled, completed)."""
     now = now or utc_now()
     notification = Notification.objects.get(pk=notification_id, tenant=tenant)
-    if notification.state not in RETRYABLE_STATES:
+    if not allows(notification.state, Move.RETRY):
         raise NotificationHealthy(notification.state)
-    return _guarded_update(notification, values=_rearmed(next_fire_at=now), now=now)
+    values = _rearmed(next_fire_at=now, state=after(notification.state, Move.RETRY))
+    return _guarded_update(notification, values=values, now=now)
 
 
 def notification_unpark(
@@ -321,10 +327,12 @@ def notification_unpark(
     """
     now = now or utc_now()
     notification = Notification.objects.get(pk=notification_id, tenant=tenant)
-    if notification.state not in (NotificationState.PARKED, NotificationState.DEAD_LETTERED):
+    if not allows(notification.state, Move.UNPARK):
         raise NotificationNotParked
+    state = after(notification.state, Move.UNPARK)
     if not notification.is_recurring:
-        return _guarded_update(notification, values=_rearmed(next_fire_at=now), now=now)
+        values = _rearmed(next_fire_at=now, state=state)
+        return _guarded_update(notification, values=values, now=now)
     try:
         resume_at = next_occurrence(
             rrule=notification.rrule,
@@ -337,15 +345,16 @@ def notification_unpark(
         raise _too_costly(exc) from None
     if resume_at is None:
         raise ScheduleFinished
-    values = _rearmed(next_fire_at=resume_at)
+    values = _rearmed(next_fire_at=resume_at, state=state)
     values["occurrence"] = notification.occurrence + 1
     return _guarded_update(notification, values=values, now=now)
 
 
-def _rearmed(*, next_fire_at: datetime) -> dict[str, Any]:
+def _rearmed(*, next_fire_at: datetime, state: NotificationState) -> dict[str, Any]:
     # A re-armed row starts its occurrence afresh: its lateness counts from now on, not
     # from when it first failed.
     return {
+        "state": state,
         "error_count": 0,
         "last_error": None,
         "dead_letter_reason": "",
@@ -481,6 +490,13 @@ def email_batches_before(*, before: datetime) -> QuerySet[EmailBatch]:
     past Resend's 24 h idempotency window a record no longer prevents anything; a row still
     naming one (parked on it) sends its email in a new batch."""
     return EmailBatch.objects.filter(created_at__lt=before)
+
+
+def notifications_completed_before(*, before: datetime) -> QuerySet[Notification]:
+    """Completed notifications whose last occurrence fired before `before`, which retention
+    may delete with the delivery log of that age: until then a client can still read them.
+    A row on its schedule, dead-lettered or parked is never among them."""
+    return Notification.objects.filter(state=NotificationState.COMPLETED, last_fired_at__lt=before)
 
 
 def deliveries_before(*, before: datetime) -> QuerySet[Delivery]:

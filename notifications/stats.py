@@ -5,12 +5,13 @@ from datetime import datetime
 from django.db.models import Count, Min, Q
 
 from notifications.circuits import circuit_open
-from notifications.models import Notification, WebhookEndpoint
+from notifications.models import Notification, NotificationState, WebhookEndpoint
 
 
 def notification_queue_stats(*, now: datetime) -> dict[str, int]:
     """{due, oldest_due_age_seconds, backing_off, oldest_backing_off_age_seconds,
-    dead_lettered, in_flight}, with the queue's own definitions (NotificationQuerySet).
+    dead_lettered, in_flight}, with the queue's own definitions (NotificationQuerySet and
+    the stored state: completed and parked rows are in none of them).
 
     Two states have an age, in whole seconds, 0 when the state is empty: `due`, how long
     the most overdue claimable row has waited for a tick (since its next_fire_at: the
@@ -19,13 +20,15 @@ def notification_queue_stats(*, now: datetime) -> dict[str, int]:
     and in-flight rows wait for nobody's tick, so they have none."""
     rows = Notification.objects
     due = rows.due(now=now).aggregate(count=Count("pk"), oldest=Min("next_fire_at"))
-    backing_off = rows.backing_off().aggregate(count=Count("pk"), oldest=Min("due_at"))
+    backing_off = rows.in_state(NotificationState.BACKING_OFF).aggregate(
+        count=Count("pk"), oldest=Min("due_at")
+    )
     return {
         "due": due["count"],
         "oldest_due_age_seconds": _age(due["oldest"], now=now),
         "backing_off": backing_off["count"],
         "oldest_backing_off_age_seconds": _age(backing_off["oldest"], now=now),
-        "dead_lettered": rows.dead_lettered().count(),
+        "dead_lettered": rows.in_state(NotificationState.DEAD_LETTERED).count(),
         "in_flight": rows.in_flight(now=now).count(),
     }
 

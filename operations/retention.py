@@ -8,7 +8,11 @@ from django.db.models import QuerySet
 
 from dbqueue.batches import delete_in_batches
 from jobs.services import jobs_completed_before
-from notifications.services import deliveries_before, email_batches_before
+from notifications.services import (
+    deliveries_before,
+    email_batches_before,
+    notifications_completed_before,
+)
 from tenancy.idempotency import operation_keys_expired
 
 
@@ -29,6 +33,7 @@ class RetentionPolicy:
 @dataclass(frozen=True)
 class PruneCounts:
     jobs: int
+    notifications: int
     deliveries: int
     operation_keys: int
     email_batches: int
@@ -39,10 +44,12 @@ EMAIL_BATCH_RETENTION = timedelta(days=2)
 
 
 def retention_prune(*, now: datetime, policy: RetentionPolicy) -> PruneCounts:
-    """Delete completed jobs and delivery-log rows past their retention, expired operation
-    keys and old email batch records, in bounded batches. Live rows are never candidates:
-    pending, enqueued and failed jobs (dead letters wait for support staff) stay, as do the
-    notifications themselves; the delivery log is history only."""
+    """Delete completed jobs, completed notifications and delivery-log rows past their
+    retention (a completed notification goes with the delivery log of its age), expired
+    operation keys and old email batch records, in bounded batches. Live rows are never
+    candidates: pending, enqueued and failed jobs (dead letters wait for support staff)
+    stay, as do notifications on their schedule, dead-lettered or parked; the delivery log
+    is history only."""
     candidates = _candidates(now=now, policy=policy)
     return PruneCounts(
         **{
@@ -60,9 +67,11 @@ def retention_preview(*, now: datetime, policy: RetentionPolicy) -> PruneCounts:
 
 
 def _candidates(*, now: datetime, policy: RetentionPolicy) -> dict[str, QuerySet]:
+    deliveries_before_time = now - timedelta(days=policy.deliveries_days)
     return {
         "jobs": jobs_completed_before(before=now - timedelta(days=policy.jobs_days)),
-        "deliveries": deliveries_before(before=now - timedelta(days=policy.deliveries_days)),
+        "notifications": notifications_completed_before(before=deliveries_before_time),
+        "deliveries": deliveries_before(before=deliveries_before_time),
         "operation_keys": operation_keys_expired(now=now),
         "email_batches": email_batches_before(before=now - EMAIL_BATCH_RETENTION),
     }

@@ -1,5 +1,6 @@
 """The delivery log in the admin: read-only, each row linked to its notification while
-that still exists (finished one-shots are deleted; their log stays)."""
+that still exists (finished ones are kept as completed until pruned; the log of a deleted
+or pruned one stays)."""
 
 from django.contrib import admin
 from django.db.models import Exists, OuterRef, QuerySet, Subquery

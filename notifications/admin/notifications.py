@@ -26,6 +26,7 @@ from notifications.models import (
     NotificationQuerySet,
     NotificationState,
 )
+from notifications.states import Move, allows
 from web.admin import ServiceSaveAdmin, StateButtonsAdmin, pretty_json
 
 RECENT_DELIVERIES = 20
@@ -41,24 +42,23 @@ class QueueStateFilter(admin.SimpleListFilter):
     parameter_name = "state"  # as the API's ?state= filter
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple]:
+        # Every stored state, and two views of the queue's moment: due now, claimed now.
         return [
             ("due", "Due now"),
-            ("backing_off", "Backing off"),
-            ("dead_lettered", "Dead-lettered"),
-            ("parked", "Parked"),
+            *NotificationState.choices,
             ("claimed", "Claimed (in flight)"),
         ]
 
     def queryset(self, request: HttpRequest, queryset: NotificationQuerySet) -> QuerySet:
         now = utc_now()
+        value = self.value() or ""
+        if value in NotificationState.values:
+            return queryset.in_state(value)
         selectors: dict[str, Callable[[], QuerySet]] = {
             "due": lambda: queryset.due(now=now),
-            "backing_off": queryset.backing_off,
-            "dead_lettered": queryset.dead_lettered,
-            "parked": queryset.parked,
             "claimed": lambda: queryset.in_flight(now=now),
         }
-        select = selectors.get(self.value() or "")
+        select = selectors.get(value)
         return select() if select else queryset
 
 
@@ -103,6 +103,7 @@ QUEUE_STATE_FIELDS = [
     "occurrence",
     "last_fired_at",
     "error_count",
+    "max_attempts",
     "last_error",
     "dead_letter_reason",
     "claimed_until",
@@ -185,7 +186,7 @@ class NotificationAdmin(StateButtonsAdmin, ServiceSaveAdmin):
 
     @admin.display(description="state")
     def state(self, notification: Notification) -> str:
-        return NotificationState(notification.state).label
+        return notification.get_state_display()
 
     @admin.display(description="last error")
     def short_last_error(self, notification: Notification) -> str:
@@ -231,9 +232,9 @@ class NotificationAdmin(StateButtonsAdmin, ServiceSaveAdmin):
 
     def state_buttons(self, notification: Notification) -> list[tuple[str, str]]:
         buttons = []
-        if notification.state in services.RETRYABLE_STATES:
+        if allows(notification.state, Move.RETRY):
             buttons.append(("retry", "Retry now"))
-        if notification.state in (NotificationState.PARKED, NotificationState.DEAD_LETTERED):
+        if allows(notification.state, Move.UNPARK):
             buttons.append(("unpark", "Unpark"))
         return buttons
 

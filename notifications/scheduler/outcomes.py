@@ -8,6 +8,7 @@ from typing import Protocol
 
 from django.db import models
 
+from notifications.states import DeadLetterReason
 from outbound.categories import ErrorCategory
 
 
@@ -63,20 +64,6 @@ def classify(results: Mapping[str, ChannelResult]) -> Classification:
         all_rate_limited=verdict is Verdict.FAILURE
         and all(results[c].backpressure for c in failed),
     )
-
-
-class DeadLetterReason(models.TextChoices):
-    """Why an occurrence was dead-lettered: the one definition the model's choices, the
-    delivery log and the API share. Where a reason is also an attempt's error category, it
-    is that category's value."""
-
-    EXHAUSTED = "exhausted", "Retries exhausted"
-    PERMANENT = "permanent", "Permanent error"
-    CRASHED = ErrorCategory.CRASHED.value, "Crashed the worker repeatedly"
-    RATE_LIMITED = ErrorCategory.RATE_LIMITED.value, "Rate limited past the deferral horizon"
-    # The schedule's next occurrence could not be computed (too costly, or a rule that no
-    # longer parses): the row is parked rather than deleted or left to stall the tick.
-    INVALID_SCHEDULE = "invalid_schedule", "Next occurrence could not be computed"
 
 
 class DeferralReason(models.TextChoices):

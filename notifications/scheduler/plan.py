@@ -26,13 +26,14 @@ from notifications.scheduler.outcomes import (
     DeferralReason,
     Verdict,
 )
+from notifications.states import Move, after
 from outbound.categories import ErrorCategory
 
 logger = logging.getLogger("notifications.scheduler")
 
 
 class Branch(StrEnum):
-    DELETE = "delete"
+    COMPLETE = "complete"
     ADVANCE = "advance"
     BACKOFF = "backoff"
     DEFER = "defer"
@@ -53,9 +54,10 @@ class Bucket(StrEnum):
 
 @dataclass
 class RowPlan:
-    """A fenced write-back on (pk, token): delete the row, or update it with `changes`.
-    `logs` are written whatever the fence says (the calls happened); `skipped`, the record
-    of the occurrences a late recurring row jumps over, only if the write-back applies."""
+    """A fenced write-back on (pk, token): update the row with `changes`, its new `state`
+    among them (notifications.states decides it). `logs` are written whatever the fence
+    says (the calls happened); `skipped`, the record of the occurrences a late recurring
+    row jumps over, only if the write-back applies."""
 
     pk: Any
     token: int
@@ -71,7 +73,8 @@ class RowPlan:
 
 @dataclass(frozen=True)
 class Policy:
-    max_attempts: int
+    """How the tick treats failures; the attempt limit is each row's own (max_attempts)."""
+
     backoff: Sequence[int]
     # How long after an occurrence was due a provider's push-back still defers it for free.
     max_defer_seconds: float = 86_400.0
@@ -175,12 +178,7 @@ def _finish(
         upcoming, skipped = advance(row, now=now, budget=policy.recurrence_budget)
     except InvalidRecurrence as exc:
         return invalid_schedule(row, token, exc, now=now, fired=True)
-    if upcoming is None:
-        return RowPlan(pk=row.pk, token=token, branch=Branch.DELETE, bucket=bucket, skipped=skipped)
     changes = {
-        "next_fire_at": upcoming,
-        "due_at": upcoming,
-        "occurrence": row.occurrence + 1,
         "last_fired_at": now,
         "error_count": 0,
         "last_error": None if c.verdict is Verdict.SUCCESS else outcomes.partial_summary(c),
@@ -190,13 +188,16 @@ def _finish(
         "email_batch": None,
         "updated_at": now,
     }
+    if upcoming is None:
+        # Finished: kept for reading, on the occurrence it last delivered.
+        branch, move = Branch.COMPLETE, Move.COMPLETE
+        changes.update(next_fire_at=None, due_at=row.due_at, occurrence=row.occurrence)
+    else:
+        branch, move = Branch.ADVANCE, Move.ADVANCE
+        changes.update(next_fire_at=upcoming, due_at=upcoming, occurrence=row.occurrence + 1)
+    changes["state"] = after(row.state, move)
     return RowPlan(
-        pk=row.pk,
-        token=token,
-        branch=Branch.ADVANCE,
-        bucket=bucket,
-        changes=changes,
-        skipped=skipped,
+        pk=row.pk, token=token, branch=branch, bucket=bucket, changes=changes, skipped=skipped
     )
 
 
@@ -210,6 +211,7 @@ def _defer(
         "next_fire_at": until,
         "unfinished_claims": 0,
         "updated_at": now,
+        "state": after(row.state, Move.DEFER),
     }
     return RowPlan(
         pk=row.pk, token=token, branch=Branch.DEFER, bucket=Bucket.DEFERRED, changes=changes
@@ -219,7 +221,10 @@ def _defer(
 def plan_release(row: Notification, *, token: int) -> RowPlan:
     """Give a claimed row back unattempted (its endpoint had no free slot): the lease ends
     and the claim is not counted against it."""
-    changes = {"unfinished_claims": max(row.unfinished_claims - 1, 0)}
+    changes = {
+        "unfinished_claims": max(row.unfinished_claims - 1, 0),
+        "state": after(row.state, Move.RELEASE),
+    }
     return RowPlan(
         pk=row.pk, token=token, branch=Branch.RELEASE, bucket=Bucket.RELEASED, changes=changes
     )
@@ -236,7 +241,8 @@ def dead_letter(
     policy: Policy,
 ) -> RowPlan:
     """Record the occurrence as dead-lettered; a recurring row skips to its next regular
-    occurrence with a clean error count, anything else is parked (next_fire_at NULL)."""
+    occurrence with a clean error count, anything else stays on it, dead-lettered
+    (next_fire_at NULL)."""
     try:
         upcoming, skipped = advance(row, now=now, budget=policy.recurrence_budget)
     except InvalidRecurrence as exc:
@@ -246,6 +252,7 @@ def dead_letter(
         "occurrence": row.occurrence + (1 if upcoming else 0),
         "error_count": 0 if upcoming else error_count,
         "dead_letter_reason": "" if upcoming else reason.value,
+        "state": after(row.state, Move.DEAD_LETTER_AND_GO_ON if upcoming else Move.DEAD_LETTER),
     }
     plan = _dead_letter_plan(row, token, reason=reason, summary=summary, now=now, **changes)
     plan.skipped = skipped
@@ -256,9 +263,9 @@ def invalid_schedule(
     row: Notification, token: int, exc: InvalidRecurrence, *, now: datetime, fired: bool
 ) -> RowPlan:
     """The schedule's next occurrence cannot be computed (past the CPU budget, or a rule
-    that no longer parses): the row is parked as dead-lettered with category
-    invalid_schedule and logged — never deleted as if its schedule had ended, never left
-    claimed to stall the next tick. `fired`: the occurrence itself was delivered."""
+    that no longer parses): the row is dead-lettered with category invalid_schedule and
+    logged — never completed as if its schedule had ended, never left claimed to stall the
+    next tick. `fired`: the occurrence itself was delivered."""
     summary = f"{DeadLetterReason.INVALID_SCHEDULE}: {exc}"
     logger.warning("row %s: schedule dead-lettered as invalid_schedule: %s", row.pk, exc)
     plan = _dead_letter_plan(
@@ -271,6 +278,7 @@ def invalid_schedule(
         occurrence=row.occurrence,
         error_count=row.error_count,
         dead_letter_reason=DeadLetterReason.INVALID_SCHEDULE.value,
+        state=after(row.state, Move.DEAD_LETTER),
     )
     if fired:
         plan.changes.update(last_fired_at=now, error_count=0)
@@ -288,7 +296,7 @@ def _dead_letter_plan(
 ) -> RowPlan:
     changes.update(
         {
-            # A parked row keeps the due time of the occurrence it is parked on.
+            # A dead-lettered row keeps the due time of the occurrence it stopped on.
             "due_at": changes["next_fire_at"] or row.due_at,
             "last_error": summary[:500],
             "unfinished_claims": 0,
@@ -386,7 +394,7 @@ def _failure(delivery: RowDelivery, token: int, *, now: datetime, policy: Policy
     summary = outcomes.error_summary(delivery.results)
     failures = row.error_count + 1
     reason = outcomes.dead_letter_reason(
-        c, error_count_after=failures, max_attempts=policy.max_attempts
+        c, error_count_after=failures, max_attempts=row.max_attempts
     )
     if reason is not None:
         return dead_letter(
@@ -407,6 +415,7 @@ def _failure(delivery: RowDelivery, token: int, *, now: datetime, policy: Policy
         "last_error": summary[:500],
         "unfinished_claims": 0,
         "updated_at": now,
+        "state": after(row.state, Move.BACK_OFF),
     }
     return RowPlan(
         pk=row.pk, token=token, branch=Branch.BACKOFF, bucket=Bucket.FAILED, changes=changes

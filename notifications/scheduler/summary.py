@@ -99,7 +99,6 @@ class TickConfig:
             circuit_failures=settings.WEBHOOK_CIRCUIT_FAILURES,
             mail_rate=settings.RESEND_RATE_LIMIT,
             policy=Policy(
-                max_attempts=settings.NOTIFICATION_MAX_ATTEMPTS,
                 backoff=settings.BACKOFF_SECONDS,
                 max_defer_seconds=settings.BACKPRESSURE_MAX_DEFER_SECONDS,
                 recurrence_budget_ms=settings.RECURRENCE_BUDGET_MS,

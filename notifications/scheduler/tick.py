@@ -371,8 +371,7 @@ class _Tick:
     def _start_claimed(self, claimed: list[Notification], *, now: datetime) -> None:
         for row in claimed:
             poison = outcomes.is_poison(
-                unfinished_claims=row.unfinished_claims,
-                max_attempts=self.config.policy.max_attempts,
+                unfinished_claims=row.unfinished_claims, max_attempts=row.max_attempts
             )
             if poison:
                 self._record(

@@ -1,6 +1,6 @@
 """Apply a batch of row plans: a few short, fenced statements in one transaction.
 
-One fenced DELETE for finished rows, one fenced UPDATE per shape of change, one bulk
+One fenced UPDATE per shape of change (finished rows too: they are kept, completed), one bulk
 insert for the delivery log (attempts are written even for fenced-out rows: the calls
 happened; a `skipped` record only when its row's write-back applied, since the row that
 reclaimed it will skip those occurrences itself), one UPDATE disabling endpoints that
@@ -16,11 +16,11 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from dbqueue.claims import fenced_delete_many, fenced_update_many
+from dbqueue.claims import fenced_update_many
 from notifications.models import Delivery, Notification, WebhookEndpoint
 from notifications.scheduler import breaker
 from notifications.scheduler.breaker import circuit_of
-from notifications.scheduler.plan import Branch, RowPlan
+from notifications.scheduler.plan import RowPlan
 
 logger = logging.getLogger("notifications.scheduler")
 
@@ -42,10 +42,7 @@ def write_back(
     if not plans:
         return []
     with transaction.atomic():
-        deletes = [p for p in plans if p.branch is Branch.DELETE]
-        updates = [p for p in plans if p.branch is not Branch.DELETE]
-        applied = fenced_delete_many(Notification, [(p.pk, p.token) for p in deletes])
-        applied |= fenced_update_many(Notification, [(p.pk, p.token, p.changes) for p in updates])
+        applied = fenced_update_many(Notification, [(p.pk, p.token, p.changes) for p in plans])
         logs = [log for plan in plans for log in plan.logs]
         logs += [p.skipped for p in plans if p.skipped is not None and p.pk in applied]
         if logs:

@@ -113,14 +113,20 @@ def test_a_cached_statement_caps_with_the_numbers_of_this_call():
     assert per_endpoint(cap=2, caps={second.pk: 5}) == {first.pk: 2, second.pk: 5}
 
 
-def test_a_changed_predicate_is_never_served_the_old_statement(settings):
+def test_a_changed_predicate_is_never_served_the_old_statement():
     tenant = make_tenant()
-    retried = pks(make_notifications(1, tenant=tenant, next_fire_at=NOW, error_count=3))
-    settings.NOTIFICATION_MAX_ATTEMPTS = 3
+    wanted = pks(make_notifications(1, tenant=tenant, next_fire_at=NOW, subject="b"))
 
-    assert claimed_pks() == set()
-    settings.NOTIFICATION_MAX_ATTEMPTS = 5
-    assert claimed_pks() == retried
+    def ready_with(subject):
+        return claims.ClaimSpec(
+            ready=lambda now: DUE.ready(now).filter(subject=subject),
+            order_by=DUE.order_by,
+            fair_by=DUE.fair_by,
+        )
+
+    assert claims.claim(ready_with("a"), now=NOW, lease=LEASE, limit=5) == []
+    claimed = claims.claim(ready_with("b"), now=NOW, lease=LEASE, limit=5)
+    assert {row.pk for row in claimed} == wanted
 
 
 def test_the_statement_cache_stays_bounded():

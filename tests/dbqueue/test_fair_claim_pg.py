@@ -26,11 +26,12 @@ FILL = {
     "notifications": """
         INSERT INTO notifications_notification (
             id, tenant_id, channels, email_to, subject, body, rrule, timezone, next_fire_at,
-            occurrence, error_count, dead_letter_reason, claim_token, unfinished_claims,
-            channel_state, created_at, updated_at)
+            occurrence, error_count, max_attempts, state, dead_letter_reason, claim_token,
+            unfinished_claims, channel_state, created_at, updated_at)
         SELECT gen_random_uuid(), %(tenant)s, '["webhook"]', '[]', '', '', '', 'UTC',
                CASE WHEN n %% 2 = 0 THEN NULL ELSE %(now)s + make_interval(mins => n) END,
-               1, 0, '', 0, 0, '{}', %(now)s, %(now)s
+               1, 0, 3, CASE WHEN n %% 2 = 0 THEN 'completed' ELSE 'scheduled' END,
+               '', 0, 0, '{}', %(now)s, %(now)s
         FROM generate_series(1, %(count)s) AS n
     """,
     "jobs": """

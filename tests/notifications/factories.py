@@ -4,7 +4,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from notifications.models import Notification, WebhookEndpoint
+from notifications.models import (
+    Notification,
+    NotificationState,
+    WebhookEndpoint,
+    default_max_attempts,
+)
 from notifications.transports.signing import generate_secret
 from tenancy.models import Tenant
 
@@ -31,7 +36,17 @@ def notification_fields(
     rrule: str = "",
     **fields: Any,
 ) -> dict[str, Any]:
-    """Field values of a notification (unsaved), for create() or bulk_create()."""
+    """Field values of a notification (unsaved), for create() or bulk_create(). Without a
+    `state`, the one its columns describe (`state_of`)."""
+    fields.setdefault(
+        "state",
+        state_of(
+            next_fire_at=next_fire_at,
+            error_count=fields.get("error_count", 0),
+            dead_letter_reason=fields.get("dead_letter_reason", ""),
+            max_attempts=fields.get("max_attempts") or default_max_attempts(),
+        ),
+    )
     return {
         "tenant": tenant,
         "channels": list(channels),
@@ -45,6 +60,19 @@ def notification_fields(
         "due_at": next_fire_at,
         **fields,
     }
+
+
+def state_of(
+    *, next_fire_at: datetime | None, error_count: int, dead_letter_reason: str, max_attempts: int
+) -> NotificationState:
+    """The state a row with these columns is in, by migration 0010's rule: off the schedule
+    with a reason, dead-lettered; without one, or at its attempt limit, parked; with
+    failures, backing off; else scheduled. (A completed row is asked for by its state.)"""
+    if next_fire_at is None:
+        return NotificationState.DEAD_LETTERED if dead_letter_reason else NotificationState.PARKED
+    if error_count >= max_attempts:
+        return NotificationState.PARKED
+    return NotificationState.BACKING_OFF if error_count else NotificationState.SCHEDULED
 
 
 def make_notification(**kwargs: Any) -> Notification:

@@ -357,7 +357,7 @@ def test_member_may_create_patch_and_retry(bob):
 
     assert created.status_code == 201
     assert bob.client().patch(path, {"body": "x"}, format="json").status_code == 200
-    Notification.objects.filter(pk=created.json()["id"]).update(error_count=1)
+    Notification.objects.filter(pk=created.json()["id"]).update(error_count=1, state="backing_off")
     assert bob.client().post(f"{path}/retry").status_code == 200
 
 

@@ -182,7 +182,10 @@ def test_loop_stops_on_sigterm_after_writing_back_the_row_in_flight():
     assert len(stdout.splitlines()) == 1
     assert SUMMARY.fullmatch(stdout.strip())
     assert "delivered=1" in stdout
-    assert not Notification.objects.filter(pk=row.pk).exists()
+    assert Notification.objects.values_list("state", "next_fire_at").get(pk=row.pk) == (
+        "completed",
+        None,
+    )
     assert Delivery.objects.get(notification_id=row.pk).outcome == "delivered"
 
 

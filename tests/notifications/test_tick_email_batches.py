@@ -68,7 +68,7 @@ def test_250_due_emails_go_out_in_three_batches_each_sent_once(db):
     assert sorted(len(json.loads(body)) for _, body in sender.calls) == [50, 100, 100]
     assert sorted(sender.recipients()) == sorted(r.email_to[0] for r in rows)
     assert len({key for key, _ in sender.calls}) == 3
-    assert not Notification.objects.exists()
+    assert set(Notification.objects.values_list("state", "next_fire_at")) == {("completed", None)}
     assert (
         Delivery.objects.filter(channel="email", outcome=DeliveryOutcome.DELIVERED).count() == 250
     )
@@ -104,7 +104,7 @@ def test_a_webhook_and_an_email_row_sends_both_and_is_written_back_once(db):
         ("email", "delivered"),
         ("webhook", "delivered"),
     ]
-    assert not Notification.objects.exists()
+    assert set(Notification.objects.values_list("state", "next_fire_at")) == {("completed", None)}
 
 
 def test_a_per_email_error_fails_that_email_alone(db):
@@ -115,7 +115,7 @@ def test_a_per_email_error_fails_that_email_alone(db):
     summary = run_tick(now=NOW, senders=senders(sender))
 
     assert (summary.delivered, summary.dead_lettered) == (2, 1)
-    [parked] = Notification.objects.all()
+    [parked] = Notification.objects.exclude(state="completed")
     [(_key, body)] = sender.calls
     refused_to = json.loads(body)[1]["to"]
     assert parked.email_to == refused_to
@@ -139,7 +139,7 @@ def test_a_batch_without_an_answer_is_resent_identical_under_its_key(db):
     assert second.delivered == 5
     [(key1, body1), (key2, body2)] = sender.calls
     assert (key1, body1) == (key2, body2) == (batch.idempotency_key, batch.body)
-    assert not Notification.objects.exists()
+    assert set(Notification.objects.values_list("state", "next_fire_at")) == {("completed", None)}
 
 
 def test_a_429_defers_the_batch_without_an_attempt_and_holds_the_shared_budget(db):
@@ -172,7 +172,7 @@ def test_a_retried_dead_letter_goes_in_a_new_batch_with_a_new_key(db, tenant):
 
     [(key1, _), (key2, _)] = sender.calls
     assert key1 != key2
-    assert not Notification.objects.exists()
+    assert set(Notification.objects.values_list("state", "next_fire_at")) == {("completed", None)}
 
 
 def test_without_a_slot_within_the_horizon_email_rows_stay_due_and_unclaimed(db):

@@ -1,5 +1,5 @@
-"""The due query is served by the partial index notification_due_idx, so its cost does not
-grow with parked or future rows."""
+"""The due query is served by the partial index notification_due_idx, which follows the
+stored state, so its cost does not grow with parked, completed or future rows."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -17,21 +17,29 @@ pytestmark = [requires_postgres]
 
 
 def fill(tenant_id) -> None:
-    """20,000 parked or future rows and a few due ones, then fresh statistics."""
+    """20,000 rows that are not due: a quarter completed, a quarter parked at their attempt
+    limit yet with a next_fire_at in the due range (what a lowered MAX_ATTEMPTS used to
+    leave), half in the future; then fresh statistics."""
     with connection.cursor() as cursor:
         cursor.execute(
             """
             INSERT INTO notifications_notification (
                 id, tenant_id, channels, email_to, subject, body, rrule, timezone,
-                next_fire_at, occurrence, error_count, dead_letter_reason, claim_token,
-                unfinished_claims, channel_state, created_at, updated_at)
-            SELECT gen_random_uuid(), %s, '["webhook"]', '[]', '', '', '', 'UTC',
-                   CASE WHEN n %% 2 = 0 THEN NULL
-                        ELSE %s + make_interval(mins => n) END,
-                   1, 0, '', 0, 0, '{}', %s, %s
+                next_fire_at, occurrence, error_count, max_attempts, state,
+                dead_letter_reason, claim_token, unfinished_claims, channel_state,
+                created_at, updated_at)
+            SELECT gen_random_uuid(), %(tenant)s, '["webhook"]', '[]', '', '', '', 'UTC',
+                   CASE WHEN n %% 4 = 0 THEN NULL
+                        WHEN n %% 4 = 2 THEN %(now)s - make_interval(mins => n)
+                        ELSE %(now)s + make_interval(mins => n) END,
+                   1, CASE WHEN n %% 4 = 2 THEN 3 ELSE 0 END, 3,
+                   CASE WHEN n %% 4 = 0 THEN 'completed'
+                        WHEN n %% 4 = 2 THEN 'parked'
+                        ELSE 'scheduled' END,
+                   '', 0, 0, '{}', %(now)s, %(now)s
             FROM generate_series(1, 20000) AS n
             """,
-            [tenant_id, NOW, NOW, NOW],
+            {"tenant": tenant_id, "now": NOW},
         )
         cursor.execute("ANALYZE notifications_notification")
 

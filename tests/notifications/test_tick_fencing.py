@@ -17,14 +17,14 @@ from tests.support.http_server import recording_server
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=45)
-POLICY = Policy(max_attempts=3, backoff=(60, 300, 1800))
+POLICY = Policy(backoff=(60, 300, 1800))
 OK = DeliveryResult(ok=True, http_status=200)
 HTTP_500 = DeliveryResult(ok=False, category="http_5xx", http_status=500)
 HTTP_404 = DeliveryResult(ok=False, category="http_4xx", http_status=404, permanent=True)
 
 CASES = [
     # (branch, rrule, result)
-    (Branch.DELETE, "", OK),
+    (Branch.COMPLETE, "", OK),
     (Branch.ADVANCE, "FREQ=DAILY", OK),
     (Branch.BACKOFF, "", HTTP_500),
     (Branch.DEAD_LETTER, "", HTTP_404),
@@ -54,7 +54,7 @@ def test_stale_write_back_is_fenced_out_on_every_branch(db, caplog, branch, rrul
     assert current.claim_token == fresh_token
     assert current.claimed_until == NOW + LEASE + timedelta(seconds=1) + LEASE
     assert (current.next_fire_at, current.occurrence, current.error_count) == (NOW, 1, 0)
-    assert current.dead_letter_reason == ""
+    assert (current.dead_letter_reason, current.state) == ("", "scheduled")
     expected = f"fenced out on {branch.value} for row {row.pk}, claim_token={stale.claim_token}"
     assert expected in caplog.text
     # The HTTP calls happened: the log keeps them even though the outcome was dropped.
@@ -68,7 +68,8 @@ def test_current_claimant_write_back_applies(db):
     plan = plan_delivery(delivery, token=claimed.claim_token, now=NOW, policy=POLICY)
 
     assert write_back([plan], now=NOW) == []
-    assert not Notification.objects.filter(pk=row.pk).exists()
+    row.refresh_from_db()
+    assert (row.state, row.next_fire_at, row.claimed_until) == ("completed", None, None)
 
 
 def test_tick_counts_and_logs_a_write_back_lost_to_a_reclaim(db, settings, caplog, monkeypatch):
@@ -90,7 +91,7 @@ def test_tick_counts_and_logs_a_write_back_lost_to_a_reclaim(db, settings, caplo
 
     assert (summary.claimed, summary.fenced_out) == (1, 1)
     assert Notification.objects.get(pk=row.pk).claim_token == 2
-    assert f"fenced out on delete for row {row.pk}, claim_token=1" in caplog.text
+    assert f"fenced out on complete for row {row.pk}, claim_token=1" in caplog.text
 
 
 def test_batched_write_back_applies_ours_and_fences_only_the_reclaimed(db):

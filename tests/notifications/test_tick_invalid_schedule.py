@@ -73,7 +73,10 @@ def test_a_costly_row_written_before_the_check_does_not_hold_other_tenants(tenan
         summary = run_tick(now=now)
 
         assert len(server.received()) == 4
-    assert not Notification.objects.filter(pk=quiet.pk).exists()  # a one-shot, finished
+    assert Notification.objects.values_list("state", "next_fire_at").get(pk=quiet.pk) == (
+        "completed",
+        None,
+    )  # a one-shot, finished
     for row in costly:
         row.refresh_from_db()
         assert row.dead_letter_reason == "invalid_schedule"
@@ -95,7 +98,7 @@ def test_a_failed_occurrence_of_an_uncomputable_schedule_is_dead_lettered_too(te
 
 
 def test_the_issues_sparse_rule_advances_to_its_real_next_occurrence(tenant):
-    # Accepted, delivered once, then deleted before: its next occurrence is 11 weeks away.
+    # Accepted, delivered once, then completed before: its next occurrence is 11 weeks away.
     due = datetime(2026, 11, 30, 3, 7, tzinfo=UTC)
     with recording_server() as server:
         row = make_notification(
@@ -121,5 +124,8 @@ def test_count_still_finishes_a_schedule(tenant):
 
     run_tick(now=MONDAY)
 
-    assert not Notification.objects.filter(pk=row.pk).exists()
+    assert Notification.objects.values_list("state", "next_fire_at").get(pk=row.pk) == (
+        "completed",
+        None,
+    )
     assert _dead_letters(row) == []

@@ -70,7 +70,7 @@ def test_a_tick_drains_every_due_row_in_batches(db, settings, channels):
     # Rows beyond the endpoint's free slots went back unattempted and were claimed again.
     assert summary.delivered == 95
     assert summary.claimed == 95 + summary.released
-    assert not Notification.objects.exists()
+    assert set(Notification.objects.values_list("state", "next_fire_at")) == {("completed", None)}
     assert channels.calls[HEALTHY] == 95
 
 
@@ -83,7 +83,7 @@ def test_max_rows_caps_a_tick(db, settings, channels):
     summary = run_tick(now=NOW, max_rows=12, senders=channels.senders)
 
     assert summary.claimed == summary.delivered == 12
-    assert Notification.objects.count() == 18
+    assert Notification.objects.exclude(state="completed").count() == 18
 
 
 def test_one_endpoint_never_has_more_deliveries_in_flight_than_its_slots(db, settings, channels):
@@ -97,7 +97,7 @@ def test_one_endpoint_never_has_more_deliveries_in_flight_than_its_slots(db, set
     assert channels.most_in_flight[HEALTHY] <= 3
     assert channels.calls[HEALTHY] == 60
     assert summary.delivered == 60
-    assert not Notification.objects.exists()
+    assert set(Notification.objects.values_list("state", "next_fire_at")) == {("completed", None)}
 
 
 def test_a_dead_endpoint_opens_its_circuit_and_its_rows_wait_unattempted(db, settings, channels):
@@ -174,7 +174,10 @@ def test_an_open_circuit_defers_the_webhook_and_the_email_goes_now(db, channels)
 
     # The webhook goes alone; the email is not sent twice; the one-shot is done.
     assert (second.delivered, channels.emails, channels.calls[HEALTHY]) == (1, 1, 1)
-    assert not Notification.objects.filter(pk=row.pk).exists()
+    assert Notification.objects.values_list("state", "next_fire_at").get(pk=row.pk) == (
+        "completed",
+        None,
+    )
     outcomes = Delivery.objects.filter(notification_id=row.pk).values_list("channel", "outcome")
     assert sorted(outcomes) == [
         ("email", "delivered"),

@@ -47,7 +47,7 @@ def test_weekly_local_time_holds_across_the_spring_dst_change(tenant):
     assert row.next_fire_at == datetime(2025, 3, 31, 7, 0, tzinfo=UTC)  # 09:00 CEST
 
 
-def test_schedule_that_ended_is_deleted_like_a_one_shot(tenant):
+def test_schedule_that_ended_is_completed_like_a_one_shot(tenant):
     anchor = datetime(2025, 3, 2, 9, 0, tzinfo=UTC)
     row = make_notification(
         tenant=tenant,
@@ -61,7 +61,10 @@ def test_schedule_that_ended_is_deleted_like_a_one_shot(tenant):
     summary = run_tick(now=anchor + timedelta(days=1))
 
     assert summary.delivered == 1
-    assert not Notification.objects.filter(pk=row.pk).exists()
+    assert Notification.objects.values_list("state", "next_fire_at").get(pk=row.pk) == (
+        "completed",
+        None,
+    )
 
 
 def test_dead_letter_on_the_last_occurrence_parks_the_row(tenant):

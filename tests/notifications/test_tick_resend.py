@@ -46,7 +46,7 @@ def test_300_due_emails_go_in_the_first_tick_with_no_429_and_no_duplicate(db, re
     assert (len(resend.sent), resend.duplicates(), resend.answered(429)) == (300, {}, 0)
     assert len(resend.requests) == 3
     assert {r.path for r in resend.requests} == {"/emails/batch"}
-    assert not Notification.objects.exists()
+    assert set(Notification.objects.values_list("state", "next_fire_at")) == {("completed", None)}
 
 
 def test_an_answer_lost_after_sending_is_replayed_not_sent_again(db, resend):
@@ -63,7 +63,7 @@ def test_an_answer_lost_after_sending_is_replayed_not_sent_again(db, resend):
     keys = [r.headers["idempotency-key"] for r in resend.requests]
     assert keys[0] == keys[1]
     assert resend.requests[0].body == resend.requests[1].body
-    assert not Notification.objects.exists()
+    assert set(Notification.objects.values_list("state", "next_fire_at")) == {("completed", None)}
 
 
 def test_a_malformed_address_fails_that_email_alone(db, resend):
@@ -73,7 +73,7 @@ def test_a_malformed_address_fails_that_email_alone(db, resend):
 
     assert (summary.delivered, summary.dead_lettered) == (2, 1)
     assert sorted(resend.sent_to) == ["ada@example.com", "bob@example.com"]
-    [parked] = Notification.objects.all()
+    [parked] = Notification.objects.exclude(state="completed")
     assert (parked.pk, parked.dead_letter_reason) == (rows[1].pk, "permanent")
     [log] = Delivery.objects.filter(notification_id=parked.pk, channel="email")
     assert (log.outcome, log.error_category) == (DeliveryOutcome.FAILED, "invalid_request")
@@ -127,4 +127,4 @@ def test_overlapping_ticks_send_each_email_exactly_once(settings):
     assert (len(resend.sent), resend.duplicates(), resend.answered(429)) == (600, {}, 0)
     assert sum(s.delivered for s in summaries) == 600
     assert sum(s.fenced_out for s in summaries) == 0
-    assert not Notification.objects.exists()
+    assert set(Notification.objects.values_list("state", "next_fire_at")) == {("completed", None)}

@@ -29,7 +29,7 @@ def _local_mail(settings):
     settings.RESEND_API_KEY = ""
 
 
-def test_one_shot_success_deletes_the_row_and_logs_the_delivery(tenant):
+def test_one_shot_success_completes_the_row_and_logs_the_delivery(tenant):
     with recording_server() as server:
         endpoint = make_endpoint(tenant=tenant, url=f"{server.url}/hook")
         row = make_notification(tenant=tenant, endpoint=endpoint, next_fire_at=NOW)
@@ -38,7 +38,10 @@ def test_one_shot_success_deletes_the_row_and_logs_the_delivery(tenant):
 
         [request] = server.received("/hook")
     assert (summary.claimed, summary.delivered) == (1, 1)
-    assert not Notification.objects.filter(pk=row.pk).exists()
+    row.refresh_from_db()
+    assert (row.state, row.next_fire_at, row.claimed_until) == ("completed", None, None)
+    assert (row.occurrence, row.due_at, row.last_fired_at) == (1, NOW, NOW)
+    assert (row.error_count, row.last_error) == (0, None)
     [log] = Delivery.objects.filter(notification_id=row.pk)
     assert (log.channel, log.outcome, log.http_status) == ("webhook", "delivered", 200)
     assert (log.occurrence, log.tenant_id, log.attempted_at) == (1, tenant.id, NOW)
@@ -112,7 +115,10 @@ def test_email_goes_through_the_configured_backend(tenant, mailoutbox):
     assert summary.delivered == 1
     [message] = mailoutbox
     assert (message.to, message.subject) == (["a@example.com"], "Standup")
-    assert not Notification.objects.filter(pk=row.pk).exists()
+    assert Notification.objects.values_list("state", "next_fire_at").get(pk=row.pk) == (
+        "completed",
+        None,
+    )
 
 
 def test_permanent_4xx_dead_letters_at_once(tenant):
@@ -194,7 +200,10 @@ def test_unexpected_error_leaves_the_row_claimed_and_the_tick_continues(
         summary = run_tick(now=NOW)
 
     assert (summary.claimed, summary.delivered, summary.errors) == (2, 1, 1)
-    assert not Notification.objects.filter(pk=fine.pk).exists()
+    assert Notification.objects.values_list("state", "next_fire_at").get(pk=fine.pk) == (
+        "completed",
+        None,
+    )
     broken.refresh_from_db()
     assert broken.claimed_until is not None
     assert f"row {broken.pk}: unexpected" in caplog.text

@@ -1,4 +1,5 @@
-"""prune: completed jobs and delivery-log rows past retention, expired operation keys."""
+"""prune: completed jobs, completed notifications and delivery-log rows past retention,
+expired operation keys."""
 
 import io
 import json
@@ -54,6 +55,13 @@ def seed(tenant, *, now) -> dict[str, object]:
             response_body=b"{}",
             expires_at=expires_at,
         )
+    for name, fired_at in (("old_completed", old), ("recent_completed", recent)):
+        rows[name] = make_notification(
+            tenant=tenant, next_fire_at=None, state="completed", last_fired_at=fired_at
+        )
+    rows["old_dead_lettered"] = make_notification(
+        tenant=tenant, next_fire_at=None, dead_letter_reason="exhausted", updated_at=old
+    )
     old_batch = EmailBatch.objects.create(body="[]", members=[], created_at=now - timedelta(days=3))
     EmailBatch.objects.create(body="[]", members=[], created_at=now - timedelta(days=1))
     rows["old_batch"] = old_batch
@@ -69,9 +77,14 @@ def test_prune_deletes_what_is_past_retention_and_prints_counts(alice, settings)
 
     assert json.loads(out.getvalue()) == {
         "jobs": 1,
+        "notifications": 1,
         "deliveries": 2,
         "operation_keys": 1,
         "email_batches": 1,
+    }
+    assert set(Notification.objects.values_list("pk", flat=True)) == {
+        rows["recent_completed"].pk,
+        rows["old_dead_lettered"].pk,
     }
     assert not EmailBatch.objects.filter(pk=rows["old_batch"].pk).exists()
     assert EmailBatch.objects.count() == 1
@@ -89,7 +102,8 @@ def test_days_overrides_the_retention_settings_and_prints_one_logfmt_line(alice)
     call_command("prune", "--days", "7", stdout=out)
 
     assert re.fullmatch(
-        r"event=prune jobs=2 deliveries=3 operation_keys=1 email_batches=1 jobs_days=7 "
+        r"event=prune jobs=2 notifications=2 deliveries=3 operation_keys=1 email_batches=1 "
+        r"jobs_days=7 "
         r"deliveries_days=7 "
         r"duration_s=\d+\.\d{3}",
         out.getvalue().strip(),
@@ -106,6 +120,7 @@ def test_each_table_has_its_own_age(alice, settings):
 
     assert json.loads(out.getvalue()) == {
         "jobs": 2,
+        "notifications": 0,
         "deliveries": 0,
         "operation_keys": 1,
         "email_batches": 1,
@@ -115,6 +130,7 @@ def test_each_table_has_its_own_age(alice, settings):
 
     assert json.loads(out.getvalue()) == {
         "jobs": 0,
+        "notifications": 1,
         "deliveries": 2,
         "operation_keys": 0,
         "email_batches": 0,
@@ -146,12 +162,23 @@ def test_live_rows_are_never_pruned_whatever_their_age(alice):
         make_job(alice.tenant, status=JobStatus.ENQUEUED, now=ancient, claim_token=1),
         make_job(alice.tenant, status=JobStatus.FAILED, now=ancient, updated_at=ancient),
     ]
-    notification = make_notification(tenant=alice.tenant, next_fire_at=ancient)
+    notifications = [
+        make_notification(tenant=alice.tenant, next_fire_at=ancient),
+        make_notification(tenant=alice.tenant, next_fire_at=ancient, error_count=1),
+        make_notification(tenant=alice.tenant, next_fire_at=None, dead_letter_reason="exhausted"),
+        make_notification(tenant=alice.tenant, next_fire_at=None, last_fired_at=ancient),
+    ]
 
     call_command("prune", "--days", "0", "--yes", stdout=io.StringIO())
 
     assert set(Job.objects.values_list("pk", flat=True)) == {job.pk for job in kept}
-    assert Notification.objects.filter(pk=notification.pk).exists()
+    assert set(Notification.objects.values_list("state", flat=True)) == {
+        "scheduled",
+        "backing_off",
+        "dead_lettered",
+        "parked",
+    }
+    assert Notification.objects.count() == len(notifications)
 
 
 @pytest.mark.parametrize(
@@ -166,6 +193,7 @@ def test_bad_arguments_are_refused(db, arguments):
 def table_sizes() -> dict[str, int]:
     return {
         "jobs": Job.objects.count(),
+        "notifications": Notification.objects.count(),
         "deliveries": Delivery.objects.count(),
         "operation_keys": OperationKey.objects.count(),
         "email_batches": EmailBatch.objects.count(),
@@ -182,6 +210,7 @@ def test_a_dry_run_prints_what_would_go_per_table_and_deletes_nothing(alice, set
     assert json.loads(out.getvalue()) == {
         "dry_run": True,
         "jobs": 1,
+        "notifications": 1,
         "deliveries": 2,
         "operation_keys": 1,
         "email_batches": 1,
@@ -191,21 +220,31 @@ def test_a_dry_run_prints_what_would_go_per_table_and_deletes_nothing(alice, set
     call_command("prune", "--dry-run", "--days", "7", stdout=(out := io.StringIO()))
 
     assert re.fullmatch(
-        r"event=prune_dry_run jobs=2 deliveries=3 operation_keys=1 email_batches=1 "
+        r"event=prune_dry_run jobs=2 notifications=2 deliveries=3 operation_keys=1 "
+        r"email_batches=1 "
         r"jobs_days=7 deliveries_days=7 duration_s=\d+\.\d{3}",
         out.getvalue().strip(),
     )
     assert table_sizes() == before
     call_command("prune", "--json", "--days", "7", stdout=(out := io.StringIO()))
-    assert json.loads(out.getvalue())["deliveries"] == 3  # what the dry run announced
+    counts = json.loads(out.getvalue())
+    # What the dry run announced.
+    assert (counts["notifications"], counts["deliveries"]) == (2, 3)
 
 
 @pytest.mark.parametrize(
     ("arguments", "source"),
     [
-        (["--days", "0"], "every completed job (--days 0) and the whole delivery log (--days 0)"),
+        (
+            ["--days", "0"],
+            "every completed job (--days 0) and the whole delivery log and every completed "
+            "notification (--days 0)",
+        ),
         (["--jobs-days", "0"], "every completed job (--jobs-days 0):"),
-        (["--deliveries-days", "0"], "the whole delivery log (--deliveries-days 0):"),
+        (
+            ["--deliveries-days", "0"],
+            "the whole delivery log and every completed notification (--deliveries-days 0):",
+        ),
     ],
 )
 def test_a_retention_of_0_days_is_refused_without_yes(alice, arguments, source):
@@ -241,11 +280,13 @@ def test_yes_confirms_a_retention_of_0_days(alice):
 
     assert json.loads(out.getvalue()) == {
         "jobs": 2,
+        "notifications": 2,
         "deliveries": 3,
         "operation_keys": 1,
         "email_batches": 1,
     }
     assert not Job.objects.filter(status=JobStatus.COMPLETED).exists()
+    assert not Notification.objects.filter(state="completed").exists()
     assert not Delivery.objects.exists()
 
 
@@ -265,6 +306,7 @@ def test_the_refusal_is_one_error_line_and_a_failing_exit_status():
     assert result.returncode == 1
     assert result.stderr == (
         "CommandError: a retention of 0 days deletes every completed job "
-        "(JOB_RETENTION_DAYS=0) and the whole delivery log (DELIVERY_RETENTION_DAYS=0): "
+        "(JOB_RETENTION_DAYS=0) and the whole delivery log and every completed notification "
+        "(DELIVERY_RETENTION_DAYS=0): "
         "see the counts with --dry-run, then run again with --yes to delete them.\n"
     )

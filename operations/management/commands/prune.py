@@ -15,8 +15,9 @@ from operations.retention import RetentionPolicy, retention_preview, retention_p
 
 class Command(BaseCommand):
     help = (
-        "Delete completed jobs and delivery-log rows past their retention "
-        "(JOB_RETENTION_DAYS, DELIVERY_RETENTION_DAYS) and expired idempotency keys, in "
+        "Delete completed jobs, completed notifications and delivery-log rows past their "
+        "retention (JOB_RETENTION_DAYS; DELIVERY_RETENTION_DAYS for completed notifications "
+        "and the delivery log) and expired idempotency keys, in "
         "batches of PRUNE_BATCH_SIZE rows; print the counts. A retention of 0 days deletes "
         "every finished row and needs --yes."
     )
@@ -71,7 +72,7 @@ def _policy(options: dict[str, Any]) -> RetentionPolicy:
 def _refuse_keeping_nothing(policy: RetentionPolicy, options: dict[str, Any]) -> None:
     what = {
         "jobs": f"every completed job ({_source(options, 'jobs_days', 'JOB_RETENTION_DAYS')})",
-        "deliveries": "the whole delivery log "
+        "deliveries": "the whole delivery log and every completed notification "
         f"({_source(options, 'deliveries_days', 'DELIVERY_RETENTION_DAYS')})",
     }
     if tables := policy.keeps_nothing():
