@@ -113,10 +113,10 @@ def _rendered(row: Row, plan: list[tuple[str, Callable[[Row], Any], Render]]) ->
     return rendered
 
 
+# A paginated list whose page is rendered by `representation` (of `serializer_class`, which
+# the OpenAPI document still describes). A comment, not a docstring: drf-spectacular would
+# publish a docstring as the description of every list inheriting it.
 class RepresentedListView(generics.ListAPIView):
-    """A paginated list whose page is rendered by `representation` (of `serializer_class`,
-    which the OpenAPI document still describes)."""
-
     representation: Representation
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
