@@ -1,13 +1,16 @@
-"""Throughput and latency of the projects API under gunicorn, against a bare insert view.
+"""Throughput and latency of the projects API and of two list pages under gunicorn, against
+a bare insert view.
 
     .venv/bin/python bench/api.py [--db sqlite|postgres|both] [--clients N] [--seconds S]
         [--rounds R] [--pg-database NAME]
 
 For each database (a fresh SQLite file, or a PostgreSQL database it drops and re-creates,
 `tw_bench_api` unless --pg-database says otherwise) it migrates, creates a tenant, starts
-gunicorn on 127.0.0.1 and drives N client threads for S seconds per endpoint, the endpoints
-interleaved in each of R rounds; req/s and latencies are the median [min-max] of the rounds,
-the ratio is the median of each round's create / bare insert. Server CPU per request (the
+gunicorn on 127.0.0.1, gives the tenant enough projects and notifications (with recipients,
+both channels, a rule and a time zone) for full pages of LIST_PAGE rows, and drives N client
+threads for S seconds per endpoint, the endpoints interleaved in each of R rounds; req/s and
+latencies are the median [min-max] of the rounds, each ratio is the median of each round's
+endpoint / bare insert. Server CPU per request (the
 gunicorn workers' and, on PostgreSQL, the bench database's backends' user + system time,
 read from /proc) is the figure other load on a shared machine moves least. SQL per request
 is counted in-process with CaptureQueriesContext around the same requests. It prints
@@ -35,6 +38,11 @@ PYTHON = sys.executable
 PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 WORKERS = 3
 TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
+LIST_PAGE = 50
+LISTS = {
+    "projects": f"/v1/projects?limit={LIST_PAGE}",
+    "notifications": f"/v1/notifications?limit={LIST_PAGE}",
+}
 
 
 def bench_env(database_url: str) -> dict[str, str]:
@@ -45,6 +53,8 @@ def bench_env(database_url: str) -> dict[str, str]:
         "SECRET_KEY": "bench-only-secret-key",
         "THROTTLE_RATE_USER": "100000000/s",
         "THROTTLE_RATE_ANON": "100000000/s",
+        # The seeded endpoint points at 127.0.0.1; no tick runs, so nothing is sent to it.
+        "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
         "LOG_LEVEL": "WARNING",
         "PYTHONPATH": str(ROOT),
     }
@@ -201,7 +211,7 @@ def queries_per_request(token: str) -> dict[str, tuple[int, int]]:
             content_type="application/json",
             headers={"Idempotency-Key": str(uuid.uuid4())},
         ),
-        "list": lambda: client.get("/v1/projects"),
+        **{name: (lambda path=path: client.get(path)) for name, path in LISTS.items()},
         "bare insert": lambda: client.post("/bench/bare-insert"),
     }
     counts = {}
@@ -213,6 +223,35 @@ def queries_per_request(token: str) -> dict[str, tuple[int, int]]:
         data = [verb for verb in verbs if verb not in TRANSACTION_CONTROL]
         counts[name] = (len(data), len(verbs))
     return counts
+
+
+def seed_lists(base: str, auth: dict[str, str]) -> None:
+    """LIST_PAGE projects and LIST_PAGE notifications, created through the API."""
+    session = requests.Session()
+
+    def post(path: str, body: dict) -> dict:
+        headers = {**auth, "Idempotency-Key": str(uuid.uuid4())}
+        response = session.post(f"{base}{path}", json=body, headers=headers)
+        response.raise_for_status()
+        return response.json()
+
+    endpoint = post("/v1/webhook-endpoints", {"url": "http://127.0.0.1:9/hook"})["id"]
+    projects = [post("/v1/projects", {"name": f"Project {n}"})["id"] for n in range(LIST_PAGE)]
+    for n in range(LIST_PAGE):
+        post(
+            "/v1/notifications",
+            {
+                "channels": ["email", "webhook"],
+                "email_to": ["ops@example.com", f"team-{n}@example.com"],
+                "webhook_endpoint": endpoint,
+                "subject": f"Weekly report {n}",
+                "body": "The weekly report is ready: open the dashboard to review it. " * 3,
+                "fire_at": "2030-01-07T09:00:00",
+                "rrule": "FREQ=WEEKLY;BYDAY=MO,WE;BYHOUR=9;BYMINUTE=0",
+                "timezone": "Europe/Berlin",
+                "project_id": projects[n],
+            },
+        )
 
 
 def run_one(db: str, *, clients: int, seconds: float, rounds: int, pg_database: str) -> None:
@@ -237,14 +276,19 @@ def run_one(db: str, *, clients: int, seconds: float, rounds: int, pg_database: 
         headers = {**auth, "Idempotency-Key": str(uuid.uuid4())}
         return session.post(f"{base}/v1/projects", json={"name": "b"}, headers=headers).ok
 
-    def list_projects(session: requests.Session) -> bool:
-        return session.get(f"{base}/v1/projects", headers=auth).ok
-
     def bare(session: requests.Session) -> bool:
         return session.post(f"{base}/bench/bare-insert").ok
 
-    # create and bare insert side by side: their ratio is taken within each round.
-    calls = {"create": create, "bare insert": bare, "list": list_projects}
+    def lister(path: str) -> Callable[[requests.Session], bool]:
+        return lambda session: session.get(f"{base}{path}", headers=auth).ok
+
+    seed_lists(base, auth)
+    # Every endpoint beside the bare insert: each ratio is taken within each round.
+    calls = {
+        "create": create,
+        "bare insert": bare,
+        **{name: lister(path) for name, path in LISTS.items()},
+    }
     figures: dict[str, list[dict[str, float]]] = {name: [] for name in calls}
     cpu = server_cpu(server, pg_database if db == "postgres" else None)
     try:
@@ -282,13 +326,13 @@ def print_table(
         f"{rounds} rounds interleaved, median [min-max]; {load()}"
     )
     print(
-        f"{'endpoint':<12} {'reqs':>6} {'errs':>5} {'req/s':>24} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'endpoint':<13} {'reqs':>6} {'errs':>5} {'req/s':>24} {'p50 ms':>8} {'p99 ms':>8} "
         f"{'server CPU ms/req':>20} SQL"
     )
     for name, runs in figures.items():
         data, total = counts[name]
         print(
-            f"{name:<12} {sum(run['requests'] for run in runs):>6.0f} "
+            f"{name:<13} {sum(run['requests'] for run in runs):>6.0f} "
             f"{sum(run['errors'] for run in runs):>5.0f} "
             f"{_spread([run['rps'] for run in runs]):>24} "
             f"{statistics.median(run['p50_ms'] for run in runs):>8.1f} "
@@ -296,23 +340,26 @@ def print_table(
             f"{_spread([run['cpu_ms'] for run in runs], digits=2):>20} "
             f"{data} (+{total - data} txn)"
         )
-    ratios = [
-        create["rps"] / bare["rps"]
-        for create, bare in zip(figures["create"], figures["bare insert"], strict=True)
-    ]
-    print(
-        f"create / bare insert throughput: {statistics.median(ratios):.2f}x "
-        f"[{min(ratios):.2f}-{max(ratios):.2f}] (target >= 0.5)"
-    )
-    cpu_ratios = [
-        bare["cpu_ms"] / create["cpu_ms"]
-        for create, bare in zip(figures["create"], figures["bare insert"], strict=True)
-    ]
-    print(
-        f"bare insert / create server CPU per request: {statistics.median(cpu_ratios):.2f}x "
-        f"[{min(cpu_ratios):.2f}-{max(cpu_ratios):.2f}]"
-    )
+    for name in ("create", *LISTS):
+        ratios = [
+            run["rps"] / bare["rps"]
+            for run, bare in zip(figures[name], figures["bare insert"], strict=True)
+        ]
+        cpu_ratios = [
+            bare["cpu_ms"] / run["cpu_ms"]
+            for run, bare in zip(figures[name], figures["bare insert"], strict=True)
+        ]
+        print(
+            f"{name} / bare insert throughput: {_ratio(ratios)} (target >= 0.5); "
+            f"bare insert / {name} server CPU per request: {_ratio(cpu_ratios)}"
+        )
     print(f"SQL statements per create: {counts['create'][0]} (target <= 6)")
+    for name in LISTS:
+        print(f"SQL statements per {name} page of {LIST_PAGE}: {counts[name][0]}")
+
+
+def _ratio(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}x [{min(values):.2f}-{max(values):.2f}]"
 
 
 def main() -> None:

@@ -24,6 +24,7 @@ from notifications.models import (
 from notifications.recurrence import SKIP_COUNT_CAP
 from notifications.services import MAX_RECIPIENTS
 from web.fields import NullableCharField, StrictBooleanField, StrictUUIDField
+from web.representation import Representation
 from web.serializers import NoBodySerializer, RejectsUndeclaredFields
 
 EARLIEST_FIRE_AT = datetime(1970, 1, 1, tzinfo=UTC)
@@ -144,6 +145,10 @@ class NotificationSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
         read_only_fields = fields
+
+
+# A list page renders its rows through this, fields compiled once (web.representation).
+NOTIFICATIONS = Representation(NotificationSerializer)
 
 
 class SkippedSerializer(serializers.Serializer):

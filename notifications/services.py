@@ -18,10 +18,12 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
+from django.db import models
 from django.db.models import QuerySet
 from django.utils.timezone import now as utc_now
 
 from dbqueue.claims import guarded_update
+from dbqueue.compiled import CompiledPages, Param
 from notifications.models import (
     Channel,
     Delivery,
@@ -195,6 +197,22 @@ def _announcement_rows(
 def _digest(address: str) -> str:
     # Keeps the key short and keeps the address itself out of an identifier.
     return hashlib.sha256(address.lower().encode()).hexdigest()[:32]
+
+
+# The list's query, compiled once per page shape rather than for every page.
+_NOTIFICATION_PAGES = CompiledPages(
+    lambda: Notification.objects.filter(tenant_id=Param("tenant", models.UUIDField()))
+)
+
+
+def notification_pages(*, tenant: Tenant, state: str | None = None) -> Any:
+    """The tenant's notifications (in `state`, a NotificationState, if given) for GET
+    /v1/notifications's cursor paginator. Without a state filter the SQL is compiled once
+    per page shape (dbqueue.compiled.CompiledPages); a state filter's SQL reads settings
+    (NOTIFICATION_MAX_ATTEMPTS), so that queryset is compiled as usual."""
+    if state is None:
+        return _NOTIFICATION_PAGES.of(tenant=tenant.id)
+    return Notification.objects.filter(tenant=tenant).in_state(state)
 
 
 def notification_create(

@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 from notifications import services, webhook_endpoints
 from notifications.models import Delivery, Notification, NotificationState, WebhookEndpoint
 from notifications.serializers import (
+    NOTIFICATIONS,
     DeliverySerializer,
     NotificationPatchSerializer,
     NotificationRetrySerializer,
@@ -34,6 +35,7 @@ from tenancy.idempotency import Answer, answer_once
 from web.errors import InvalidInput
 from web.pagination import NewestFirstCursorPagination
 from web.query import single_query_param, uuid_query_param
+from web.representation import RepresentedListView
 
 
 class DeliveryPagination(NewestFirstCursorPagination):
@@ -60,19 +62,17 @@ def _notification(request: Request, pk: uuid.UUID) -> Notification:
     return Notification.objects.get(pk=pk, tenant=request.tenant)
 
 
-class NotificationListView(ListAPIView):
+class NotificationListView(RepresentedListView):
     pagination_class = NewestFirstCursorPagination
     serializer_class = NotificationSerializer
+    representation = NOTIFICATIONS
     idempotency_key_required = ("POST",)
 
-    def get_queryset(self) -> QuerySet[Notification]:
-        queryset = Notification.objects.filter(tenant=self.request.tenant)
+    def get_queryset(self) -> Any:
         state = single_query_param(self.request, "state")
-        if state is None:
-            return queryset
-        if state not in NotificationState.values:
+        if state is not None and state not in NotificationState.values:
             raise InvalidInput({"state": [f"Must be one of {NotificationState.values}."]})
-        return queryset.in_state(state)
+        return services.notification_pages(tenant=self.request.tenant, state=state)
 
     @extend_schema(
         operation_id="notifications_list",

@@ -10,23 +10,26 @@ from rest_framework.request import Request
 
 from projects.models import Project
 from projects.serializers import (
+    PROJECTS,
     ProjectCreateSerializer,
     ProjectSerializer,
     project_representation,
 )
-from projects.services import project_create, project_queryset
+from projects.services import project_create, project_pages, project_queryset
 from tenancy.idempotency import insert_once
 from tenancy.schema import LOCATION_HEADER
 from web.pagination import NewestFirstCursorPagination
+from web.representation import RepresentedListView
 
 
-class ProjectListCreateView(generics.ListAPIView):
+class ProjectListCreateView(RepresentedListView):
     serializer_class = ProjectSerializer
+    representation = PROJECTS
     pagination_class = NewestFirstCursorPagination
     idempotency_key_required = ("POST",)
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
-        return project_queryset(tenant=self.request.tenant)
+        return project_pages(tenant=self.request.tenant)
 
     @extend_schema(
         operation_id="projects_create",

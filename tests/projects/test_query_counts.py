@@ -92,3 +92,19 @@ def test_list_costs_three_queries_whatever_the_page_size(alice, django_assert_nu
     with django_assert_num_queries(3):
         response = client.get("/v1/projects?limit=5")
     assert len(response.json()["results"]) == 5
+
+
+def test_a_page_of_50_and_the_next_are_three_statements_each(alice, django_assert_num_queries):
+    for index in range(55):
+        make_project(alice, name=f"P{index}")
+    client = warmed_client(alice)
+
+    # the token with its membership, the rate-limit count, the page with each project's job
+    with django_assert_num_queries(3) as context:
+        first = client.get("/v1/projects?limit=50").json()
+    with django_assert_num_queries(3):
+        second = client.get(first["next"]).json()
+
+    assert 'WHERE "projects_project"."tenant_id" = ' in context.captured_queries[2]["sql"]
+    assert (len(first["results"]), len(second["results"])) == (50, 5)
+    assert all(project["job"]["status"] == "pending" for project in first["results"])
