@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from tenancy.models import ApiToken, Role
+from web.fields import StrictCharField, StrictIntegerField
 from web.serializers import RejectsUndeclaredFields
 
 MAX_TOKEN_DAYS = 3650
@@ -43,7 +44,7 @@ class TokenSecretSerializer(TokenSerializer):
 class TokenCreateSerializer(RejectsUndeclaredFields, serializers.Serializer):
     representation = TokenSecretSerializer
 
-    name = serializers.CharField(max_length=100)
-    expires_in_days = serializers.IntegerField(
+    name = StrictCharField(max_length=100)
+    expires_in_days = StrictIntegerField(
         min_value=1, max_value=MAX_TOKEN_DAYS, required=False, help_text="Default: never."
     )
