@@ -275,6 +275,18 @@ IDEMPOTENCY_KEY_TTL_SECONDS = int(
     _positive("IDEMPOTENCY_KEY_TTL_SECONDS", _read("IDEMPOTENCY_KEY_TTL_SECONDS", env.int, 86_400))
 )
 
+# --- External identity provider (OIDC bearer JWTs) -----------------------------------------
+# Both or neither: with them, a bearer that is a JWT is checked against the issuer's keys
+# (tenancy.oidc). The issuer is the operator's choice, so its host is not vetted like a
+# tenant's webhook target; it must be https unless it is this machine (a local stand-in).
+OIDC_ISSUER = _http_url("OIDC_ISSUER", "").rstrip("/")
+OIDC_AUDIENCE = _read("OIDC_AUDIENCE", env.str, "")
+if bool(OIDC_ISSUER) != bool(OIDC_AUDIENCE):
+    raise ImproperlyConfigured("OIDC_ISSUER and OIDC_AUDIENCE must be set together, or neither")
+_OIDC_LOCAL = urlsplit(OIDC_ISSUER).hostname in ("127.0.0.1", "localhost", "::1")
+if OIDC_ISSUER and urlsplit(OIDC_ISSUER).scheme != "https" and not (DEBUG or _OIDC_LOCAL):
+    raise ImproperlyConfigured("OIDC_ISSUER must be an https URL, e.g. https://login.example.com")
+
 # --- Notifications scheduler (run_tick) ----------------------------------------------------
 TICK_LIMIT = int(_positive("TICK_LIMIT", _read("TICK_LIMIT", env.int, 100)))
 CLAIM_LEASE_SECONDS = _positive(

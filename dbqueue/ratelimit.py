@@ -68,12 +68,21 @@ def count_request(key: str, rate: Rate) -> Hit:
 def blocked_for_us(key: models.Expression, limit: models.Expression) -> models.Subquery:
     """An expression for other queries: the microseconds left in `key`'s current window
     when it has counted at least `limit` requests, else NULL (one index lookup)."""
+    left_us = _left_us_when_over(key, limit)[:1]
+    return models.Subquery(left_us, output_field=models.BigIntegerField())
+
+
+def blocked_seconds(key: str, limit: int) -> float | None:
+    """What `blocked_for_us` tells, as a statement of its own: the seconds left in `key`'s
+    window when it has counted at least `limit` requests, else None."""
+    left_us = _left_us_when_over(key, limit).first()
+    return None if left_us is None else left_us / _MICROS
+
+
+def _left_us_when_over(key: Any, limit: Any) -> models.QuerySet:
     now = DatabaseNowMicros()
     over = RateWindow.objects.filter(key=key, count__gte=limit, expires_us__gt=now)
-    return models.Subquery(
-        over.annotate(left_us=models.F("expires_us") - now).values("left_us")[:1],
-        output_field=models.BigIntegerField(),
-    )
+    return over.annotate(left_us=models.F("expires_us") - now).values_list("left_us", flat=True)
 
 
 def _upsert_sql(connection: BaseDatabaseWrapper) -> str:

@@ -1,4 +1,5 @@
-"""THE one module that makes outbound HTTP calls; every channel goes through `post`.
+"""THE one module that makes outbound HTTP calls; every channel goes through `post`, and
+the identity provider's discovery document and keys are read with `get`.
 
 Guarantees: an explicit timeout that bounds the whole exchange (not just each socket read),
 no redirects, a capped response body, no proxies or credentials picked up from the
@@ -83,6 +84,37 @@ def post(
     ssrf.is_public_address, and the connection goes to the vetted address while the Host
     header, TLS SNI and certificate check stay bound to the hostname. `ca_bundle` replaces
     the default trusted CAs (private CAs, tests). Raises HttpError."""
+    return _exchange(
+        "POST", url, body, headers, timeout, vet_addresses, max_body=max_body, ca_bundle=ca_bundle
+    )
+
+
+def get(
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    timeout: float,
+    vet_addresses: bool,
+    max_body: int = 4096,
+    ca_bundle: str | None = None,
+) -> HttpResponse:
+    """GET `url`, with `post`'s guarantees and arguments. Raises HttpError."""
+    return _exchange(
+        "GET", url, None, headers, timeout, vet_addresses, max_body=max_body, ca_bundle=ca_bundle
+    )
+
+
+def _exchange(
+    method: str,
+    url: str,
+    body: bytes | None,
+    headers: Mapping[str, str],
+    timeout: float,
+    vet_addresses: bool,
+    *,
+    max_body: int,
+    ca_bundle: str | None,
+) -> HttpResponse:
     target = _parse(url)
     address = _vetted_address(target) if vet_addresses else None
     request_url, request_headers = _prepare(url, target, headers, address)
@@ -91,7 +123,8 @@ def post(
     token = _active_deadline.set(deadline)
     try:
         with _session(tls_hostname) as session:
-            response = session.post(
+            response = session.request(
+                method,
                 request_url,
                 data=body,
                 headers=request_headers,

@@ -1,7 +1,7 @@
 """Admin for tenants, memberships, API tokens and idempotency keys.
 
-Tokens are issued only by the commands (the secret is shown once there); the admin lists
-them without their digest and can revoke them.
+Tokens are issued by the commands and by POST /v1/tokens (the secret is shown once there);
+the admin lists them without their digest and can revoke them.
 """
 
 from django.contrib import admin
@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from tenancy.models import ApiToken, Membership, OperationKey, Tenant
+from tenancy.models import ApiToken, ExternalIdentity, Membership, OperationKey, Tenant
 from web.admin import ReadOnlyModelAdmin
 
 
@@ -72,3 +72,17 @@ class OperationKeyAdmin(ReadOnlyModelAdmin):
     search_fields = ["key", "resource"]
     list_select_related = ["tenant"]
     fields = ["key", "tenant", "resource", "response_status", "created_at", "expires_at"]
+
+
+# --- External identity provider --------------------------------------------------------------
+
+
+@admin.register(ExternalIdentity)
+class ExternalIdentityAdmin(ReadOnlyModelAdmin):
+    """Who signed in through the identity provider, as stored at first sight (no token is
+    ever kept)."""
+
+    list_display = ["subject", "issuer", "user", "created_at"]
+    search_fields = ["subject", "user__email"]
+    list_select_related = ["user"]
+    fields = ["issuer", "subject", "user", "created_at"]

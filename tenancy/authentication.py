@@ -2,9 +2,12 @@
 
 Returns None for another scheme (so the request stays anonymous and is denied by the
 permission layer with a 401), raises AuthenticationFailed for a bad credential, and
-returns (user, token) for a good one. A bad credential counts against the client address
-(tenancy.throttling.AuthFailures); an address over that limit is answered 429 before its
-token is checked.
+returns (user, credential) for a good one. A bad credential counts against the client
+address (tenancy.throttling.AuthFailures); an address over that limit is answered 429
+before its token is checked.
+
+A bearer is an API token (`tkw_…`, tenancy.token_format) or, when an identity provider is
+configured, a JWT of that provider (three base64url parts, tenancy.oidc).
 """
 
 from typing import Any
@@ -13,8 +16,14 @@ from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
+from tenancy import oidc
+from tenancy.identities import JwtCredential, jwt_user
 from tenancy.services import AddressBlocked, TokenRejected, token_authenticate
 from tenancy.throttling import AuthFailures, too_many_failures
+from web.problems import ProblemError
+
+# The issuer is asked again at most once a minute (tenancy.oidc.IssuerKeys).
+_ISSUER_RETRY_SECONDS = str(int(oidc.REFETCH_INTERVAL_SECONDS))
 
 
 class BearerTokenAuthentication(BaseAuthentication):
@@ -32,6 +41,8 @@ class BearerTokenAuthentication(BaseAuthentication):
         except UnicodeDecodeError:
             raise failures.refuse("The token is not valid.") from None
         try:
+            if oidc.looks_like_jwt(plaintext):
+                return _jwt_authenticate(plaintext, failures)
             return token_authenticate(
                 plaintext=plaintext,
                 now=timezone.now(),
@@ -40,8 +51,25 @@ class BearerTokenAuthentication(BaseAuthentication):
             )
         except AddressBlocked as exc:
             raise too_many_failures(exc.seconds_left) from None
-        except TokenRejected as exc:
+        except (TokenRejected, oidc.JwtRejected) as exc:
             raise failures.refuse(str(exc)) from None
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'
+
+
+def _jwt_authenticate(token: str, failures: AuthFailures) -> tuple[Any, JwtCredential]:
+    verifier = oidc.configured_verifier()
+    if verifier is None:
+        raise TokenRejected("The token is not valid.")
+    try:
+        claims = verifier.claims(token)
+    except oidc.IssuerUnavailable:
+        raise ProblemError(
+            503,
+            "The identity provider's keys cannot be fetched right now; retry later.",
+            kind="identity-provider-unavailable",
+            headers={"Retry-After": _ISSUER_RETRY_SECONDS},
+        ) from None
+    user = jwt_user(claims=claims, issuer=verifier.issuer, failures=failures.counter)
+    return user, JwtCredential(issuer=verifier.issuer, subject=claims["sub"])

@@ -90,26 +90,32 @@ class Answer:
 
 @dataclass(frozen=True)
 class Idempotency:
-    """One request's key: who sent it, what it asked, and when."""
+    """One request's key: who sent it (the tenant, or a `scope` outside any tenant), what it
+    asked, and when."""
 
-    tenant: Tenant
+    tenant: Tenant | None
     key: str
     fingerprint: str
     now: datetime
+    scope: str = ""
 
     @classmethod
-    def of(cls, request: Request, *, body: Any, required: bool) -> "Idempotency | None":
+    def of(
+        cls, request: Request, *, body: Any, required: bool, scope: str | None = None
+    ) -> "Idempotency | None":
         """The request's key (None when it sent none and none is required); raises
         InvalidIdempotencyKey for a missing required key or a malformed one."""
         if "Idempotency-Key" not in request.headers and not required:
             return None
-        return cls.required(request, body=body)
+        return cls.required(request, body=body, scope=scope)
 
     @classmethod
-    def required(cls, request: Request, *, body: Any) -> "Idempotency":
-        """The request's key; raises InvalidIdempotencyKey when it is missing or malformed."""
+    def required(cls, request: Request, *, body: Any, scope: str | None = None) -> "Idempotency":
+        """The request's key, in the request's tenant or, given a `scope`, in that scope
+        alone; raises InvalidIdempotencyKey when it is missing or malformed."""
         return cls(
-            tenant=request.tenant,
+            tenant=request.tenant if scope is None else None,
+            scope=scope or "",
             key=idempotency_key_parse(request.headers.get("Idempotency-Key")),
             fingerprint=request_fingerprint(method=request.method, path=request.path, body=body),
             now=timezone.now(),
@@ -121,6 +127,7 @@ class Idempotency:
         ttl = timedelta(seconds=settings.IDEMPOTENCY_KEY_TTL_SECONDS)
         return OperationKey(
             tenant=self.tenant,
+            scope=self.scope,
             key=self.key,
             fingerprint=self.fingerprint,
             resource=answer.resource,
@@ -132,7 +139,9 @@ class Idempotency:
         )
 
     def stored(self) -> OperationKey | None:
-        return OperationKey.objects.filter(tenant=self.tenant, key=self.key).first()
+        return OperationKey.objects.filter(
+            tenant=self.tenant, scope=self.scope, key=self.key
+        ).first()
 
     def is_live(self, row: OperationKey) -> bool:
         return row.expires_at > self.now
@@ -161,11 +170,17 @@ class Idempotency:
 
 
 def answer_once(
-    request: Request, perform: Callable[[], Answer], *, body: Any = None, required: bool = False
+    request: Request,
+    perform: Callable[[], Answer],
+    *,
+    body: Any = None,
+    required: bool = False,
+    scope: str | None = None,
 ) -> HttpResponse:
-    """`perform()`'s answer, once per (tenant, key); a stored answer is replayed without
-    running it. `body` is the validated request body the fingerprint covers."""
-    idempotency = Idempotency.of(request, body=body, required=required)
+    """`perform()`'s answer, once per (tenant, key) — or (`scope`, key) for a request made
+    outside any tenant; a stored answer is replayed without running it. `body` is the
+    validated request body the fingerprint covers."""
+    idempotency = Idempotency.of(request, body=body, required=required, scope=scope)
     if idempotency is None:
         return perform().response()
     row = idempotency.stored()

@@ -2,7 +2,6 @@
 
 import hashlib
 import hmac
-import secrets
 import uuid
 from datetime import datetime
 
@@ -10,8 +9,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-TOKEN_SCHEME_PREFIX = "tkw_"  # noqa: S105 - a public marker, not a secret
-_LOOKUP_LENGTH = 12
+from tenancy import token_format
 
 
 class Tenant(models.Model):
@@ -59,7 +57,7 @@ def _digest(secret: str) -> str:
 
 
 class ApiToken(models.Model):
-    """A bearer token: `tkw_<lookup>_<secret>`; only the lookup prefix and a digest are kept."""
+    """A bearer token (tenancy.token_format); only its lookup prefix and a digest are kept."""
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
@@ -77,30 +75,29 @@ class ApiToken(models.Model):
 
     @classmethod
     def issue(
-        cls, *, user: models.Model, name: str = "default", expires_at: datetime | None = None
+        cls,
+        *,
+        user: models.Model,
+        name: str = "default",
+        expires_at: datetime | None = None,
+        now: datetime | None = None,
     ) -> tuple["ApiToken", str]:
         """Create a token and return it with its plaintext, which is never stored."""
-        lookup = secrets.token_hex(_LOOKUP_LENGTH // 2)
-        secret = secrets.token_urlsafe(32)
-        prefix = f"{TOKEN_SCHEME_PREFIX}{lookup}"
-        plaintext = f"{prefix}_{secret}"
+        plaintext = token_format.mint()
         token = cls.objects.create(
-            user=user, name=name, prefix=prefix, digest=_digest(plaintext), expires_at=expires_at
+            user=user,
+            name=name,
+            created_at=now or timezone.now(),
+            prefix=plaintext[: token_format.LOOKUP_LENGTH],
+            digest=_digest(plaintext),
+            expires_at=expires_at,
         )
         return token, plaintext
 
     @staticmethod
     def prefix_of(plaintext: str) -> str | None:
         """The lookup prefix of a presented token, or None when it is not one of ours."""
-        prefix_length = len(TOKEN_SCHEME_PREFIX) + _LOOKUP_LENGTH
-        prefix, separator, secret = (
-            plaintext[:prefix_length],
-            plaintext[prefix_length : prefix_length + 1],
-            plaintext[prefix_length + 1 :],
-        )
-        if not prefix.startswith(TOKEN_SCHEME_PREFIX) or separator != "_" or not secret:
-            return None
-        return prefix
+        return token_format.lookup_prefix(plaintext)
 
     def matches(self, plaintext: str) -> bool:
         return hmac.compare_digest(self.digest, _digest(plaintext))
@@ -115,9 +112,15 @@ class OperationKey(models.Model):
     """An Idempotency-Key a tenant sent with a POST, with the answer to replay for it: the
     status, the headers and the exact bytes first sent. `response_body` is NULL when that
     answer showed a secret once: a secret is never kept here, so such a key replays as a
-    409 naming `resource` instead."""
+    409 naming `resource` instead.
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="operation_keys")
+    A key of a request made outside any tenant (a user's own tokens) has no tenant and is
+    scoped by `scope` instead (`user:<id>`)."""
+
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.CASCADE, related_name="operation_keys", null=True
+    )
+    scope = models.CharField(max_length=64, default="", blank=True)
     key = models.CharField(max_length=255)
     fingerprint = models.CharField(max_length=64)
     resource = models.CharField(max_length=255)
@@ -132,8 +135,38 @@ class OperationKey(models.Model):
             models.UniqueConstraint(
                 fields=["tenant", "key"], name="operation_key_tenant_key_unique"
             ),
+            models.UniqueConstraint(
+                fields=["scope", "key"],
+                condition=models.Q(tenant__isnull=True),
+                name="operation_key_scope_key_unique",
+            ),
         ]
         indexes = [models.Index(fields=["expires_at"], name="operation_key_expiry_idx")]
 
     def __str__(self) -> str:
         return f"{self.key} ({self.tenant_id})"
+
+
+# --- External identity provider (OIDC bearer JWTs) -----------------------------------------
+
+
+class ExternalIdentity(models.Model):
+    """A user as the configured identity provider names them: its issuer and the token's
+    `sub`, stored the first time a valid JWT of theirs is seen."""
+
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="external_identities"
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["issuer", "subject"], name="external_identity_issuer_subject_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"

@@ -20,7 +20,7 @@ from rest_framework import serializers
 from tenancy.permissions import IsTenantMember
 from web.problems import PROBLEM_CONTENT_TYPE
 
-COMMON_PROBLEM_STATUSES = (400, 401, 403, 404, 405, 406, 413, 415, 429, 500)
+COMMON_PROBLEM_STATUSES = (400, 401, 403, 404, 405, 406, 413, 415, 429, 500, 503)
 
 _PROBLEM_DESCRIPTIONS = {
     400: "Malformed request, invalid fields or X-Tenant-ID (see `errors`).",
@@ -39,12 +39,17 @@ _PROBLEM_DESCRIPTIONS = {
     422: "The Idempotency-Key was already used with a different request.",
     429: "Throttled; retry after the number of seconds in Retry-After.",
     500: "Unexpected server error (no internals are disclosed).",
+    503: (
+        "A service the request depends on is unreachable (the identity provider whose keys "
+        "check a JWT); retry after the number of seconds in Retry-After."
+    ),
 }
 
 _PROBLEM_HEADERS = {
     401: ("WWW-Authenticate", "Always `Bearer`."),
     405: ("Allow", "The methods this resource allows."),
     429: ("Retry-After", "Seconds to wait before retrying."),
+    503: ("Retry-After", "Seconds to wait before retrying."),
 }
 
 TENANT_HEADER = OpenApiParameter(
@@ -94,8 +99,10 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
         return {
             "type": "http",
             "scheme": "bearer",
-            "description": "An API token (`tkw_…`) from `manage.py create_tenant` or "
-            "`create_token`; the secret is shown once.",
+            "description": "An API token (`tkw_…`, from `POST /v1/tokens`, `manage.py "
+            "create_tenant` or `create_token`; the secret is shown once) or, when an identity "
+            "provider is configured, a JWT it issued (RS256 or ES256, with `exp`, `iss`, "
+            "`aud`). A JWT grants no membership by itself.",
         }
 
 

@@ -15,9 +15,9 @@ from dbqueue.ratelimit import blocked_for_us
 from tenancy.models import ApiToken, Membership, Role, Tenant
 from web.errors import DomainError, Forbidden
 
-# Writing last_used_at on every request would turn every read into a write; a few minutes
-# of precision is what an operator needs to spot an unused token.
-LAST_USED_PRECISION = timedelta(minutes=5)
+# Writing last_used_at on every request would turn every read into a write; a minute of
+# precision is what an owner needs to spot an unused or a leaked token.
+LAST_USED_PRECISION = timedelta(minutes=1)
 
 
 class TokenRejected(Exception):
@@ -91,15 +91,25 @@ def token_authenticate(
         raise TokenRejected("The token is not valid.")
     if not token.is_usable(now=now) or not token.user.is_active:
         raise TokenRejected("The token has expired or was revoked.")
-    if token.last_used_at is None or now - token.last_used_at > LAST_USED_PRECISION:
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-        token.last_used_at = now
+    _note_use(token, now)
     token.tenant_candidates = None
     if with_memberships:
         token.tenant_candidates = TenantCandidates(
             tenant_id=tenant_id, memberships=_memberships_of(rows)
         )
     return token.user, token
+
+
+def _note_use(token: ApiToken, now: datetime) -> None:
+    """Record the use at most once a minute: no statement while the value read is fresh,
+    and a conditional one otherwise, so requests racing past the read write it once."""
+    stale_before = now - LAST_USED_PRECISION
+    if token.last_used_at is not None and token.last_used_at >= stale_before:
+        return
+    ApiToken.objects.filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=stale_before), pk=token.pk
+    ).update(last_used_at=now)
+    token.last_used_at = now
 
 
 def _token_query(condition: Q | None) -> models.QuerySet[ApiToken]:

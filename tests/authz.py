@@ -11,6 +11,10 @@ Callers: anonymous, a bad, an expired and a revoked token (all 401), Alice (owne
 Bob (member of A), Charlie (owner of B). Targets for `{id}` routes: an object of the
 caller's own tenant, one of the other tenant, and a missing id. Another tenant's object must
 answer exactly like a missing one, and nothing Charlie receives may contain A's ids.
+
+A `user_scoped` route acts on the caller's own objects whatever the tenant (their API
+tokens): there "own" is the caller's, "other" is another user's (Alice's, or Charlie's for
+Alice), which answers like a missing one, and no caller receives the other user's ids.
 """
 
 import uuid
@@ -45,6 +49,7 @@ class RouteSpec:
     create: Callable[[Any], Any] | None = None
     body: Callable[[], Any] | None = None
     headers: Callable[[], dict[str, str]] = field(default=dict)
+    user_scoped: bool = False
 
     @property
     def has_id(self) -> bool:
@@ -107,11 +112,40 @@ def expected_status(route: RouteSpec, principal: str, target: str) -> int:
     return route.success
 
 
+def _targets(route: RouteSpec, principal: str, world: World) -> tuple[Any, Any, Any]:
+    """(own, other, the id the caller must never receive) for one cell."""
+    if route.create is None:
+        return None, None, None
+    if route.user_scoped and principal in MEMBERS:
+        someone_else = world.charlie if principal == "alice" else world.alice
+        own, other = route.create(getattr(world, principal)), route.create(someone_else)
+        return own, other, other
+    a_id, b_id = route.create(world.alice), route.create(world.charlie)
+    if principal == "charlie":
+        return b_id, a_id, a_id
+    return a_id, b_id, None
+
+
+def _mentions(response: Any, value: Any) -> bool:
+    """Whether the body carries `value`: a UUID anywhere in its text, an integer id as the
+    value of an `id` or `…_id` field (its digits may well appear in a timestamp)."""
+    if not isinstance(value, int):
+        return str(value) in response.content.decode()
+
+    def walk(node: Any) -> bool:
+        if isinstance(node, dict):
+            return any(
+                ((key == "id" or key.endswith("_id")) and item == value) or walk(item)
+                for key, item in node.items()
+            )
+        return isinstance(node, list) and any(map(walk, node))
+
+    return walk(response.json()) if response.content else False
+
+
 def check_case(route: RouteSpec, principal: str, target: str, world: World) -> None:
     """Perform one cell of the matrix and assert its status, media type and isolation."""
-    a_id = route.create(world.alice) if route.create else None
-    b_id = route.create(world.charlie) if route.create else None
-    own, other = (b_id, a_id) if principal == "charlie" else (a_id, b_id)
+    own, other, foreign_id = _targets(route, principal, world)
     object_id = {"own": own, "other": other, "missing": uuid.uuid4(), "none": None}[target]
     path = route.path.format(id=object_id)
     client = world.clients[principal]
@@ -127,7 +161,6 @@ def check_case(route: RouteSpec, principal: str, target: str, world: World) -> N
     if want == 401:
         assert response["WWW-Authenticate"].startswith("Bearer")
     if principal == "charlie":
-        content = response.content.decode()
-        assert str(world.alice.tenant.id) not in content
-        if a_id is not None:
-            assert str(a_id) not in content
+        assert str(world.alice.tenant.id) not in response.content.decode()
+    if foreign_id is not None:
+        assert not _mentions(response, foreign_id), response.content

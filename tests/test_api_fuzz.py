@@ -22,7 +22,8 @@ from config.wsgi import application
 from jobs.models import Job, JobStatus
 from notifications.models import Delivery, Notification, WebhookEndpoint
 from projects.models import Project
-from tests.conftest import forget_throttle_counts
+from tenancy.models import ApiToken, Membership
+from tests.conftest import forget_throttle_counts, make_member
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
 
@@ -107,7 +108,7 @@ def _keep_test_transaction():
 
 
 @pytest.fixture
-def seeded(alice) -> dict[str, str]:
+def seeded(alice) -> dict[str, str | int]:
     """One existing row behind each `{id}` route, keyed by the route's collection."""
     job = make_job(alice, status=JobStatus.FAILED)
     endpoint = make_endpoint(tenant=alice.tenant, url="https://hooks.example.com/in")
@@ -126,7 +127,21 @@ def seeded(alice) -> dict[str, str]:
         "jobs": str(job.id),
         "notifications": str(notification.id),
         "webhook-endpoints": str(endpoint.id),
+        # Integer ids: a member to re-role or remove, and a token of Alice's other than the
+        # one the fuzzer authenticates with.
+        "members": make_member(alice.tenant, "fuzzed@example.com").user.id,
+        "tokens": ApiToken.issue(user=alice.user, name="fuzzed")[0].id,
     }
+
+
+INTEGER_IDS = {"members", "tokens"}
+
+
+def _names_a_row(collection: str, value: object) -> bool:
+    """A well-formed id of `collection` (a negative case's malformed one stays as it is)."""
+    if collection in INTEGER_IDS:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return _is_uuid(value)
 
 
 def _is_uuid(value: object) -> bool:
@@ -187,8 +202,10 @@ def _aim_at_seeded_rows(case: Case, tenant_id: str, seeded: dict[str, str]) -> N
     def replace(choice: str, *, keep_one_in: int) -> bool:
         return zlib.crc32(f"{choice}:{fingerprint}".encode()) % keep_one_in != 0
 
-    if _is_uuid((case.path_parameters or {}).get("id")) and replace("id", keep_one_in=2):
-        case.path_parameters = {**case.path_parameters, "id": seeded[case.path.split("/")[2]]}
+    collection = case.path.split("/")[2]
+    path_id = (case.path_parameters or {}).get("id")
+    if _names_a_row(collection, path_id) and replace("id", keep_one_in=2):
+        case.path_parameters = {**case.path_parameters, "id": seeded[collection]}
     if _is_uuid((case.headers or {}).get("X-Tenant-ID")) and replace("tenant", keep_one_in=4):
         case.headers = {**case.headers, "X-Tenant-ID": tenant_id}
     # A negative body stays as generated: fixing its fields could repair the very field
@@ -249,11 +266,11 @@ def test_schema_documents_every_api_route():
     assert len(OPERATIONS) >= len(PATHS)
 
 
-def _url(path: str, seeded: dict[str, str]) -> str:
+def _url(path: str, seeded: dict[str, str | int]) -> str:
     """The path with the `{id}` of a seeded row, so a missing row cannot answer first."""
     if "{id}" not in path:
         return path
-    return path.replace("{id}", seeded[path.split("/")[2]])
+    return path.replace("{id}", str(seeded[path.split("/")[2]]))
 
 
 def _rows() -> list[tuple]:
@@ -264,6 +281,8 @@ def _rows() -> list[tuple]:
         *Notification.objects.order_by("pk").values_list("pk", "subject", "updated_at"),
         *WebhookEndpoint.objects.order_by("pk").values_list("pk", "url", "secret", "enabled"),
         *Delivery.objects.order_by("pk").values_list("pk", "outcome"),
+        *Membership.objects.order_by("pk").values_list("pk", "role"),
+        *ApiToken.objects.order_by("pk").values_list("pk", "revoked_at"),
     ]
 
 

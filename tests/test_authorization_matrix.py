@@ -1,6 +1,6 @@
 """One table-driven authorization matrix over every route of the API: projects, jobs, job
 retry, notifications and their retry and deliveries, the delivery log, webhook endpoints
-and their secret rotation, and me.
+and their secret rotation, me, members and the caller's own API tokens.
 
 Every route, for every caller (anonymous, bad, expired and revoked token, Alice owner of A, Bob
 member of A, Charlie owner of B) and every target (own, other tenant's, missing) gets its
@@ -17,7 +17,9 @@ from django.utils import timezone
 
 from jobs.models import Job, JobStatus
 from notifications.models import Delivery
+from tenancy.models import ApiToken
 from tests.authz import RouteSpec, build_world, check_case, matrix_cases
+from tests.conftest import make_member
 from tests.jobs.factories import make_job
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_project
@@ -71,6 +73,14 @@ def _delivery_seed(actor):
         outcome="delivered",
     )
     return notification_id
+
+
+def _member_id(actor):
+    return make_member(actor.tenant, f"member-{uuid.uuid4().hex[:8]}@example.com").user.id
+
+
+def _token_id(actor):
+    return ApiToken.issue(user=actor.user, name="matrix")[0].id
 
 
 def _endpoint_id(actor):
@@ -142,6 +152,24 @@ ROUTES = [
         "DELETE", "/v1/webhook-endpoints/{id}", success=204, roles=OWNER, create=_endpoint_id
     ),
     RouteSpec("POST", "/v1/webhook-endpoints/{id}/rotate-secret", roles=OWNER, create=_endpoint_id),
+]
+
+# --- Members and tokens --------------------------------------------------------------------
+ROUTES += [
+    RouteSpec("GET", "/v1/members", create=_member_id),
+    RouteSpec(
+        "PATCH", "/v1/members/{id}", roles=OWNER, create=_member_id, body=lambda: {"role": "member"}
+    ),
+    RouteSpec("DELETE", "/v1/members/{id}", success=204, roles=OWNER, create=_member_id),
+    RouteSpec("GET", "/v1/tokens", create=_token_id, user_scoped=True),
+    RouteSpec(
+        "POST",
+        "/v1/tokens",
+        success=201,
+        body=lambda: {"name": "matrix"},
+        headers=lambda: {"Idempotency-Key": str(uuid.uuid4())},
+    ),
+    RouteSpec("DELETE", "/v1/tokens/{id}", success=204, create=_token_id, user_scoped=True),
 ]
 
 

@@ -46,7 +46,7 @@ REQUIRED_KEY = {"/v1/projects", "/v1/notifications"}
 def test_every_post_documents_the_idempotency_key_its_replay_header_and_problems(schema):
     posts = {path: ops["post"] for path, ops in schema["paths"].items() if "post" in ops}
 
-    assert len(posts) == 6
+    assert len(posts) == 7
     for path, operation in posts.items():
         key = next(p for p in operation["parameters"] if p["name"] == "Idempotency-Key")
         assert key["in"] == "header"
@@ -64,7 +64,9 @@ def test_tenant_views_document_x_tenant_id_and_me_does_not(schema):
     assert "X-Tenant-ID" not in header_names(schema["paths"]["/v1/me"]["get"])
 
 
-@pytest.mark.parametrize("status", ["400", "401", "403", "404", "405", "413", "415", "429", "500"])
+@pytest.mark.parametrize(
+    "status", ["400", "401", "403", "404", "405", "413", "415", "429", "500", "503"]
+)
 def test_every_operation_documents_problem_responses(schema, status):
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():
@@ -117,3 +119,23 @@ def test_a_jobs_next_attempt_is_declared_nullable(schema):
     next_attempt = schema["components"]["schemas"]["Job"]["properties"]["next_attempt_at"]
 
     assert next_attempt["nullable"] is True
+
+
+def test_members_and_tokens_are_documented_with_their_problems(schema):
+    members, member = schema["paths"]["/v1/members"], schema["paths"]["/v1/members/{id}"]
+    tokens, token = schema["paths"]["/v1/tokens"], schema["paths"]["/v1/tokens/{id}"]
+
+    assert "X-Tenant-ID" in header_names(members["get"])
+    assert "X-Tenant-ID" not in header_names(tokens["get"])
+    assert "X-Tenant-ID" not in header_names(tokens["post"])
+    assert {"409"} <= set(member["patch"]["responses"]) & set(member["delete"]["responses"])
+    assert "Location" in tokens["post"]["responses"]["201"]["headers"]
+    created = schema["components"]["schemas"]["TokenSecret"]["properties"]
+    assert {"id", "name", "prefix", "created_at", "last_used_at", "expires_at", "token"} == set(
+        created
+    )
+    for operation in (member["patch"], member["delete"], token["delete"]):
+        path_id = next(p for p in operation["parameters"] if p["in"] == "path")
+        assert path_id["schema"]["type"] == "integer"
+    assert "204" in token["delete"]["responses"]
+    assert "Retry-After" in token["delete"]["responses"]["503"]["headers"]

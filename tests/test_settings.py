@@ -34,6 +34,15 @@ def test_good_settings_start():
 
 
 @pytest.mark.parametrize(
+    "issuer", ["https://login.example.com", "https://login.example.com/", "http://127.0.0.1:9999"]
+)
+def test_an_identity_provider_with_its_audience_starts(issuer):
+    result = start(DATABASE_URL="sqlite:///:memory:", OIDC_ISSUER=issuer, OIDC_AUDIENCE="api")
+
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
     ("overrides", "variable"),
     [
         ({"DATABASE_URL": "mysql://x"}, "DATABASE_URL"),
@@ -55,6 +64,11 @@ def test_good_settings_start():
         ({"THROTTLE_RATE_AUTH_FAILURES": "²/min"}, "THROTTLE_RATE_AUTH_FAILURES"),
         ({"TRUSTED_PROXY_COUNT": "-1"}, "TRUSTED_PROXY_COUNT"),
         ({"TRUSTED_PROXY_COUNT": "one"}, "TRUSTED_PROXY_COUNT"),
+        ({"OIDC_ISSUER": "https://login.example.com"}, "OIDC_AUDIENCE"),
+        ({"OIDC_AUDIENCE": "tickwork"}, "OIDC_ISSUER"),
+        ({"OIDC_ISSUER": "ftp://login.example.com", "OIDC_AUDIENCE": "a"}, "OIDC_ISSUER"),
+        ({"OIDC_ISSUER": "http://login.example.com", "OIDC_AUDIENCE": "a"}, "OIDC_ISSUER"),
+        ({"OIDC_ISSUER": "https://u:p@login.example.com", "OIDC_AUDIENCE": "a"}, "OIDC_ISSUER"),
     ],
 )
 def test_bad_settings_stop_start_up_naming_the_variable(overrides, variable):

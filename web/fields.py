@@ -44,6 +44,15 @@ class StrictBooleanField(serializers.BooleanField):
         self.fail("invalid", input=data)
 
 
+class StrictIntegerField(serializers.IntegerField):
+    """Only a JSON integer: DRF would also take "5", 5.0 or true."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class StrictUUIDField(serializers.UUIDField):
     """A UUID spelled in ASCII: Python's UUID() also reads digits of other scripts (U+0661)."""
 

@@ -23,6 +23,8 @@ VALID = {
     "/v1/notifications/{notification}": {"subject": "Changed"},
     "/v1/webhook-endpoints": {"url": "https://hooks.example.com/new"},
     "/v1/webhook-endpoints/{endpoint}": {"enabled": False},
+    "/v1/members/{member}": {"role": "owner"},
+    "/v1/tokens": {"name": "ci"},
 }
 
 

@@ -11,7 +11,8 @@ from jobs.models import Job, JobStatus
 from notifications.models import Delivery, Notification, WebhookEndpoint
 from notifications.scheduler.outcomes import DeadLetterReason
 from projects.models import Project
-from tenancy.models import OperationKey
+from tenancy.models import ApiToken, Membership, OperationKey
+from tests.conftest import make_member
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
 
@@ -77,7 +78,26 @@ WRITES = (
     Write("POST", "/v1/jobs/{job}/retry", frozenset(), frozenset({"status", "attempts"})),
 )
 
-_STORED = (Project, Job, OperationKey, Notification, WebhookEndpoint, Delivery)
+# --- Members and tokens --------------------------------------------------------------------
+WRITES += (
+    Write(
+        "PATCH",
+        "/v1/members/{member}",
+        frozenset({"role"}),
+        frozenset({"user_id", "email", "joined_at"}),
+    ),
+    Write(
+        "POST",
+        "/v1/tokens",
+        frozenset({"name", "expires_in_days"}),
+        frozenset({"id", "token", "prefix", "created_at", "last_used_at", "expires_at"}),
+    ),
+)
+
+_STORED = (
+    *(Project, Job, OperationKey, Notification, WebhookEndpoint, Delivery),
+    *(Membership, ApiToken),
+)
 
 
 @dataclass(frozen=True)
@@ -85,10 +105,11 @@ class Targets:
     notification: uuid.UUID
     endpoint: uuid.UUID
     job: uuid.UUID
+    member: int
 
     def path(self, write: Write) -> str:
         return write.template.format(
-            notification=self.notification, endpoint=self.endpoint, job=self.job
+            notification=self.notification, endpoint=self.endpoint, job=self.job, member=self.member
         )
 
 
@@ -104,7 +125,10 @@ def seed_targets(actor) -> Targets:
         dead_letter_reason=DeadLetterReason.EXHAUSTED,
     )
     job = make_job(actor, status=JobStatus.FAILED, next_attempt_at=None)
-    return Targets(notification=notification.id, endpoint=endpoint.id, job=job.id)
+    member = make_member(actor.tenant, "fuzzed-member@example.com")
+    return Targets(
+        notification=notification.id, endpoint=endpoint.id, job=job.id, member=member.user.id
+    )
 
 
 def send(actor, method: str, path: str, body: bytes):
@@ -123,6 +147,7 @@ def stored_state(targets: Targets) -> tuple[dict[str, int], str]:
         *Notification.objects.filter(pk=targets.notification),
         *WebhookEndpoint.objects.filter(pk=targets.endpoint),
         *Job.objects.filter(pk=targets.job),
+        *Membership.objects.filter(user_id=targets.member),
     ]
     return counts, django_serializers.serialize("json", rows)
 

@@ -1,0 +1,74 @@
+"""The user behind a verified JWT (tenancy.oidc): found by the issuer's `sub`, stored the
+first time it is seen, or linked to — or created for — the token's email when the identity
+provider says it verified it (`email_verified: true`).
+
+A JWT whose subject is new and whose email is missing or unverified authenticates nobody
+(401): an unverified address proves nothing, so it may neither claim an existing account nor
+create one. A JWT grants no membership: its user reaches a tenant only by being added to it.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, models, transaction
+
+from dbqueue.ratelimit import blocked_for_us, blocked_seconds
+from tenancy.models import ExternalIdentity
+from tenancy.services import AddressBlocked, FailureLimit, TokenRejected, _user_get_or_create
+
+_MAX_SUBJECT = ExternalIdentity._meta.get_field("subject").max_length
+_MAX_EMAIL = 150  # the user name a new user gets is their email
+
+
+@dataclass(frozen=True)
+class JwtCredential:
+    """`request.auth` for a JWT: who issued it and for whom (never the token itself)."""
+
+    issuer: str
+    subject: str
+
+
+def jwt_user(*, claims: dict[str, Any], issuer: str, failures: FailureLimit) -> AbstractBaseUser:
+    """The active user the verified `claims` name. Raises AddressBlocked when the request's
+    address is over its failure limit, TokenRejected when the claims name nobody usable."""
+    subject = claims["sub"]
+    if not isinstance(subject, str) or not 0 < len(subject) <= _MAX_SUBJECT:
+        raise TokenRejected("The token's subject is not usable.")
+    identity = (
+        ExternalIdentity.objects.select_related("user")
+        .filter(issuer=issuer, subject=subject)
+        .annotate(
+            address_blocked_for_us=blocked_for_us(
+                models.Value(failures.key), models.Value(failures.limit)
+            )
+        )
+        .first()
+    )
+    if identity is not None and identity.address_blocked_for_us is not None:
+        raise AddressBlocked(identity.address_blocked_for_us / 1_000_000)
+    if identity is None:
+        seconds = blocked_seconds(failures.key, failures.limit)
+        if seconds is not None:
+            raise AddressBlocked(seconds)
+        identity = _first_sight(issuer, subject, claims)
+    if not identity.user.is_active:
+        raise TokenRejected("The token's user is not active.")
+    return identity.user
+
+
+def _first_sight(issuer: str, subject: str, claims: dict[str, Any]) -> ExternalIdentity:
+    email = claims.get("email")
+    usable = isinstance(email, str) and "@" in email and len(email) <= _MAX_EMAIL
+    if claims.get("email_verified") is not True or not usable:
+        raise TokenRejected(
+            "The identity provider has not verified this token's email address, and its "
+            "subject is not known here."
+        )
+    try:
+        with transaction.atomic():
+            user = _user_get_or_create(email)
+            return ExternalIdentity.objects.create(issuer=issuer, subject=subject, user=user)
+    except IntegrityError:
+        # A concurrent first request of the same subject (or email) stored it first.
+        return ExternalIdentity.objects.select_related("user").get(issuer=issuer, subject=subject)
