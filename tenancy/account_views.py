@@ -6,7 +6,7 @@ read here, so a malformed id answers 404 after authentication, like a missing on
 """
 
 from django.db.models import QuerySet
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -27,7 +27,6 @@ from tenancy.account_serializers import (
 )
 from tenancy.idempotency import Answer, answer_once
 from tenancy.models import ApiToken, Membership
-from web.errors import NotFound
 from web.pagination import NewestFirstCursorPagination
 
 _MAX_ID_DIGITS = 18  # a bigint
@@ -36,7 +35,7 @@ _MAX_ID_DIGITS = 18  # a bigint
 def _path_id(raw: str) -> int:
     # isdigit() alone admits other scripts' digits, which int() would read.
     if not (raw.isascii() and raw.isdigit() and len(raw) <= _MAX_ID_DIGITS):
-        raise NotFound("No resource matches this URL.")
+        raise Http404("No resource matches this URL.")
     return int(raw)
 
 
