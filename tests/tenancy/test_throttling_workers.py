@@ -24,11 +24,16 @@ def postgres_url() -> str:
     )
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=requires_postgres)])
+# The mark (not a fixture looked up at run time) sets up the test database even when this is
+# the first test of the run to need one.
+ON_POSTGRES = [requires_postgres, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=ON_POSTGRES)])
 def app(request, tmp_path):
     """The environment of an app process on a migrated database of its own kind."""
     if request.param == "postgres":
-        request.getfixturevalue("transactional_db")
+        # The test database must exist (and be named) before its URL is read.
         return app_env(postgres_url(), **LIMITS)
     env = app_env(f"sqlite:///{tmp_path / 'db.sqlite3'}", **LIMITS)
     manage(env, "migrate", "--verbosity=0")
