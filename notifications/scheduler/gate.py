@@ -1,16 +1,17 @@
 """Endpoint isolation inside one tick: how many deliveries each webhook endpoint may have in
-flight, and what its circuit says. The tick asks `admit` before a row's webhook goes out and
-tells `finish` when it came back; `claim_limits` says how many rows of each endpoint the next
-claim may take (none of an endpoint with no room), so one slow receiver cannot take the whole
-pool.
+flight, and what its circuit says. The row lane asks `admit` before a row's webhook goes out
+and tells `finish` when it came back (`finish` is the one place an attempt becomes a circuit
+signal; the write-back replays that signal on the database's copy of the circuit);
+`claim_limits` says how many rows of each endpoint the next claim may take (none of an
+endpoint with no room), so one slow receiver cannot take the whole pool.
 
 A row that finds its endpoint busy may wait for a slot, but only as deep as its lease covers
 the wait: `depth` rows (two waves of the endpoint's slots at the worst-case channel timeout)
 while the endpoint's pace is unknown, and as many waves as its observed pace fits in `window`
 seconds (up to `most` rows) once it is known. Beyond that a row is released unattempted for a
 later claim. A fast endpoint's burst is thus claimed in batches, not a few rows at a time;
-and since its pace can change, the tick checks again, when a row starts, that the row's lease
-still covers its delivery.
+and since its pace can change, `lane.may_start` checks again, when a row starts, that the
+row's lease still covers its delivery.
 """
 
 from collections import Counter, deque

@@ -4,21 +4,21 @@ statement (branch), the new column values, and the delivery-log rows. No databas
 An occurrence is settled channel by channel: a channel that was deferred (its endpoint's
 circuit is open) was not attempted, so the occurrence stays open for it alone while the
 channels already delivered are remembered in `channel_state` and never sent again. The
-partial-success rule applies to channels that failed."""
+partial-success rule (`_verdict`) applies to channels that failed. The plan types live in
+rowplan.py, the schedule's advance and the dead-letter plans in deadletter.py; their public
+names are importable from here too."""
 
 import dataclasses
-import logging
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
 from dbqueue.backoff import retry_delay
-from notifications.models import WHOLE_OCCURRENCE, Delivery, DeliveryOutcome, Notification
-from notifications.recurrence import CpuBudget, InvalidRecurrence, next_and_skipped
+from notifications.models import Delivery, DeliveryOutcome, Notification
+from notifications.recurrence import InvalidRecurrence
 from notifications.scheduler import outcomes
 from notifications.scheduler.breaker import Signal
+from notifications.scheduler.deadletter import advance, dead_letter, invalid_schedule
 from notifications.scheduler.deliver import Deferral, RowDelivery, due_time
 from notifications.scheduler.outcomes import (
     Classification,
@@ -26,162 +26,104 @@ from notifications.scheduler.outcomes import (
     DeferralReason,
     Verdict,
 )
+from notifications.scheduler.rowplan import (
+    Branch,
+    Bucket,
+    Policy,
+    RowPlan,
+    delivery_row,
+    late_ms,
+)
 from notifications.states import Move, after
 from outbound.categories import ErrorCategory
 
-logger = logging.getLogger("notifications.scheduler")
+__all__ = [
+    "Branch",
+    "Bucket",
+    "ChannelState",
+    "Policy",
+    "RowPlan",
+    "advance",
+    "dead_letter",
+    "invalid_schedule",
+    "late_ms",
+    "plan_delivery",
+    "plan_poison",
+    "plan_release",
+]
 
 
-class Branch(StrEnum):
-    COMPLETE = "complete"
-    ADVANCE = "advance"
-    BACKOFF = "backoff"
-    DEFER = "defer"
-    RELEASE = "release"
-    DEAD_LETTER = "dead_letter"
+class ChannelState(StrEnum):
+    """How a channel of the open occurrence ended (the values of `channel_state`): the
+    delivery log's outcomes of a settled attempt, so one state is never spelled twice."""
+
+    DELIVERED = DeliveryOutcome.DELIVERED.value
+    FAILED = DeliveryOutcome.FAILED.value
 
 
-class Bucket(StrEnum):
-    """Where a claimed row is counted in the tick summary (exactly one bucket per row)."""
-
-    DELIVERED = "delivered"
-    PARTIAL = "partial"
-    FAILED = "failed"
-    DEFERRED = "deferred"
-    RELEASED = "released"
-    DEAD_LETTERED = "dead_lettered"
-
-
-@dataclass
-class RowPlan:
-    """A fenced write-back on (pk, token): update the row with `changes`, its new `state`
-    among them (notifications.states decides it). `logs` are written whatever the fence
-    says (the calls happened); `skipped`, the record of the occurrences a late recurring
-    row jumps over, only if the write-back applies."""
-
-    pk: Any
-    token: int
-    branch: Branch
-    bucket: Bucket
-    changes: dict[str, Any] = field(default_factory=dict)
-    logs: list[Delivery] = field(default_factory=list)
-    skipped: Delivery | None = None
-    gone_endpoint_id: Any = None
-    # The webhook attempt's news for its endpoint's circuit, when there is any.
-    endpoint_signal: tuple[Any, Signal] | None = None
-
-
-@dataclass(frozen=True)
-class Policy:
-    """How the tick treats failures; the attempt limit is each row's own (max_attempts)."""
-
-    backoff: Sequence[int]
-    # How long after an occurrence was due a provider's push-back still defers it for free.
-    max_defer_seconds: float = 86_400.0
-    # CPU one row may spend finding its schedule's next occurrence (RECURRENCE_BUDGET_MS).
-    recurrence_budget_ms: float = 20.0
-
-    @property
-    def recurrence_budget(self) -> CpuBudget:
-        return CpuBudget(limit_ms=self.recurrence_budget_ms)
-
-
-def late_ms(notification: Notification, *, at: datetime) -> int | None:
-    """How late an attempt at `at` is for the time the row was scheduled for (0 when early):
-    its `next_fire_at` as claimed, which is the occurrence's due time on a first attempt,
-    the end of its backoff on a retry and the end of its deferral for a deferred channel.
-    Lateness measures the scheduler: a receiver's failures make retries, not lateness."""
-    scheduled = notification.next_fire_at
-    if scheduled is None:
-        return None
-    return max(0, (at - scheduled) // timedelta(milliseconds=1))
-
-
-def advance(
-    row: Notification, *, now: datetime, budget: CpuBudget
-) -> tuple[datetime | None, Delivery | None]:
-    """Where a handled occurrence leaves the schedule: the next regular occurrence, the
-    first after both the handled one and now (None for a one-shot or a schedule that its
-    COUNT or UNTIL ended), and the `skipped` record of the occurrences in between, which
-    "fire once now" will never deliver (None when there are none). Raises
-    InvalidRecurrence (RuleTooCostly past `budget`) when the next occurrence cannot be
-    computed: that is never the end of the schedule."""
-    if not row.rrule:
-        return None, None
-    handled = due_time(row) or now
-    upcoming, found = next_and_skipped(
-        rrule=row.rrule,
-        tz_name=row.timezone,
-        anchor=row.recurrence_anchor or handled,
-        handled=handled,
-        now=now,
-        budget=budget,
-    )
-    if found is None:
-        return upcoming, None
-    return upcoming, _delivery_row(
-        row,
-        at=now,
-        channel=WHOLE_OCCURRENCE,
-        outcome=DeliveryOutcome.SKIPPED,
-        skipped_count=found.count,
-        skipped_first=found.first,
-        skipped_last=found.last,
+def plan_delivery(
+    delivery: RowDelivery,
+    *,
+    token: int,
+    now: datetime,
+    policy: Policy,
+    endpoint_signal: tuple[Any, Signal] | None = None,
+) -> RowPlan:
+    """The write-back for a delivered (or wholly deferred) row, per the partial-success
+    rule over the occurrence's channels; `endpoint_signal` is the webhook attempt's news
+    for its endpoint's circuit, written with the row."""
+    delivery = _with_backpressure_deferred(delivery, now=now, policy=policy)
+    row = delivery.notification
+    state = {**row.channel_state, **_settled(delivery)}
+    verdict, failed = _verdict(row, state)
+    if verdict is Verdict.FAILURE:
+        plan = _failure(delivery, token, now=now, policy=policy)
+    elif delivery.deferred:
+        until = min(deferral.until for deferral in delivery.deferred.values())
+        plan = _defer(row, token, state, until=until, now=now)
+    else:
+        plan = _finish(row, token, verdict, failed, now=now, policy=policy)
+    gone = any(r.gone for r in delivery.results.values())
+    return dataclasses.replace(
+        plan,
+        logs=(*_channel_logs(delivery), *_deferral_logs(delivery), *plan.logs),
+        gone_endpoint_id=row.webhook_endpoint_id if gone else None,
+        endpoint_signal=endpoint_signal,
     )
 
 
-def _delivery_row(notification: Notification, *, at: datetime, **fields: Any) -> Delivery:
-    return Delivery(
-        notification_id=notification.id,
-        tenant_id=notification.tenant_id,
-        occurrence=notification.occurrence,
-        attempted_at=at,
-        **fields,
-    )
-
-
-def _channel_logs(delivery: RowDelivery) -> list[Delivery]:
-    logs = []
-    late = late_ms(delivery.notification, at=delivery.attempted_at)
-    for channel, result in delivery.results.items():
-        if result.ok:
-            outcome = DeliveryOutcome.DELIVERED
-        elif result.category == ErrorCategory.TIMEOUT:
-            outcome = DeliveryOutcome.TIMEOUT
-        else:
-            outcome = DeliveryOutcome.FAILED
-        logs.append(
-            _delivery_row(
-                delivery.notification,
-                at=delivery.attempted_at,
-                channel=channel,
-                outcome=outcome,
-                http_status=result.http_status,
-                error_category=result.category,
-                error=result.error[:500],
-                duration_ms=max(result.duration_ms, 0),
-                late_ms=late,
-            )
-        )
-    return logs
+def _verdict(row: Notification, state: dict[str, str]) -> tuple[Verdict, tuple[str, ...]]:
+    """The partial-success rule, over the occurrence's channels as settled so far: a
+    failure when some failed and none was delivered (it earns a retry), else a success or,
+    with failed channels, a partial success (they are not retried). Also the failed ones."""
+    failed = tuple(c for c in row.channels if state.get(c) == ChannelState.FAILED)
+    delivered = any(value == ChannelState.DELIVERED for value in state.values())
+    if failed and not delivered:
+        return Verdict.FAILURE, failed
+    return (Verdict.PARTIAL if failed else Verdict.SUCCESS), failed
 
 
 def _finish(
-    row: Notification, token: int, failed: tuple[str, ...], *, now: datetime, policy: Policy
+    row: Notification,
+    token: int,
+    verdict: Verdict,
+    failed: tuple[str, ...],
+    *,
+    now: datetime,
+    policy: Policy,
 ) -> RowPlan:
     """Every channel settled and at least one delivered (or none failed): the occurrence
     is done; the channels that failed are not retried (a partial success)."""
-    verdict = Verdict.PARTIAL if failed else Verdict.SUCCESS
-    c = Classification(verdict=verdict, failed=failed, all_permanent=False, retry_after=None)
-    bucket = Bucket.DELIVERED if c.verdict is Verdict.SUCCESS else Bucket.PARTIAL
+    bucket = Bucket.DELIVERED if verdict is Verdict.SUCCESS else Bucket.PARTIAL
     try:
         upcoming, skipped = advance(row, now=now, budget=policy.recurrence_budget)
     except InvalidRecurrence as exc:
         return invalid_schedule(row, token, exc, now=now, fired=True)
+    c = Classification(verdict=verdict, failed=failed, all_permanent=False, retry_after=None)
     changes = {
         "last_fired_at": now,
         "error_count": 0,
-        "last_error": None if c.verdict is Verdict.SUCCESS else outcomes.partial_summary(c),
+        "last_error": None if verdict is Verdict.SUCCESS else outcomes.partial_summary(c),
         "dead_letter_reason": "",
         "unfinished_claims": 0,
         "channel_state": {},
@@ -230,121 +172,6 @@ def plan_release(row: Notification, *, token: int) -> RowPlan:
     )
 
 
-def dead_letter(
-    row: Notification,
-    token: int,
-    *,
-    reason: DeadLetterReason,
-    summary: str,
-    error_count: int,
-    now: datetime,
-    policy: Policy,
-) -> RowPlan:
-    """Record the occurrence as dead-lettered; a recurring row skips to its next regular
-    occurrence with a clean error count, anything else stays on it, dead-lettered
-    (next_fire_at NULL)."""
-    try:
-        upcoming, skipped = advance(row, now=now, budget=policy.recurrence_budget)
-    except InvalidRecurrence as exc:
-        return invalid_schedule(row, token, exc, now=now, fired=False)
-    changes: dict[str, Any] = {
-        "next_fire_at": upcoming,
-        "occurrence": row.occurrence + (1 if upcoming else 0),
-        "error_count": 0 if upcoming else error_count,
-        "dead_letter_reason": "" if upcoming else reason.value,
-        "state": after(row.state, Move.DEAD_LETTER_AND_GO_ON if upcoming else Move.DEAD_LETTER),
-    }
-    plan = _dead_letter_plan(row, token, reason=reason, summary=summary, now=now, **changes)
-    plan.skipped = skipped
-    return plan
-
-
-def invalid_schedule(
-    row: Notification, token: int, exc: InvalidRecurrence, *, now: datetime, fired: bool
-) -> RowPlan:
-    """The schedule's next occurrence cannot be computed (past the CPU budget, or a rule
-    that no longer parses): the row is dead-lettered with category invalid_schedule and
-    logged — never completed as if its schedule had ended, never left claimed to stall the
-    next tick. `fired`: the occurrence itself was delivered."""
-    summary = f"{DeadLetterReason.INVALID_SCHEDULE}: {exc}"
-    logger.warning("row %s: schedule dead-lettered as invalid_schedule: %s", row.pk, exc)
-    plan = _dead_letter_plan(
-        row,
-        token,
-        reason=DeadLetterReason.INVALID_SCHEDULE,
-        summary=summary,
-        now=now,
-        next_fire_at=None,
-        occurrence=row.occurrence,
-        error_count=row.error_count,
-        dead_letter_reason=DeadLetterReason.INVALID_SCHEDULE.value,
-        state=after(row.state, Move.DEAD_LETTER),
-    )
-    if fired:
-        plan.changes.update(last_fired_at=now, error_count=0)
-    return plan
-
-
-def _dead_letter_plan(
-    row: Notification,
-    token: int,
-    *,
-    reason: DeadLetterReason,
-    summary: str,
-    now: datetime,
-    **changes: Any,
-) -> RowPlan:
-    changes.update(
-        {
-            # A dead-lettered row keeps the due time of the occurrence it stopped on.
-            "due_at": changes["next_fire_at"] or row.due_at,
-            "last_error": summary[:500],
-            "unfinished_claims": 0,
-            "channel_state": {},
-            # A re-armed occurrence that sends its email again does so in a new batch.
-            "email_batch": None,
-            "updated_at": now,
-        }
-    )
-    log = _delivery_row(
-        row,
-        at=now,
-        channel=WHOLE_OCCURRENCE,
-        outcome=DeliveryOutcome.DEAD_LETTERED,
-        error_category=reason.value,
-        error=summary[:500],
-    )
-    return RowPlan(
-        pk=row.pk,
-        token=token,
-        branch=Branch.DEAD_LETTER,
-        bucket=Bucket.DEAD_LETTERED,
-        changes=changes,
-        logs=[log],
-    )
-
-
-def plan_delivery(delivery: RowDelivery, *, token: int, now: datetime, policy: Policy) -> RowPlan:
-    """The write-back for a delivered (or wholly deferred) row, per the partial-success
-    rule over the occurrence's channels."""
-    delivery = _with_backpressure_deferred(delivery, now=now, policy=policy)
-    row = delivery.notification
-    state = {**row.channel_state, **_settled(delivery)}
-    failed = tuple(c for c in row.channels if state.get(c) == ChannelState.FAILED)
-    delivered = any(value == ChannelState.DELIVERED for value in state.values())
-    if failed and not delivered:
-        plan = _failure(delivery, token, now=now, policy=policy)
-    elif delivery.deferred:
-        until = min(deferral.until for deferral in delivery.deferred.values())
-        plan = _defer(row, token, state, until=until, now=now)
-    else:
-        plan = _finish(row, token, failed, now=now, policy=policy)
-    plan.logs[:0] = _channel_logs(delivery) + _deferral_logs(delivery)
-    if any(r.gone for r in delivery.results.values()):
-        plan.gone_endpoint_id = row.webhook_endpoint_id
-    return plan
-
-
 def _with_backpressure_deferred(
     delivery: RowDelivery, *, now: datetime, policy: Policy
 ) -> RowDelivery:
@@ -369,14 +196,6 @@ def _with_backpressure_deferred(
         deferred[channel] = Deferral(until=until, reason=DeferralReason.RATE_LIMITED)
     results = {c: r for c, r in delivery.results.items() if c not in pushed}
     return dataclasses.replace(delivery, results=results, deferred=deferred)
-
-
-class ChannelState(StrEnum):
-    """How a channel of the open occurrence ended (the values of `channel_state`): the
-    delivery log's outcomes of a settled attempt, so one state is never spelled twice."""
-
-    DELIVERED = DeliveryOutcome.DELIVERED.value
-    FAILED = DeliveryOutcome.FAILED.value
 
 
 def _settled(delivery: RowDelivery) -> dict[str, str]:
@@ -422,9 +241,35 @@ def _failure(delivery: RowDelivery, token: int, *, now: datetime, policy: Policy
     )
 
 
+def _channel_logs(delivery: RowDelivery) -> list[Delivery]:
+    logs = []
+    late = late_ms(delivery.notification, at=delivery.attempted_at)
+    for channel, result in delivery.results.items():
+        if result.ok:
+            outcome = DeliveryOutcome.DELIVERED
+        elif result.category == ErrorCategory.TIMEOUT:
+            outcome = DeliveryOutcome.TIMEOUT
+        else:
+            outcome = DeliveryOutcome.FAILED
+        logs.append(
+            delivery_row(
+                delivery.notification,
+                at=delivery.attempted_at,
+                channel=channel,
+                outcome=outcome,
+                http_status=result.http_status,
+                error_category=result.category,
+                error=result.error[:500],
+                duration_ms=max(result.duration_ms, 0),
+                late_ms=late,
+            )
+        )
+    return logs
+
+
 def _deferral_logs(delivery: RowDelivery) -> list[Delivery]:
     return [
-        _delivery_row(
+        delivery_row(
             delivery.notification,
             at=delivery.attempted_at,
             channel=channel,

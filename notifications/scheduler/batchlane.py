@@ -1,0 +1,254 @@
+"""The batch lane: emails sent in Resend batches of up to 100, paced by a send budget that
+every tick process shares (mail.py). Rows whose only pending channel is email are claimed
+here a batch at a time, and only while the budget has a slot within the horizon their
+leases cover, so the rest stay due, unclaimed. The row lane hands over the email of a row
+that also has a webhook (`take`); every email waits for the next batch."""
+
+import time
+from collections.abc import Callable, Collection
+from concurrent.futures import Future
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import DatabaseError
+from django.db.models import Q
+
+from notifications.models import Channel, Notification
+from notifications.scheduler.buffer import WriteBackBuffer
+from notifications.scheduler.deliver import Deferral
+from notifications.scheduler.joiner import Joiner
+from notifications.scheduler.lane import Tick, may_start, without_poison
+from notifications.scheduler.mail import (
+    Holdoff,
+    OutgoingBatch,
+    compose,
+    first_free_slot,
+    hold,
+    send_when_due,
+    take_slots,
+)
+from notifications.scheduler.outcomes import DeferralReason
+from notifications.transports.resend import BATCH_LIMIT, BatchAnswer
+
+# Rows with nothing but an email left to send: email is their only channel, or their webhook
+# is settled. (Stated positively: a negated JSON path lookup is NULL, not true, where the
+# path is missing.)
+EMAIL_ONLY = Q(channels=[Channel.EMAIL]) | Q(channel_state__has_key=Channel.WEBHOOK)
+# Batches sleeping until their slot or being sent; each holds a mailer thread.
+MAILERS = 8
+MAX_BATCHES_IN_FLIGHT = 64
+
+
+class BatchLane:
+    channel = Channel.EMAIL
+    # The rows this lane claims (and the row lane leaves).
+    claims = EMAIL_ONLY
+
+    def __init__(
+        self,
+        tick: Tick,
+        *,
+        sender: Callable[..., BatchAnswer],
+        joiner: Joiner,
+        buffer: WriteBackBuffer,
+        claim: Callable[..., list[Notification]],
+        executor: Callable[..., Any],
+    ) -> None:
+        self.tick, self.sender, self.joiner, self.buffer = tick, sender, joiner, buffer
+        self.notification_claim = claim
+        self.waiting: list[Notification] = []  # emails waiting for a batch
+        self.in_flight: dict[Future, OutgoingBatch] = {}
+        self.exhausted = False
+        # When (monotonic) the shared budget may next have a slot within the horizon.
+        self.resume_at = 0.0
+        self.budget_seen = False
+        # The budget's next slot lies beyond the tick's time: email rows are left due.
+        self.stalled = False
+        self.holdoff = Holdoff()
+        self.mailer = executor(MAILERS, "tick-mail")
+
+    @property
+    def futures(self) -> Collection[Future]:
+        return self.in_flight.keys()
+
+    @property
+    def drained(self) -> bool:
+        return self.exhausted and not self.stalled
+
+    def close(self) -> None:
+        self.mailer.shutdown(wait=False, cancel_futures=True)
+
+    def take(self, row: Notification) -> None:
+        self.waiting.append(row)
+
+    def wants_claim(self) -> bool:
+        """An email batch may be claimed: some may be due, and the send budget has a slot
+        within the horizon the rows' leases cover."""
+        if self.exhausted or not self.tick.may_claim():
+            return False
+        if not self.budget_seen:
+            self._look_at_send_budget()
+        paused = self.pause() is not None  # may find the wait outlasts the budget
+        return not paused and not self.exhausted and len(self.in_flight) < MAX_BATCHES_IN_FLIGHT
+
+    def pause(self) -> float | None:
+        """Seconds until the send budget may have a slot within the horizon again, while
+        emails may still be due and claimed this tick; None when nothing waits for it or
+        the wait would outlast the tick's time budget (the rows stay due, unclaimed)."""
+        tick = self.tick
+        if self.exhausted or not tick.may_claim():
+            return None
+        pause = self.resume_at - time.monotonic()
+        if pause <= 0:
+            return None
+        if pause >= tick.config.time_budget - tick.clock.elapsed():
+            # No email claim this tick; the rows are left due, not drained.
+            self.exhausted = self.stalled = True
+            return None
+        return pause
+
+    def _look_at_send_budget(self) -> None:
+        """Before the first email claim: leave the email rows due, unclaimed, while other
+        processes hold the budget's slots beyond the horizon."""
+        self.budget_seen = True
+        now = self.tick.clock.now()
+        try:
+            first_free = first_free_slot()
+        except DatabaseError as exc:
+            if self.tick.lose(exc):
+                return
+            raise
+        if first_free is not None:
+            ahead = (first_free - now).total_seconds() - self.tick.config.mail_horizon
+            self.resume_at = time.monotonic() + ahead
+
+    def claim(self) -> None:
+        """Claim one batch of rows whose only pending channel is email."""
+        tick, now = self.tick, self.tick.clock.now()
+        wanted = tick.claim_room(min(tick.config.batch, BATCH_LIMIT))
+        try:
+            claimed = self.notification_claim(
+                now=now, lease=tick.config.lease, limit=wanted, only=self.claims
+            )
+        except DatabaseError as exc:
+            if tick.lose(exc):
+                return
+            raise
+        self.exhausted = len(claimed) < wanted
+        tick.summary.claimed += len(claimed)
+        for row in without_poison(claimed, tick=tick, buffer=self.buffer, now=now):
+            if may_start(row, tick=tick, buffer=self.buffer, now=now):
+                self.joiner.expect(row, pieces=1, at=now, deferred={})
+                self.take(row)
+
+    def send(self) -> None:
+        """Put the emails that wait into batches: recorded, each with a send slot of the
+        shared budget, handed to a mailer thread that sends it when its slot comes. A batch
+        whose slot lies beyond the horizon (other processes took the budget) is not sent:
+        its emails are deferred, unattempted, to that slot."""
+        if not self.waiting or self.tick.lost is not None:
+            return
+        rows, self.waiting = self.waiting, []
+        now = self.tick.clock.now()
+        batches = self._compose(rows, now=now)
+        if batches is None:
+            return
+        self._left_out(rows, batches, now=now)
+        horizon = now + timedelta(seconds=self.tick.config.mail_horizon)
+        for batch in batches:
+            if batch.slot > horizon:
+                for row, _token, _index in batch.members:
+                    deferral = Deferral(until=batch.slot, reason=DeferralReason.SEND_BUDGET)
+                    self.joiner.settle(row, deferred={Channel.EMAIL: deferral})
+            else:
+                self._submit(batch, now=now)
+        if batches:
+            self._pause_until(max(b.slot for b in batches), now=now)
+
+    def _compose(self, rows: list[Notification], *, now: datetime) -> list[OutgoingBatch] | None:
+        """The rows' batches, recorded and with their slots; None when the connection was
+        lost (the rows count as errors and are given up)."""
+        try:
+            batches = compose(rows, now=now)
+            if batches:
+                take_slots(batches, rate=self.tick.config.mail_rate, now=now)
+        except DatabaseError as exc:
+            if not self.tick.lose(exc):
+                raise
+            self.tick.summary.errors += len(rows)
+            self.joiner.forget(rows)
+            return None
+        return batches
+
+    def _submit(self, batch: OutgoingBatch, *, now: datetime) -> None:
+        config = self.tick.config
+        future = self.mailer.submit(
+            send_when_due,
+            batch,
+            send_at=time.monotonic() + (batch.slot - now).total_seconds(),
+            latest=time.monotonic() + config.mail_lease_margin,
+            sender=self.sender,
+            timeout=config.channel_timeout,
+            holdoff=self.holdoff,
+            stop=self.tick.stop,
+            clock=self.tick.clock.now,
+        )
+        self.in_flight[future] = batch
+
+    def _left_out(
+        self, rows: list[Notification], batches: list[OutgoingBatch], *, now: datetime
+    ) -> None:
+        """Rows that no batch took were reclaimed by another tick meanwhile (fenced out):
+        this tick sends nothing for them; their write-back will be fenced out too."""
+        taken = {row.pk for batch in batches for row, _, _ in batch.members}
+        for row in rows:
+            if row.pk not in taken:
+                self._not_sent(row, now=now)
+
+    def _not_sent(self, row: Notification, *, now: datetime) -> None:
+        self.joiner.settle(
+            row, deferred={Channel.EMAIL: Deferral(until=now, reason=DeferralReason.SEND_BUDGET)}
+        )
+
+    def _pause_until(self, last_slot: datetime, *, now: datetime) -> None:
+        """No email claim until the budget's next slot (after `last_slot`) is within the
+        horizon again."""
+        config = self.tick.config
+        next_slot = last_slot + timedelta(seconds=1 / config.mail_rate)
+        ahead = (next_slot - now).total_seconds() - config.mail_horizon
+        self.resume_at = max(self.resume_at, time.monotonic() + ahead)
+
+    def collect(self, done: set[Future]) -> None:
+        for future in done & self.in_flight.keys():
+            self._answered(self.in_flight.pop(future), future)
+
+    def _answered(self, batch: OutgoingBatch, future: Future) -> None:
+        """Apply a batch's answer to the rows it carried, and any hold-off the provider
+        asked for to the shared budget."""
+        try:
+            answer: BatchAnswer | None = future.result()
+        except Exception as exc:  # send_when_due does not raise; this guards the tick
+            for row, _, _ in batch.members:
+                self.joiner.broke(row, exc)
+            return
+        now = self.tick.clock.now()
+        if answer is None:  # not sent: the tick stopped, or the slot came too late
+            for row, _, _ in batch.members:
+                self._not_sent(row, now=now)
+        else:
+            if answer.hold_seconds:
+                self._hold(answer.hold_seconds, now=now)
+            for row, _, index in batch.members:
+                self.joiner.settle(
+                    row, results={Channel.EMAIL: answer.results[index]}, sent_at=batch.sent_at
+                )
+        self.buffer.flush()
+
+    def _hold(self, seconds: float, *, now: datetime) -> None:
+        self.holdoff.extend(seconds)
+        self.resume_at = max(self.resume_at, time.monotonic() + seconds)
+        try:
+            hold(seconds=seconds, now=now)
+        except DatabaseError as exc:
+            if not self.tick.lose(exc):
+                raise
