@@ -35,12 +35,12 @@ def requested_routing(request: HttpRequest) -> tuple[replicas.Lsn | None, bool]:
     header is malformed."""
     bookmark = request.headers.get(BOOKMARK_HEADER)
     consistency = request.headers.get(CONSISTENCY_HEADER)
-    if consistency is not None and consistency.strip() != PRIMARY:
+    if consistency is not None and consistency != PRIMARY:
         raise BadRoutingHeader(f"{CONSISTENCY_HEADER} must be {PRIMARY!r} when sent.")
     if bookmark is None:
         return None, consistency is not None
     try:
-        return replicas.Lsn.parse(bookmark.strip()), consistency is not None
+        return replicas.Lsn.parse(bookmark), consistency is not None
     except ValueError:
         raise BadRoutingHeader(
             f"{BOOKMARK_HEADER} must be a log position as an earlier answer gave it, "

@@ -155,6 +155,14 @@ def _release_pooled_connections(pooler: tuple[str, int], database: str) -> None:
         admin.pgconn.exec_(f"RESUME {database}".encode())
 
 
+# A server session terminated behind a transaction pooler is not the client's session: the
+# pooler gives the client another, so a test of a worker losing its session means nothing.
+direct_sessions_only = pytest.mark.skipif(
+    _pooler() is not None,
+    reason="behind a transaction pooler, terminating a server session does not end the worker's",
+)
+
+
 def direct_database_settings() -> dict:
     """The test database's connection settings, bypassing any pooler."""
     return {**connections["default"].settings_dict, **_DIRECT}
