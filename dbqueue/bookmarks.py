@@ -14,9 +14,10 @@ from collections.abc import Callable
 
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
+from rest_framework.request import Request
 
 from dbqueue import replicas
-from web.problems import problem_response
+from web.problems import ProblemError
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,17 @@ def requested_routing(request: HttpRequest) -> tuple[replicas.Lsn | None, bool]:
         ) from None
 
 
+def refuse_malformed_routing(request: Request) -> None:
+    """400 when the request's routing headers were malformed; the authentication calls it
+    once the caller is known. A method the view does not allow keeps its 405."""
+    problem = getattr(request, "routing_header_problem", None)
+    view = request.parser_context.get("view")
+    if view is not None and request.method not in view.allowed_methods:
+        return
+    if problem is not None:
+        raise ProblemError(400, problem, kind="bad-routing-header")
+
+
 class BookmarkMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -58,9 +70,10 @@ class BookmarkMiddleware:
         try:
             bookmark, primary_only = requested_routing(request)
         except BadRoutingHeader as exc:
-            response = problem_response(400, str(exc), kind="bad-routing-header")
-            response[BOOKMARK_HEADER] = str(replicas.primary_position(fresh=False))
-            return response
+            # Refused once the caller is authenticated (refuse_malformed_routing): an
+            # anonymous request gets its 401 first, as with every other malformed header.
+            request.routing_header_problem = str(exc)
+            bookmark, primary_only = None, True
         if request.method not in _READS:
             response = self.get_response(request)
             response[BOOKMARK_HEADER] = str(replicas.primary_position(fresh=True))

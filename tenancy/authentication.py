@@ -13,6 +13,7 @@ from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
+from dbqueue.bookmarks import refuse_malformed_routing
 from tenancy.services import AddressBlocked, TokenRejected, token_authenticate
 from tenancy.throttling import AuthFailures, too_many_failures
 
@@ -32,7 +33,7 @@ class BearerTokenAuthentication(BaseAuthentication):
         except UnicodeDecodeError:
             raise failures.refuse("The token is not valid.") from None
         try:
-            return token_authenticate(
+            authenticated = token_authenticate(
                 plaintext=plaintext,
                 now=timezone.now(),
                 tenant_header=request.headers.get("X-Tenant-ID"),
@@ -42,6 +43,8 @@ class BearerTokenAuthentication(BaseAuthentication):
             raise too_many_failures(exc.seconds_left) from None
         except TokenRejected as exc:
             raise failures.refuse(str(exc)) from None
+        refuse_malformed_routing(request)
+        return authenticated
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'

@@ -32,6 +32,12 @@ def test_every_api_answer_carries_a_bookmark(alice, anonymous):
         assert positions[1] >= positions[0]  # the write is at or after the read before it
 
 
+def test_a_malformed_routing_header_from_an_anonymous_caller_gets_its_401_first(anonymous):
+    answer = anonymous.get("/v1/projects", HTTP_TICKWORK_BOOKMARK="yesterday")
+    assert answer.status_code == 401
+    assert "Tickwork-Bookmark" in answer
+
+
 def test_a_non_api_answer_carries_none(client):
     assert "Tickwork-Bookmark" not in client.get("/healthz")
 
