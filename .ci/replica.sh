@@ -62,6 +62,8 @@ case "${1:-up}" in
 up)
     allow_replication_connections
     if [ -d "/etc/postgresql/$VERSION/$NAME" ] && start; then
+        # A run that died in the middle of a pause test must not leave it paused.
+        psql_replica 'select pg_wal_replay_resume()' >/dev/null
         echo "replica: reusing $VERSION/$NAME on port $PORT"
     else
         create

@@ -68,7 +68,7 @@ def wait_replayed(replica_admin: str) -> None:
             time.sleep(0.05)
 
 
-def measure(env, token, project, *, clients, seconds, cpu_of) -> dict[str, dict[str, float]]:
+def measure(env, token, project, *, clients, seconds, database, replica_admin) -> dict:
     port = free_port()
     server = start_gunicorn(env, port)
     base, auth = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
@@ -76,11 +76,13 @@ def measure(env, token, project, *, clients, seconds, cpu_of) -> dict[str, dict[
         "list": lambda session: session.get(f"{base}/v1/projects", headers=auth).ok,
         "detail": lambda session: session.get(f"{base}/v1/projects/{project}", headers=auth).ok,
     }
+    runs = {}
     try:
-        return {
-            name: drive(call, clients=clients, seconds=seconds, cpu=cpu_of)
-            for name, call in calls.items()
-        }
+        for name, call in calls.items():
+            split = SplitCpu(database, replica_admin)
+            runs[name] = drive(call, clients=clients, seconds=seconds, cpu=split)
+            runs[name].update(split.per_request(runs[name]["requests"]))
+        return runs
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -113,21 +115,19 @@ def main() -> None:
     figures: dict[tuple[str, str], list[dict]] = {}
     for _ in range(args.rounds):
         for setup, env in setups.items():
-            split = SplitCpu(name, replica_admin)
             runs = measure(
                 env, grant["token"], project, clients=args.clients, seconds=args.seconds,
-                cpu_of=split,
+                database=name, replica_admin=replica_admin,
             )  # fmt: skip
             for endpoint, run in runs.items():
-                run.update(split.per_request(run["requests"]))
                 figures.setdefault((setup, endpoint), []).append(run)
     print_figures(figures, args)
     drop_postgres_database(name)
 
 
 class SplitCpu:
-    """Backend CPU of the primary and of the replica, apart; `drive` calls it before and
-    after each run, and `per_request` splits the last run's CPU by server."""
+    """Backend CPU of the primary and of the replica, apart: `drive` calls it before and
+    after its run, and `per_request` splits that run's CPU by server."""
 
     def __init__(self, database: str, replica_admin: str) -> None:
         self.database, self.replica_admin, self.readings = database, replica_admin, []
@@ -141,8 +141,7 @@ class SplitCpu:
         return {}  # drive's own CPU figure is left at zero: per_request gives both
 
     def per_request(self, requests_made: int) -> dict[str, float]:
-        before, after = self.readings[-2], self.readings[-1]
-        self.readings.clear()
+        before, after = self.readings[0], self.readings[-1]
         spent = {PG_ADMIN_URL: 0.0, self.replica_admin: 0.0}
         for key, used in after.items():
             spent[key[0]] += used - before.get(key, 0.0)
