@@ -25,6 +25,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def _positions_cached_for_the_test(monkeypatch):
     monkeypatch.setattr(replicas, "HEALTHY_FOR_SECONDS", 3600.0)
 
+
 TRANSACTION_CONTROL = {"BEGIN", "COMMIT", "ROLLBACK"}
 
 
