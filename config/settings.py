@@ -127,6 +127,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: every /v1/ answer, a refused one too, carries its Tickwork-Bookmark.
+    "dbqueue.bookmarks.BookmarkMiddleware",
     "web.problems.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -157,8 +159,7 @@ TEMPLATES = [
 ]
 
 
-def _database() -> dict[str, Any]:
-    database = _read("DATABASE_URL", env.db_url, f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
+def _database(database: dict[str, Any]) -> dict[str, Any]:
     engine = database.get("ENGINE", "")
     if engine == "django.db.backends.sqlite3":
         # WAL lets readers run beside the single writer; IMMEDIATE transactions plus a busy
@@ -193,7 +194,55 @@ def _database() -> dict[str, Any]:
     return database
 
 
-DATABASES = {"default": _database()}
+DATABASES = {
+    "default": _database(_read("DATABASE_URL", env.db_url, f"sqlite:///{BASE_DIR / 'db.sqlite3'}"))
+}
+
+# --- Read replicas and the LISTEN connection (DESIGN.md §10) -------------------------------
+# API reads go to a healthy replica (dbqueue.replicas, dbqueue.bookmarks); under a test
+# runner each replica mirrors the test database instead of being created.
+REPLICA_MAX_LAG_SECONDS = _positive(
+    "REPLICA_MAX_LAG_SECONDS", _read("REPLICA_MAX_LAG_SECONDS", env.float, 30.0)
+)
+
+
+def _postgres_url(name: str, url: str) -> dict[str, Any]:
+    """A postgres:// URL as a Django database, with the same options as DATABASE_URL's."""
+    url = url.strip()
+    if not url.startswith(("postgres://", "postgresql://")):
+        raise ImproperlyConfigured(f"{name} must list postgres:// URLs, got {url[:12]!r}…")
+    try:
+        database = environ.Env.db_url_config(url)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ImproperlyConfigured(f"{name} is invalid: {exc}") from None
+    if not database.get("NAME"):
+        raise ImproperlyConfigured(f"{name} must name a database in each URL")
+    return _database(database)
+
+
+def _replicas() -> dict[str, dict[str, Any]]:
+    urls = [url for url in _read("DATABASE_REPLICA_URLS", env.str, "").split(",") if url.strip()]
+    if urls and DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        raise ImproperlyConfigured("DATABASE_REPLICA_URLS needs a postgres:// DATABASE_URL")
+    replicas = {}
+    for index, url in enumerate(urls):
+        replica = _postgres_url("DATABASE_REPLICA_URLS", url)
+        # A replica that does not answer must cost a request seconds, not minutes.
+        replica.setdefault("OPTIONS", {}).setdefault("connect_timeout", 3)
+        replica["TEST"] = {"MIRROR": "default"}
+        replicas[f"replica_{index}"] = replica
+    return replicas
+
+
+DATABASES.update(_replicas())
+DATABASE_ROUTERS = ["dbqueue.replicas.ReplicaRouter"]
+# consume_jobs --loop LISTENs on this direct connection (never through DATABASE_URL, which
+# may be a transaction pooler that cannot keep a LISTEN); unset, the worker polls.
+DATABASE_LISTEN_URL = _read("DATABASE_LISTEN_URL", env.str, "").strip()
+if DATABASE_LISTEN_URL:
+    DATABASES["listen"] = _postgres_url("DATABASE_LISTEN_URL", DATABASE_LISTEN_URL)
+    DATABASES["listen"]["TEST"] = {"MIRROR": "default"}
+# --- end of read replicas -------------------------------------------------------------------
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

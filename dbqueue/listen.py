@@ -1,14 +1,22 @@
-"""Waking a looping worker on PostgreSQL's LISTEN/NOTIFY instead of waiting out its poll."""
+"""Waking a looping worker on PostgreSQL's LISTEN/NOTIFY instead of waiting out its poll.
+
+The LISTEN needs a session of its own for as long as the worker runs, which a transaction
+pooler (PgBouncer in transaction mode) cannot give: it is opened only on the direct
+connection DATABASE_LISTEN_URL names (the `listen` database alias), never on DATABASE_URL.
+Without it the worker polls."""
 
 import logging
 import threading
 import time
 
 import psycopg
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.conf import settings
+from django.db import DatabaseError, connections
 
 logger = logging.getLogger(__name__)
 
+# The alias config/settings.py gives DATABASE_LISTEN_URL.
+LISTEN_DB_ALIAS = "listen"
 # How often a waiting worker looks at its stop flag.
 _STOP_CHECK_SECONDS = 0.5
 
@@ -20,6 +28,11 @@ class ListenWaiter:
     def __init__(self, channel: str) -> None:
         self.channel = channel
         self._db = None
+
+    @classmethod
+    def configured(cls, channel: str) -> "ListenWaiter | None":
+        """A waiter on DATABASE_LISTEN_URL's connection, or None (poll) when it is unset."""
+        return cls(channel) if settings.DATABASE_LISTEN_URL else None
 
     def wait(self, timeout: float, stop: threading.Event) -> bool:
         deadline = time.monotonic() + timeout
@@ -42,7 +55,7 @@ class ListenWaiter:
     def connect(self) -> "psycopg.Connection":
         """The listening connection, opened (and LISTENing) if it is not already."""
         if self._db is None:
-            self._db = connections.create_connection(DEFAULT_DB_ALIAS)
+            self._db = connections.create_connection(LISTEN_DB_ALIAS)
             self._db.ensure_connection()
             self._db.connection.execute(f"LISTEN {self.channel}")
         return self._db.connection

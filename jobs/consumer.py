@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from typing import ClassVar
 
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 
 from dbqueue.claims import ClaimSpec, ClaimValue, claim
 from dbqueue.clock import Clock
@@ -297,7 +297,7 @@ def jobs_worker(
             clock=Clock(), limit=limit, max_seconds=max_seconds, should_stop=stop.is_set
         )
 
-    waiter = ListenWaiter(NOTIFY_CHANNEL) if connection.vendor == "postgresql" else None
+    waiter = ListenWaiter.configured(NOTIFY_CHANNEL)
     return Worker(
         "consume_jobs",
         batch,

@@ -16,6 +16,7 @@ from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
+from dbqueue.bookmarks import refuse_malformed_routing
 from tenancy import oidc
 from tenancy.identities import JwtCredential, jwt_user
 from tenancy.services import AddressBlocked, TokenRejected, token_authenticate
@@ -42,17 +43,20 @@ class BearerTokenAuthentication(BaseAuthentication):
             raise failures.refuse("The token is not valid.") from None
         try:
             if oidc.looks_like_jwt(plaintext):
-                return _jwt_authenticate(plaintext, failures)
-            return token_authenticate(
-                plaintext=plaintext,
-                now=timezone.now(),
-                tenant_header=request.headers.get("X-Tenant-ID"),
-                failures=failures.counter,
-            )
+                authenticated = _jwt_authenticate(plaintext, failures)
+            else:
+                authenticated = token_authenticate(
+                    plaintext=plaintext,
+                    now=timezone.now(),
+                    tenant_header=request.headers.get("X-Tenant-ID"),
+                    failures=failures.counter,
+                )
         except AddressBlocked as exc:
             raise too_many_failures(exc.seconds_left) from None
         except (TokenRejected, oidc.JwtRejected) as exc:
             raise failures.refuse(str(exc)) from None
+        refuse_malformed_routing(request)
+        return authenticated
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'

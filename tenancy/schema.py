@@ -5,7 +5,9 @@ scheme, the `X-Tenant-ID` header on tenant views, the `Idempotency-Key` header o
 (tenancy.idempotency; required on the methods a view lists in `idempotency_key_required`)
 with its `Idempotent-Replayed` answer header and its 409/422 problems, and every RFC 9457
 problem an operation can answer (`application/problem+json`), plus any
-`extra_problem_statuses` a view declares.
+`extra_problem_statuses` a view declares; and on every operation the read-routing headers
+(dbqueue.bookmarks): `Tickwork-Bookmark` and `Tickwork-Consistency` asked, `Tickwork-Bookmark`
+answered.
 """
 
 from typing import Any
@@ -75,6 +77,36 @@ _REPLAYED_HEADER = {
 }
 _IDEMPOTENT_PROBLEMS = (409, 422)
 
+_LSN_SCHEMA = {"type": "string", "pattern": "^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$"}
+BOOKMARK_PARAMETER = OpenApiParameter(
+    "Tickwork-Bookmark",
+    _LSN_SCHEMA,
+    OpenApiParameter.HEADER,
+    required=False,
+    description=(
+        "The `Tickwork-Bookmark` of an earlier answer: this request reads data at least as "
+        "fresh as that answer's (a read replica that has caught up with it, else the primary). "
+        "Pass the bookmark of your last write to read your own writes; without one a read may "
+        "be served by a replica a few moments behind. Malformed → 400."
+    ),
+)
+CONSISTENCY_PARAMETER = OpenApiParameter(
+    "Tickwork-Consistency",
+    {"type": "string", "enum": ["primary"]},
+    OpenApiParameter.HEADER,
+    required=False,
+    description="`primary`: read from the primary database, never a replica. Other values → 400.",
+)
+_BOOKMARK_HEADER = {
+    "schema": _LSN_SCHEMA,
+    "required": True,
+    "description": (
+        "A position in the database's log: after a write, where the write committed; after a "
+        "read, a position the data read was at least as fresh as (`0/0` on SQLite). Send it "
+        "back as `Tickwork-Bookmark` to read at least that fresh."
+    ),
+}
+
 
 class ProblemSerializer(serializers.Serializer):
     """RFC 9457 problem details."""
@@ -131,6 +163,7 @@ def idempotency_key_parameter(*, required: bool) -> OpenApiParameter:
 class TickworkAutoSchema(AutoSchema):
     def get_override_parameters(self) -> list[Any]:
         parameters = list(super().get_override_parameters())
+        parameters += [BOOKMARK_PARAMETER, CONSISTENCY_PARAMETER]
         if any(isinstance(p, IsTenantMember) for p in self.view.get_permissions()):
             parameters.append(TENANT_HEADER)
         if self.method == "POST":
@@ -148,6 +181,8 @@ class TickworkAutoSchema(AutoSchema):
             extra = (*extra, *_IDEMPOTENT_PROBLEMS)
         for status in (*COMMON_PROBLEM_STATUSES, *extra):
             responses.setdefault(str(status), self._problem_response(status, direction))
+        for response in responses.values():
+            response.setdefault("headers", {})["Tickwork-Bookmark"] = _BOOKMARK_HEADER
         return responses
 
     def _problem_response(self, status: int, direction: str) -> dict[str, Any]:

@@ -1,14 +1,19 @@
 """Shared fixtures: Alice owns tenant A, Bob is a member of A, Charlie owns tenant B and must
 never see anything of A's."""
 
+import os
 import socket
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
+import psycopg
 import pytest
 from django.conf import settings
 from django.core.cache import cache
+from django.db import connections
 from rest_framework.test import APIClient
 
+from dbqueue.listen import LISTEN_DB_ALIAS
 from dbqueue.models import RateWindow
 from tenancy.models import Role, Tenant
 from tenancy.services import member_add, tenant_create
@@ -99,3 +104,68 @@ requires_postgres = pytest.mark.skipif(
     _configured_vendor() != "postgresql",
     reason="needs PostgreSQL: run the suite with DATABASE_URL=postgres://...",
 )
+
+
+# --- Through a transaction pooler (DESIGN.md §10) -------------------------------------------
+# With TEST_PGBOUNCER_URL=postgres://user@host:port (a PgBouncer in transaction mode in front
+# of DATABASE_URL's server), the test database is still created and dropped over DATABASE_URL
+# directly — CREATE/DROP DATABASE do not belong behind a pooler — and every test, and every
+# worker process a test starts, connects through the pooler.
+_DIRECT: dict[str, object] = {}
+
+
+def _pooler() -> tuple[str, int] | None:
+    url = os.environ.get("TEST_PGBOUNCER_URL", "").strip()
+    if not url:
+        return None
+    parts = urlsplit(url)
+    return parts.hostname or "127.0.0.1", parts.port or 6432
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """Also gives the test database a direct `listen` alias (what DATABASE_LISTEN_URL
+    configures): a test that sets DATABASE_LISTEN_URL and lists the alias in its databases
+    runs workers that LISTEN on it."""
+    default = connections["default"]
+    _DIRECT.update(HOST=default.settings_dict["HOST"], PORT=default.settings_dict["PORT"])
+    settings.DATABASES[LISTEN_DB_ALIAS] = direct_database_settings()
+    pooler = _pooler()
+    if pooler is None or default.vendor != "postgresql":
+        yield
+        return
+    with django_db_blocker.unblock():
+        default.close()
+        default.settings_dict["HOST"], default.settings_dict["PORT"] = pooler
+        yield
+        default.close()
+        _release_pooled_connections(pooler, default.settings_dict["NAME"])
+        default.settings_dict.update(_DIRECT)
+
+
+def _release_pooled_connections(pooler: tuple[str, int], database: str) -> None:
+    """PgBouncer keeps server connections to the test database; DROP DATABASE needs them
+    gone (KILL closes them and holds new clients back until RESUME). The admin console
+    speaks only the simple query protocol."""
+    host, port = pooler
+    user = connections["default"].settings_dict["USER"]
+    with psycopg.connect(host=host, port=port, user=user, dbname="pgbouncer") as admin:
+        admin.autocommit = True
+        admin.pgconn.exec_(f"KILL {database}".encode())
+        admin.pgconn.exec_(f"RESUME {database}".encode())
+
+
+# A server session terminated behind a transaction pooler is not the client's session: the
+# pooler gives the client another, so a test of a worker losing its session means nothing.
+direct_sessions_only = pytest.mark.skipif(
+    _pooler() is not None,
+    reason="behind a transaction pooler, terminating a server session does not end the worker's",
+)
+
+
+def direct_database_settings() -> dict:
+    """The test database's connection settings, bypassing any pooler."""
+    return {**connections["default"].settings_dict, **_DIRECT}
+
+
+# --- end of the transaction pooler ------------------------------------------------------------

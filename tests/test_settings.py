@@ -29,6 +29,9 @@ def run(command: list[str], **overrides: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
 
 
+_PG = "postgres://postgres@127.0.0.1:5432/tickwork"
+
+
 def test_good_settings_start():
     assert start(DATABASE_URL="sqlite:///:memory:").returncode == 0
 
@@ -69,6 +72,18 @@ def test_an_identity_provider_with_its_audience_starts(issuer):
         ({"OIDC_ISSUER": "ftp://login.example.com", "OIDC_AUDIENCE": "a"}, "OIDC_ISSUER"),
         ({"OIDC_ISSUER": "http://login.example.com", "OIDC_AUDIENCE": "a"}, "OIDC_ISSUER"),
         ({"OIDC_ISSUER": "https://u:p@login.example.com", "OIDC_AUDIENCE": "a"}, "OIDC_ISSUER"),
+        ({"DATABASE_REPLICA_URLS": "postgres://h/db"}, "DATABASE_REPLICA_URLS"),  # on SQLite
+        (
+            {"DATABASE_URL": _PG, "DATABASE_REPLICA_URLS": "mysql://h/db"},
+            "DATABASE_REPLICA_URLS",
+        ),
+        ({"DATABASE_URL": _PG, "DATABASE_REPLICA_URLS": "postgres://h"}, "DATABASE_REPLICA_URLS"),
+        (
+            {"DATABASE_URL": _PG, "DATABASE_REPLICA_URLS": "postgres://h/db,sqlite:///x"},
+            "DATABASE_REPLICA_URLS",
+        ),
+        ({"DATABASE_URL": _PG, "REPLICA_MAX_LAG_SECONDS": "0"}, "REPLICA_MAX_LAG_SECONDS"),
+        ({"DATABASE_URL": _PG, "DATABASE_LISTEN_URL": "pgbouncer:6432"}, "DATABASE_LISTEN_URL"),
     ],
 )
 def test_bad_settings_stop_start_up_naming_the_variable(overrides, variable):
@@ -76,6 +91,22 @@ def test_bad_settings_stop_start_up_naming_the_variable(overrides, variable):
 
     assert result.returncode != 0
     assert variable in result.stderr
+
+
+def test_replicas_and_a_listen_url_start_as_database_aliases():
+    result = run(
+        [
+            sys.executable,
+            "-c",
+            "import django; django.setup(); from django.conf import settings; "
+            "print(sorted(settings.DATABASES))",
+        ],
+        DATABASE_URL=_PG,
+        DATABASE_REPLICA_URLS=" postgres://r1/tickwork, postgres://r2:5433/tickwork ",
+        DATABASE_LISTEN_URL=_PG,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['default', 'listen', 'replica_0', 'replica_1']"
 
 
 @pytest.mark.parametrize(

@@ -14,13 +14,18 @@ from django.utils import timezone
 from jobs.models import Job, JobStatus
 from notifications.models import Delivery, Notification
 from projects.models import ProjectStatus
-from tests.conftest import requires_postgres
+from tests.conftest import direct_sessions_only, requires_postgres
 from tests.faults.workers import Finished, terminate_backends, wait_past, wait_until
 from tests.jobs.factories import make_job
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
 from tests.support.http_server import Reply, recording_server
 
-pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True), pytest.mark.fault]
+pytestmark = [
+    requires_postgres,
+    direct_sessions_only,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.fault,
+]
 
 ROWS = 40
 CONCURRENCY = 8

@@ -1,5 +1,6 @@
 """On PostgreSQL: concurrent consumers share the outbox without running a job twice, and a
-waiting worker wakes on the jobs table's NOTIFY instead of its poll interval."""
+waiting worker wakes on the jobs table's NOTIFY instead of its poll interval — when
+DATABASE_LISTEN_URL gives it a direct connection to LISTEN on; without it, it polls."""
 
 import threading
 import time
@@ -10,6 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from dbqueue.clock import Clock
+from dbqueue.listen import LISTEN_DB_ALIAS
 from jobs.consumer import BatchSummary, jobs_drain, jobs_worker
 from jobs.models import Job, JobStatus
 from tests.conftest import requires_postgres
@@ -58,9 +60,10 @@ def test_concurrent_consumers_complete_every_job_exactly_once(alice, settings):
 
 
 @requires_postgres
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, databases=["default", LISTEN_DB_ALIAS])
 def test_a_waiting_worker_wakes_on_notify_long_before_its_poll_interval(alice, settings):
     settings.PROVISIONING_URL = ""
+    settings.DATABASE_LISTEN_URL = "postgres://…"  # tests/conftest.py made the alias
     lines: list[str] = []
     worker = jobs_worker(
         limit=10, max_seconds=30, interval=3600, report=lines.append, report_error=lines.append
@@ -83,3 +86,40 @@ def test_a_waiting_worker_wakes_on_notify_long_before_its_poll_interval(alice, s
     # Only the new pending job notifies: the claim and the completion do not.
     assert worker.notified_wakeups == 1
     assert lines[0].startswith("event=consume_jobs claimed=1 completed=1")
+
+
+def listening_sessions() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE query ILIKE 'LISTEN %%' "
+            "AND datname = current_database()"
+        )
+        return cursor.fetchone()[0]
+
+
+@requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_without_a_listen_url_the_worker_polls_and_never_listens(alice, settings):
+    settings.PROVISIONING_URL = ""
+    settings.DATABASE_LISTEN_URL = ""
+    lines: list[str] = []
+    worker = jobs_worker(
+        limit=10, max_seconds=30, interval=0.2, report=lines.append, report_error=lines.append
+    )
+    thread = in_thread(worker.run_loop)
+    try:
+        assert worker.idle.wait(30)
+        job = make_job(alice.tenant, now=timezone.now())
+        for _ in range(300):
+            if Job.objects.get(pk=job.pk).status == JobStatus.COMPLETED:
+                break
+            time.sleep(0.1)
+        sessions = listening_sessions()
+    finally:
+        worker.stop()
+        thread.join(30)
+
+    assert Job.objects.get(pk=job.pk).status == JobStatus.COMPLETED
+    assert worker.notified_wakeups == 0
+    assert worker.timed_wakeups >= 1  # the poll found the job
+    assert sessions == 0

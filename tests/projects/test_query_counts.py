@@ -6,15 +6,25 @@ whether the address is over its failed-authentication limit; the user's rate-lim
 create's own BEGIN/COMMIT rather than a test transaction's SAVEPOINTs. The budget for a
 create is at most 6 data statements; transaction control is listed but not budgeted. On
 PostgreSQL the create's three inserts are one statement (WITH … INSERT), atomic without a
-transaction around it.
+transaction around it, and every write answer ends with the primary's WAL position for its
+`Tickwork-Bookmark` (`SELECT pg_current_wal_lsn()`, DESIGN.md §10); a read's bookmark comes
+from a position cached for a second, which the warm-up request fills (held here for the
+whole test so the count does not depend on how fast it runs).
 """
 
 import pytest
 from django.db import connection
 
+from dbqueue import replicas
 from tests.projects.factories import make_project
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _positions_cached_for_the_test(monkeypatch):
+    monkeypatch.setattr(replicas, "HEALTHY_FOR_SECONDS", 3600.0)
+
 
 TRANSACTION_CONTROL = {"BEGIN", "COMMIT", "ROLLBACK"}
 
@@ -36,16 +46,17 @@ POSTGRES = connection.vendor == "postgresql"
 def test_create_inserts_key_project_and_job_after_one_read(alice, django_assert_num_queries):
     client = warmed_client(alice)
 
-    with django_assert_num_queries(3 if POSTGRES else 7) as context:
+    with django_assert_num_queries(4 if POSTGRES else 7) as context:
         response = client.post(
             "/v1/projects", {"name": "P"}, format="json", headers={"Idempotency-Key": "q"}
         )
 
     assert response.status_code == 202
     # the token with its membership, the rate-limit count, then key, project and job
-    # inserted all or none
+    # inserted all or none (and on PostgreSQL the bookmark's WAL position)
     if POSTGRES:
-        assert verbs(context) == ["SELECT", "INSERT", "WITH"]
+        assert verbs(context) == ["SELECT", "INSERT", "WITH", "SELECT"]
+        assert "pg_current_wal_lsn()" in context.captured_queries[3]["sql"]
         inserts = context.captured_queries[2]["sql"]
     else:
         assert verbs(context) == [
@@ -59,19 +70,19 @@ def test_create_inserts_key_project_and_job_after_one_read(alice, django_assert_
     assert len([v for v in verbs(context) if v not in TRANSACTION_CONTROL]) <= 6
 
 
-def test_replay_is_four_statements(alice, django_assert_num_queries):
+def test_replay_is_four_statements_and_the_bookmark(alice, django_assert_num_queries):
     client = warmed_client(alice)
     headers = {"Idempotency-Key": "q"}
     client.post("/v1/projects", {"name": "P"}, format="json", headers=headers)
 
-    with django_assert_num_queries(4 if POSTGRES else 6) as context:
+    with django_assert_num_queries(5 if POSTGRES else 6) as context:
         response = client.post("/v1/projects", {"name": "P"}, format="json", headers=headers)
 
     assert response["Idempotent-Replayed"] == "true"
     # after the token and the rate-limit count, the insert fails on the key's unique index
     # and changes nothing, then the key is read
     if POSTGRES:
-        assert verbs(context) == ["SELECT", "INSERT", "WITH", "SELECT"]
+        assert verbs(context) == ["SELECT", "INSERT", "WITH", "SELECT", "SELECT"]
     else:
         assert verbs(context) == ["SELECT", "INSERT", "BEGIN", "INSERT", "ROLLBACK", "SELECT"]
 
