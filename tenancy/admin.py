@@ -9,7 +9,14 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from tenancy.models import ApiToken, Membership, OperationKey, Tenant
+from tenancy.models import (
+    ApiToken,
+    Invitation,
+    Membership,
+    OperationKey,
+    SignupRequest,
+    Tenant,
+)
 from web.admin import ReadOnlyModelAdmin
 
 
@@ -72,3 +79,41 @@ class OperationKeyAdmin(ReadOnlyModelAdmin):
     search_fields = ["key", "resource"]
     list_select_related = ["tenant"]
     fields = ["key", "tenant", "resource", "response_status", "created_at", "expires_at"]
+
+
+# --- The front door: readable, never editable; token digests are never shown --------------
+
+
+@admin.register(Invitation)
+class InvitationAdmin(ReadOnlyModelAdmin):
+    list_display = ["email", "tenant", "role", "status", "invited_by", "expires_at", "created_at"]
+    list_filter = ["status", "role"]
+    search_fields = ["email", "tenant__name"]
+    list_select_related = ["tenant", "invited_by"]
+    fields = [
+        "id",
+        "email",
+        "tenant",
+        "role",
+        "status",
+        "invited_by",
+        "expires_at",
+        "accepted_at",
+        "created_at",
+    ]
+
+
+@admin.register(SignupRequest)
+class SignupRequestAdmin(ReadOnlyModelAdmin):
+    list_display = ["email", "tenant_name", "used_at", "expires_at", "sent_at", "created_at"]
+    list_filter = ["used_at"]
+    search_fields = ["email", "tenant_name"]
+    fields = [
+        "email",
+        "tenant_name",
+        "requester_address",
+        "used_at",
+        "expires_at",
+        "sent_at",
+        "created_at",
+    ]

@@ -39,12 +39,14 @@ _PROBLEM_DESCRIPTIONS = {
     422: "The Idempotency-Key was already used with a different request.",
     429: "Throttled; retry after the number of seconds in Retry-After.",
     500: "Unexpected server error (no internals are disclosed).",
+    503: "A service this request depends on cannot answer now; retry after Retry-After.",
 }
 
 _PROBLEM_HEADERS = {
     401: ("WWW-Authenticate", "Always `Bearer`."),
     405: ("Allow", "The methods this resource allows."),
     429: ("Retry-After", "Seconds to wait before retrying."),
+    503: ("Retry-After", "Seconds to wait before retrying."),
 }
 
 TENANT_HEADER = OpenApiParameter(

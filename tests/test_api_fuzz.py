@@ -22,6 +22,8 @@ from config.wsgi import application
 from jobs.models import Job, JobStatus
 from notifications.models import Delivery, Notification, WebhookEndpoint
 from projects.models import Project
+from tenancy.invitations import invitation_issue
+from tenancy.models import Invitation, SignupRequest
 from tests.conftest import forget_throttle_counts
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
@@ -106,6 +108,13 @@ def _keep_test_transaction():
     request_finished.connect(close_old_connections)
 
 
+@pytest.fixture(autouse=True)
+def _signup_on(settings):
+    """Signup is exercised like every route: on, without a CAPTCHA to call out to."""
+    settings.SIGNUP_ENABLED = True
+    settings.TURNSTILE_SECRET_KEY = ""
+
+
 @pytest.fixture
 def seeded(alice) -> dict[str, str]:
     """One existing row behind each `{id}` route, keyed by the route's collection."""
@@ -121,11 +130,19 @@ def seeded(alice) -> dict[str, str]:
         channel="webhook",
         outcome="delivered",
     )
+    invitation = invitation_issue(
+        tenant=alice.tenant,
+        email="fuzzed@example.com",
+        role="member",
+        invited_by=alice.user,
+        now=timezone.now(),
+    ).invitation
     return {
         "projects": str(job.project_id),
         "jobs": str(job.id),
         "notifications": str(notification.id),
         "webhook-endpoints": str(endpoint.id),
+        "invitations": str(invitation.id),
     }
 
 
@@ -218,6 +235,11 @@ METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "TRACE")
 OPERATIONS = [
     (method, path) for path, item in PATHS.items() for method in METHODS if method.lower() in item
 ]
+# Answered without credentials (signup, verify, accept): their security allows none.
+PUBLIC_OPERATIONS = [
+    (method, path) for method, path in OPERATIONS if {} in PATHS[path][method.lower()]["security"]
+]
+TOKEN_OPERATIONS = [operation for operation in OPERATIONS if operation not in PUBLIC_OPERATIONS]
 UNDECLARED_METHODS = [
     (method, path)
     for path, item in PATHS.items()
@@ -264,6 +286,8 @@ def _rows() -> list[tuple]:
         *Notification.objects.order_by("pk").values_list("pk", "subject", "updated_at"),
         *WebhookEndpoint.objects.order_by("pk").values_list("pk", "url", "secret", "enabled"),
         *Delivery.objects.order_by("pk").values_list("pk", "outcome"),
+        *Invitation.objects.order_by("pk").values_list("pk", "status", "token_digest"),
+        *SignupRequest.objects.order_by("pk").values_list("pk", "token_digest", "used_at"),
     ]
 
 
@@ -273,7 +297,7 @@ def _rows() -> list[tuple]:
     [None, "Bearer tkw_not-a-real-token", "Basic YWxpY2U6c2VjcmV0"],
     ids=["no-header", "unknown-token", "basic-scheme"],
 )
-@pytest.mark.parametrize(("method", "path"), OPERATIONS, ids=" ".join)
+@pytest.mark.parametrize(("method", "path"), TOKEN_OPERATIONS, ids=" ".join)
 def test_every_operation_answers_401_without_a_valid_token(
     client, alice, seeded, method, path, authorization
 ):
@@ -292,6 +316,32 @@ def test_every_operation_answers_401_without_a_valid_token(
     assert response["WWW-Authenticate"].startswith("Bearer")
     assert response.json()["status"] == 401
     assert _rows() == before
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("method", "path"), PUBLIC_OPERATIONS, ids=" ".join)
+def test_a_public_operation_answers_a_wrong_token_401_and_writes_nothing(client, method, path):
+    before = _rows()
+
+    response = client.generic(
+        method,
+        path,
+        "{}",
+        content_type="application/json",
+        headers={"Authorization": "Bearer tkw_not-a-real-token"},
+    )
+
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer")
+    assert _rows() == before
+
+
+def test_the_public_operations_are_the_front_doors():
+    assert sorted(path for _, path in PUBLIC_OPERATIONS) == [
+        "/v1/invitations/accept",
+        "/v1/signup",
+        "/v1/signup/verify",
+    ]
 
 
 @pytest.mark.django_db

@@ -11,7 +11,7 @@ from jobs.models import Job, JobStatus
 from notifications.models import Delivery, Notification, WebhookEndpoint
 from notifications.scheduler.outcomes import DeadLetterReason
 from projects.models import Project
-from tenancy.models import OperationKey
+from tenancy.models import Invitation, OperationKey, SignupRequest
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
 
@@ -75,9 +75,40 @@ WRITES = (
         frozenset({"secret", "url"}),
     ),
     Write("POST", "/v1/jobs/{job}/retry", frozenset(), frozenset({"status", "attempts"})),
+    # The front door (public routes, sent here with the owner's token as well).
+    Write(
+        "POST",
+        "/v1/signup",
+        frozenset({"email", "tenant_name", "captcha_token"}),
+        frozenset({"status"}),
+    ),
+    Write(
+        "POST", "/v1/signup/verify", frozenset({"token"}), frozenset({"tenant_id", "user_email"})
+    ),
+    Write(
+        "POST",
+        "/v1/invitations",
+        frozenset({"email", "role"}),
+        frozenset({"id", "status", "expires_at", "invited_by", "created_at"}),
+    ),
+    Write(
+        "POST",
+        "/v1/invitations/accept",
+        frozenset({"token"}),
+        frozenset({"tenant_id", "user_email", "role"}),
+    ),
 )
 
-_STORED = (Project, Job, OperationKey, Notification, WebhookEndpoint, Delivery)
+_STORED = (
+    Project,
+    Job,
+    OperationKey,
+    Notification,
+    WebhookEndpoint,
+    Delivery,
+    Invitation,
+    SignupRequest,
+)
 
 
 @dataclass(frozen=True)
