@@ -12,16 +12,18 @@ from web.serializers import RejectsUndeclaredFields
 SINGLE_USE_TOKEN_MAX = 128
 
 
+class SignupAcceptedSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["verification_sent"])
+
+
 class SignupSerializer(RejectsUndeclaredFields, serializers.Serializer):
+    representation = SignupAcceptedSerializer
+
     email = serializers.EmailField()
     tenant_name = StrictCharField(max_length=200)
     captcha_token = StrictCharField(
         max_length=TOKEN_MAX_LENGTH, help_text="The Turnstile widget's response token."
     )
-
-
-class SignupAcceptedSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["verification_sent"])
 
 
 class TokenSerializer(RejectsUndeclaredFields, serializers.Serializer):

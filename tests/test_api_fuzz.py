@@ -29,7 +29,8 @@ from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
 
 # Webhook endpoint URLs are resolved for the SSRF check: one public address, no resolver.
-pytestmark = pytest.mark.usefixtures("public_dns")
+# Signup is exercised like every route: on (it is off by default).
+pytestmark = pytest.mark.usefixtures("public_dns", "signup_on")
 
 # Examples per operation for the fuzzing phase (positive and negative). The coverage phase
 # adds its own fixed set of boundary cases and one request per undeclared method.
@@ -106,13 +107,6 @@ def _keep_test_transaction():
     yield
     request_started.connect(close_old_connections)
     request_finished.connect(close_old_connections)
-
-
-@pytest.fixture(autouse=True)
-def _signup_on(settings):
-    """Signup is exercised like every route: on, without a CAPTCHA to call out to."""
-    settings.SIGNUP_ENABLED = True
-    settings.TURNSTILE_SECRET_KEY = ""
 
 
 @pytest.fixture

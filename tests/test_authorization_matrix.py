@@ -26,13 +26,8 @@ from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_project
 
 # Webhook endpoint URLs are resolved for the SSRF check: one public address, no resolver.
-pytestmark = pytest.mark.usefixtures("public_dns")
-
-
-@pytest.fixture(autouse=True)
-def _signup_on(settings):
-    settings.SIGNUP_ENABLED = True
-    settings.TURNSTILE_SECRET_KEY = ""
+# Signup is exercised like every route: on (it is off by default).
+pytestmark = pytest.mark.usefixtures("public_dns", "signup_on")
 
 
 OWNER = ("owner",)

@@ -15,16 +15,8 @@ from hypothesis import strategies as st
 
 from tests.web.write_endpoints import WRITES, assert_problem, seed_targets, send, stored_state
 
-pytestmark = pytest.mark.usefixtures("public_dns")
-
-
-@pytest.fixture(autouse=True)
-def _signup_on(settings):
-    """Signup is fuzzed like every write: on, without a CAPTCHA to call out to, and with a
-    limit no run reaches (a 429 would come before the 400 an undeclared field must get)."""
-    settings.SIGNUP_ENABLED = True
-    settings.TURNSTILE_SECRET_KEY = ""
-    settings.SIGNUP_RATE_IP = "100000/hour"
+# Signup is fuzzed like every write: on (it is off by default).
+pytestmark = pytest.mark.usefixtures("public_dns", "signup_on")
 
 
 EXAMPLES_PER_ENDPOINT = 40

@@ -15,9 +15,8 @@ TOKEN_IN_LINK = re.compile(r"token=([A-Za-z0-9_-]+)")
 
 
 @pytest.fixture(autouse=True)
-def _front_door(settings):
-    settings.SIGNUP_ENABLED = True
-    settings.TURNSTILE_SECRET_KEY = ""
+def _front_door(settings, signup_on):
+    settings.SIGNUP_RATE_IP = "5/hour"
     settings.RESEND_API_KEY = ""
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     settings.SIGNUP_VERIFY_URL = "https://app.example.com/verify?token={token}"

@@ -82,21 +82,14 @@ WRITES = (
         frozenset({"email", "tenant_name", "captcha_token"}),
         frozenset({"status"}),
     ),
-    Write(
-        "POST", "/v1/signup/verify", frozenset({"token"}), frozenset({"tenant_id", "user_email"})
-    ),
+    Write("POST", "/v1/signup/verify", frozenset({"token"}), frozenset()),
     Write(
         "POST",
         "/v1/invitations",
         frozenset({"email", "role"}),
         frozenset({"id", "status", "expires_at", "invited_by", "created_at"}),
     ),
-    Write(
-        "POST",
-        "/v1/invitations/accept",
-        frozenset({"token"}),
-        frozenset({"tenant_id", "user_email", "role"}),
-    ),
+    Write("POST", "/v1/invitations/accept", frozenset({"token"}), frozenset()),
 )
 
 _STORED = (
