@@ -123,6 +123,7 @@ INSTALLED_APPS = [
     "projects",
     "jobs",
     "notifications",
+    "onboarding",
     "operations",
 ]
 
@@ -410,6 +411,46 @@ DELIVERY_RETENTION_DAYS = _not_negative(
     "DELIVERY_RETENTION_DAYS", _read("DELIVERY_RETENTION_DAYS", env.int, RETENTION_DAYS)
 )
 PRUNE_BATCH_SIZE = int(_positive("PRUNE_BATCH_SIZE", _read("PRUNE_BATCH_SIZE", env.int, 1000)))
+
+
+# --- Front door: public signup and invitations (onboarding) -----------------------------
+def _token_url(name: str, default: str) -> str:
+    """A link template for an emailed token: an http(s) URL holding `{token}`."""
+    url = _read(name, env.str, default)
+    problem = _url_problem(url.replace("{token}", "t"))
+    if problem or "{token}" not in url:
+        raise ImproperlyConfigured(
+            f"{name} must be an http(s) URL containing {{token}}, e.g. {default!r}"
+        )
+    return url
+
+
+SIGNUP_ENABLED = _flag("SIGNUP_ENABLED", False)
+SIGNUP_VERIFY_URL = _token_url(
+    "SIGNUP_VERIFY_URL", "http://localhost:3000/signup/verify?token={token}"
+)
+SIGNUP_TOKEN_TTL_SECONDS = int(
+    _positive("SIGNUP_TOKEN_TTL_SECONDS", _read("SIGNUP_TOKEN_TTL_SECONDS", env.int, 86_400))
+)
+SIGNUP_RATE_IP = _rate("SIGNUP_RATE_IP", "5/hour")
+TURNSTILE_SECRET_KEY = _read("TURNSTILE_SECRET_KEY", env.str, "")
+TURNSTILE_VERIFY_URL = _http_url(
+    "TURNSTILE_VERIFY_URL", "https://challenges.cloudflare.com/turnstile/v0/siteverify"
+)
+# Host names a Turnstile challenge may have been solved on, beside ALLOWED_HOSTS (the front
+# end's own host usually differs from the API's).
+TURNSTILE_HOSTNAMES = _read("TURNSTILE_HOSTNAMES", env.list, [])
+if SIGNUP_ENABLED and not TURNSTILE_SECRET_KEY and not DEBUG:
+    raise ImproperlyConfigured(
+        "TURNSTILE_SECRET_KEY must be set when SIGNUP_ENABLED=true (it may be omitted only "
+        "with DEBUG=true)"
+    )
+INVITATION_ACCEPT_URL = _token_url(
+    "INVITATION_ACCEPT_URL", "http://localhost:3000/invitations/accept?token={token}"
+)
+INVITATION_TTL_SECONDS = int(
+    _positive("INVITATION_TTL_SECONDS", _read("INVITATION_TTL_SECONDS", env.int, 604_800))
+)
 
 # --- Observability (GET /metrics) ---------------------------------------------------------
 METRICS_ENABLED = _flag("METRICS_ENABLED", False)

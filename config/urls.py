@@ -22,6 +22,8 @@ urlpatterns = [
     path("v1/", include("projects.urls")),
     path("v1/", include("jobs.urls")),
     path("v1/", include("notifications.urls")),
+    # The front door: signup, verify, invitations and accept.
+    path("v1/", include("onboarding.urls")),
     # Last: any other /v1/ path. With DEBUG on, Django answers a routing miss with its HTML
     # technical page and never calls handler404; an API client must get a problem document.
     # Exempt from CSRF as a missing route is: a POST to it is a 404, not a CSRF 403.

@@ -2,13 +2,15 @@
 
 Registered with the jobs registry by this app (`ProjectsConfig.ready`). `perform` calls the
 operator's provisioning API, if one is configured, with the job id as its idempotency key;
-`apply` marks the project active and announces it: one invitation email per invited
-address (the creator when the list is empty) and a `project.activated` event to each
-enabled webhook endpoint of the tenant. A dead-lettered job turns the project `failed` and
-reports it the same way: a `project.failed` event to each enabled endpoint and an email to
-the creator. A support retry puts the project back to `provisioning`; its success then
-announces `project.activated` as usual. Every step is keyed by the job id, so a job
-that runs twice creates nothing twice.
+`apply` marks the project active and announces it: an invitation (onboarding: an email
+with an accept link) for each invited address that is not a member yet, the plain "invited
+to the project" email for each that is (the creator when the list is empty), and a
+`project.activated` event to each enabled webhook endpoint of the tenant. A dead-lettered
+job turns the project `failed` and reports it the same way: a `project.failed` event to
+each enabled endpoint and an email to the creator. A support retry puts the project back
+to `provisioning`; its success then announces `project.activated` as usual. Every step is
+keyed by the job id (and an address already invited keeps its invitation), so a job that
+runs twice creates nothing twice.
 """
 
 import json
@@ -21,6 +23,7 @@ from django.conf import settings
 from jobs.models import Job
 from jobs.registry import Handler, JobError
 from notifications.services import Announced, Announcement, notifications_announce
+from onboarding.services import project_invitations_send
 from outbound.categories import ErrorCategory
 from outbound.http import HttpError, post
 from outbound.statuses import TRANSIENT_4XX, parse_retry_after
@@ -117,12 +120,25 @@ def provision_activate_many(jobs: list[Job], *, now: datetime) -> None:
         project.pk: project
         for project in projects_activate(project_ids=[job.project_id for job in jobs], now=now)
     }
-    notifications_announce([_announced(job, projects[job.project_id]) for job in jobs], now=now)
+    notifications_announce(
+        [_announced(job, projects[job.project_id], now=now) for job in jobs], now=now
+    )
 
 
-def _announced(job: Job, project: Project) -> Announced:
+def _member_addresses(job: Job, project: Project, *, now: datetime) -> list[str]:
+    """The invited addresses that are members; the others are sent invitations. Without
+    an invite list that is the creator, and nothing is read."""
+    addresses = invite_addresses(job.payload, creator=project.created_by)
+    if not job.payload.get("invite"):
+        return addresses
+    return project_invitations_send(
+        tenant_id=job.tenant_id, emails=addresses, invited_by=project.created_by, now=now
+    )
+
+
+def _announced(job: Job, project: Project, *, now: datetime) -> Announced:
     announcement = Announcement(
-        addresses=invite_addresses(job.payload, creator=project.created_by),
+        addresses=_member_addresses(job, project, now=now),
         email_subject=f'You are invited to the project "{project.name}"',
         email_body=f'You have been invited to join the project "{project.name}" on Tickwork.',
         event={"type": "project.activated", "data": _project_fields(job, name=project.name)},

@@ -9,7 +9,15 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from tenancy.models import ApiToken, ExternalIdentity, Membership, OperationKey, Tenant
+from tenancy.models import (
+    ApiToken,
+    ExternalIdentity,
+    Invitation,
+    Membership,
+    OperationKey,
+    SignupRequest,
+    Tenant,
+)
 from web.admin import ReadOnlyModelAdmin
 
 
@@ -86,3 +94,41 @@ class ExternalIdentityAdmin(ReadOnlyModelAdmin):
     search_fields = ["subject", "user__email"]
     list_select_related = ["user"]
     fields = ["issuer", "subject", "user", "created_at"]
+
+
+# --- The front door: readable, never editable; token digests are never shown --------------
+
+
+@admin.register(Invitation)
+class InvitationAdmin(ReadOnlyModelAdmin):
+    list_display = ["email", "tenant", "role", "status", "invited_by", "expires_at", "created_at"]
+    list_filter = ["status", "role"]
+    search_fields = ["email", "tenant__name"]
+    list_select_related = ["tenant", "invited_by"]
+    fields = [
+        "id",
+        "email",
+        "tenant",
+        "role",
+        "status",
+        "invited_by",
+        "expires_at",
+        "accepted_at",
+        "created_at",
+    ]
+
+
+@admin.register(SignupRequest)
+class SignupRequestAdmin(ReadOnlyModelAdmin):
+    list_display = ["email", "tenant_name", "used_at", "expires_at", "sent_at", "created_at"]
+    list_filter = ["used_at"]
+    search_fields = ["email", "tenant_name"]
+    fields = [
+        "email",
+        "tenant_name",
+        "requester_address",
+        "used_at",
+        "expires_at",
+        "sent_at",
+        "created_at",
+    ]

@@ -2,6 +2,7 @@
 
 import hashlib
 import hmac
+import secrets
 import uuid
 from datetime import datetime
 
@@ -170,3 +171,100 @@ class ExternalIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject} at {self.issuer}"
+
+
+# --- The front door: invitations and signup requests ----------------------------------------
+# Their single-use tokens are kept as SHA-256 digests (`_digest`) only; the plaintext lives
+# in the email that carries it.
+
+
+def single_use_token() -> tuple[str, str]:
+    """A fresh single-use token (256 random bits) and the digest to store for it."""
+    plaintext = secrets.token_urlsafe(32)
+    return plaintext, _digest(plaintext)
+
+
+def token_digest(plaintext: str) -> str:
+    return _digest(plaintext)
+
+
+class InvitationStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    ACCEPTED = "accepted", "Accepted"
+    REVOKED = "revoked", "Revoked"
+    # A pending invitation past its expires_at reads as expired; no job rewrites the rows.
+    EXPIRED = "expired", "Expired"
+
+
+class Invitation(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()  # lower-cased
+    role = models.CharField(max_length=16, choices=Role.choices)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="invitations_sent",
+    )
+    token_digest = models.CharField(max_length=64, unique=True, editable=False)
+    status = models.CharField(
+        max_length=16, choices=InvitationStatus.choices, default=InvitationStatus.PENDING
+    )
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "email"],
+                condition=models.Q(status="pending"),
+                name="invitation_one_pending_per_email",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(role__in=Role.values), name="invitation_role_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status__in=InvitationStatus.values),
+                name="invitation_status_valid",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at", "-id"], name="invitation_tenant_new_idx")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} to {self.tenant_id} ({self.status})"
+
+    def status_at(self, now: datetime) -> str:
+        if self.status == InvitationStatus.PENDING and self.expires_at <= now:
+            return InvitationStatus.EXPIRED
+        return self.status
+
+
+class SignupRequest(models.Model):
+    """A pending or used signup (not tenant-scoped: the tenant is made when it is verified).
+    At most one unused request per email address: a repeat reuses it with a new token."""
+
+    email = models.EmailField()  # lower-cased
+    tenant_name = models.CharField(max_length=200)
+    token_digest = models.CharField(max_length=64, unique=True, editable=False)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField()
+    requester_address = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["email"],
+                condition=models.Q(used_at__isnull=True),
+                name="signup_one_pending_per_email",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} ({'used' if self.used_at else 'pending'})"

@@ -118,3 +118,13 @@ def too_many_failures(seconds_left: float) -> exceptions.Throttled:
         wait=seconds_left,
         detail="Too many failed authentications from this address; retry later.",
     )
+
+
+class SignupAddressThrottle(_CountingThrottle):
+    """Signup attempts per client address (`SIGNUP_RATE_IP`), whoever the caller is."""
+
+    def key(self, request: Request) -> str | None:
+        return f"signup:{client_address(request)}"
+
+    def rate(self) -> Rate:
+        return parse_rate(settings.SIGNUP_RATE_IP)

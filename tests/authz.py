@@ -8,8 +8,10 @@ A test module lists its routes as `RouteSpec`s and parametrizes one test over
         check_case(route, principal, target, build_world(alice, bob, charlie))
 
 Callers: anonymous, a bad, an expired and a revoked token (all 401), Alice (owner of A),
-Bob (member of A), Charlie (owner of B). Targets for `{id}` routes: an object of the
-caller's own tenant, one of the other tenant, and a missing id. Another tenant's object must
+Bob (member of A), Charlie (owner of B). A `public` route (signup, accept) answers an
+anonymous caller `success`, a bad token still 401, and a signed-in one `signed_in`.
+Targets for `{id}` routes: an object of the caller's own tenant, one of the other tenant,
+and a missing id. Another tenant's object must
 answer exactly like a missing one, and nothing Charlie receives may contain A's ids.
 
 A `user_scoped` route acts on the caller's own objects whatever the tenant (their API
@@ -50,6 +52,8 @@ class RouteSpec:
     body: Callable[[], Any] | None = None
     headers: Callable[[], dict[str, str]] = field(default=dict)
     user_scoped: bool = False
+    public: bool = False
+    signed_in: int | None = None
 
     @property
     def has_id(self) -> bool:
@@ -103,6 +107,10 @@ def build_world(alice: Any, bob: Any, charlie: Any) -> World:
 
 
 def expected_status(route: RouteSpec, principal: str, target: str) -> int:
+    if route.public and principal in MEMBERS:
+        return route.success if route.signed_in is None else route.signed_in
+    if route.public and principal == "anonymous":
+        return route.success
     if principal in UNAUTHENTICATED:
         return 401
     if _ROLES[principal] not in route.roles:

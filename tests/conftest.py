@@ -71,6 +71,15 @@ def public_dns(monkeypatch) -> None:
 
 
 @pytest.fixture
+def signup_on(settings) -> None:
+    """Public signup served (it is off by default), without a CAPTCHA to call out to, and
+    with a per-address limit no test run reaches (a 429 comes before any 400)."""
+    settings.SIGNUP_ENABLED = True
+    settings.TURNSTILE_SECRET_KEY = ""
+    settings.SIGNUP_RATE_IP = "100000/hour"
+
+
+@pytest.fixture
 def anonymous() -> APIClient:
     return APIClient()
 

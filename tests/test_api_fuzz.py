@@ -22,13 +22,15 @@ from config.wsgi import application
 from jobs.models import Job, JobStatus
 from notifications.models import Delivery, Notification, WebhookEndpoint
 from projects.models import Project
-from tenancy.models import ApiToken, Membership
+from tenancy.invitations import invitation_issue
+from tenancy.models import ApiToken, Invitation, Membership, SignupRequest
 from tests.conftest import forget_throttle_counts, make_member
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
 
 # Webhook endpoint URLs are resolved for the SSRF check: one public address, no resolver.
-pytestmark = pytest.mark.usefixtures("public_dns")
+# Signup is exercised like every route: on (it is off by default).
+pytestmark = pytest.mark.usefixtures("public_dns", "signup_on")
 
 # Examples per operation for the fuzzing phase (positive and negative). The coverage phase
 # adds its own fixed set of boundary cases and one request per undeclared method.
@@ -122,6 +124,13 @@ def seeded(alice) -> dict[str, str | int]:
         channel="webhook",
         outcome="delivered",
     )
+    invitation = invitation_issue(
+        tenant=alice.tenant,
+        email="fuzzed@example.com",
+        role="member",
+        invited_by=alice.user,
+        now=timezone.now(),
+    ).invitation
     return {
         "projects": str(job.project_id),
         "jobs": str(job.id),
@@ -131,6 +140,7 @@ def seeded(alice) -> dict[str, str | int]:
         # one the fuzzer authenticates with.
         "members": make_member(alice.tenant, "fuzzed@example.com").user.id,
         "tokens": ApiToken.issue(user=alice.user, name="fuzzed")[0].id,
+        "invitations": str(invitation.id),
     }
 
 
@@ -235,6 +245,11 @@ METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "TRACE")
 OPERATIONS = [
     (method, path) for path, item in PATHS.items() for method in METHODS if method.lower() in item
 ]
+# Answered without credentials (signup, verify, accept): their security allows none.
+PUBLIC_OPERATIONS = [
+    (method, path) for method, path in OPERATIONS if {} in PATHS[path][method.lower()]["security"]
+]
+TOKEN_OPERATIONS = [operation for operation in OPERATIONS if operation not in PUBLIC_OPERATIONS]
 UNDECLARED_METHODS = [
     (method, path)
     for path, item in PATHS.items()
@@ -283,6 +298,8 @@ def _rows() -> list[tuple]:
         *Delivery.objects.order_by("pk").values_list("pk", "outcome"),
         *Membership.objects.order_by("pk").values_list("pk", "role"),
         *ApiToken.objects.order_by("pk").values_list("pk", "revoked_at"),
+        *Invitation.objects.order_by("pk").values_list("pk", "status", "token_digest"),
+        *SignupRequest.objects.order_by("pk").values_list("pk", "token_digest", "used_at"),
     ]
 
 
@@ -292,7 +309,7 @@ def _rows() -> list[tuple]:
     [None, "Bearer tkw_not-a-real-token", "Basic YWxpY2U6c2VjcmV0"],
     ids=["no-header", "unknown-token", "basic-scheme"],
 )
-@pytest.mark.parametrize(("method", "path"), OPERATIONS, ids=" ".join)
+@pytest.mark.parametrize(("method", "path"), TOKEN_OPERATIONS, ids=" ".join)
 def test_every_operation_answers_401_without_a_valid_token(
     client, alice, seeded, method, path, authorization
 ):
@@ -311,6 +328,32 @@ def test_every_operation_answers_401_without_a_valid_token(
     assert response["WWW-Authenticate"].startswith("Bearer")
     assert response.json()["status"] == 401
     assert _rows() == before
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("method", "path"), PUBLIC_OPERATIONS, ids=" ".join)
+def test_a_public_operation_answers_a_wrong_token_401_and_writes_nothing(client, method, path):
+    before = _rows()
+
+    response = client.generic(
+        method,
+        path,
+        "{}",
+        content_type="application/json",
+        headers={"Authorization": "Bearer tkw_not-a-real-token"},
+    )
+
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer")
+    assert _rows() == before
+
+
+def test_the_public_operations_are_the_front_doors():
+    assert sorted(path for _, path in PUBLIC_OPERATIONS) == [
+        "/v1/invitations/accept",
+        "/v1/signup",
+        "/v1/signup/verify",
+    ]
 
 
 @pytest.mark.django_db

@@ -1,6 +1,7 @@
 """One table-driven authorization matrix over every route of the API: projects, jobs, job
 retry, notifications and their retry and deliveries, the delivery log, webhook endpoints
-and their secret rotation, me, members and the caller's own API tokens.
+and their secret rotation, me, members and the caller's own API tokens, and the front door
+(signup, verify, invitations, accept).
 
 Every route, for every caller (anonymous, bad, expired and revoked token, Alice owner of A, Bob
 member of A, Charlie owner of B) and every target (own, other tenant's, missing) gets its
@@ -17,7 +18,9 @@ from django.utils import timezone
 
 from jobs.models import Job, JobStatus
 from notifications.models import Delivery
-from tenancy.models import ApiToken
+from tenancy.invitations import invitation_issue
+from tenancy.models import ApiToken, Tenant
+from tenancy.signups import signup_request_record
 from tests.authz import RouteSpec, build_world, check_case, matrix_cases
 from tests.conftest import make_member
 from tests.jobs.factories import make_job
@@ -25,7 +28,9 @@ from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_project
 
 # Webhook endpoint URLs are resolved for the SSRF check: one public address, no resolver.
-pytestmark = pytest.mark.usefixtures("public_dns")
+# Signup is exercised like every route: on (it is off by default).
+pytestmark = pytest.mark.usefixtures("public_dns", "signup_on")
+
 
 OWNER = ("owner",)
 # Routes outside the tenant API: public by design, each with its own tests.
@@ -85,6 +90,36 @@ def _token_id(actor):
 
 def _endpoint_id(actor):
     return make_endpoint(tenant=actor.tenant, url="https://hooks.example.com/in").id
+
+
+def _fresh_email() -> str:
+    return f"{uuid.uuid4().hex}@example.com"
+
+
+def _invitation_id(actor):
+    return invitation_issue(
+        tenant=actor.tenant,
+        email=_fresh_email(),
+        role="member",
+        invited_by=actor.user,
+        now=timezone.now(),
+    ).invitation.id
+
+
+def _verification_body():
+    token = signup_request_record(
+        email=_fresh_email(), tenant_name="Matrix", address="", now=timezone.now()
+    )
+    return {"token": token}
+
+
+def _acceptance_body():
+    """An invitation of a new address (no caller is its invitee: signed in is 403)."""
+    tenant, _ = Tenant.objects.get_or_create(name="Matrix inviter")
+    issued = invitation_issue(
+        tenant=tenant, email=_fresh_email(), role="member", invited_by=None, now=timezone.now()
+    )
+    return {"token": issued.token}
 
 
 NOTIFICATION_BODY = {
@@ -152,6 +187,34 @@ ROUTES = [
         "DELETE", "/v1/webhook-endpoints/{id}", success=204, roles=OWNER, create=_endpoint_id
     ),
     RouteSpec("POST", "/v1/webhook-endpoints/{id}/rotate-secret", roles=OWNER, create=_endpoint_id),
+    # The front door.
+    RouteSpec(
+        "POST",
+        "/v1/signup",
+        success=202,
+        public=True,
+        body=lambda: {"email": _fresh_email(), "tenant_name": "T", "captcha_token": "t"},
+    ),
+    RouteSpec("POST", "/v1/signup/verify", success=201, public=True, body=_verification_body),
+    RouteSpec(
+        "POST",
+        "/v1/invitations",
+        success=201,
+        roles=OWNER,
+        body=lambda: {"email": _fresh_email(), "role": "member"},
+        headers=lambda: {"Idempotency-Key": str(uuid.uuid4())},
+    ),
+    RouteSpec("GET", "/v1/invitations", roles=OWNER, create=_invitation_id),
+    RouteSpec("GET", "/v1/invitations?status=pending", roles=OWNER, create=_invitation_id),
+    RouteSpec("GET", "/v1/invitations/{id}", roles=OWNER, create=_invitation_id),
+    RouteSpec("DELETE", "/v1/invitations/{id}", success=204, roles=OWNER, create=_invitation_id),
+    RouteSpec(
+        "POST",
+        "/v1/invitations/accept",
+        public=True,
+        signed_in=403,
+        body=_acceptance_body,
+    ),
 ]
 
 # --- Members and tokens --------------------------------------------------------------------

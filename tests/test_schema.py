@@ -40,13 +40,17 @@ def test_create_documents_idempotency_headers_and_expiry(schema, settings):
     assert "422" in create["responses"]
 
 
-REQUIRED_KEY = {"/v1/projects", "/v1/notifications"}
+REQUIRED_KEY = {"/v1/projects", "/v1/notifications", "/v1/invitations"}
+# Public routes: Idempotency-Key is scoped to a tenant, and these have none.
+PUBLIC_POSTS = {"/v1/signup", "/v1/signup/verify", "/v1/invitations/accept"}
 
 
 def test_every_post_documents_the_idempotency_key_its_replay_header_and_problems(schema):
     posts = {path: ops["post"] for path, ops in schema["paths"].items() if "post" in ops}
 
-    assert len(posts) == 7
+    assert len(posts) == 11
+    for path in PUBLIC_POSTS:
+        assert "Idempotency-Key" not in header_names(posts.pop(path)), path
     for path, operation in posts.items():
         key = next(p for p in operation["parameters"] if p["name"] == "Idempotency-Key")
         assert key["in"] == "header"
@@ -139,3 +143,15 @@ def test_members_and_tokens_are_documented_with_their_problems(schema):
         assert path_id["schema"]["type"] == "integer"
     assert "204" in token["delete"]["responses"]
     assert "Retry-After" in token["delete"]["responses"]["503"]["headers"]
+
+
+def test_public_front_door_routes_need_no_token_and_declare_their_problems(schema):
+    signup = schema["paths"]["/v1/signup"]["post"]
+    accept = schema["paths"]["/v1/invitations/accept"]["post"]
+
+    assert {} in signup["security"] and {} in accept["security"]
+    assert "X-Tenant-ID" not in header_names(signup)
+    assert "Retry-After" in signup["responses"]["503"]["headers"]
+    assert list(signup["responses"]["202"]["content"]) == ["application/json"]
+    assert "409" in schema["paths"]["/v1/invitations"]["post"]["responses"]
+    assert "409" in schema["paths"]["/v1/invitations/{id}"]["delete"]["responses"]

@@ -84,6 +84,13 @@ def test_an_identity_provider_with_its_audience_starts(issuer):
         ),
         ({"DATABASE_URL": _PG, "REPLICA_MAX_LAG_SECONDS": "0"}, "REPLICA_MAX_LAG_SECONDS"),
         ({"DATABASE_URL": _PG, "DATABASE_LISTEN_URL": "pgbouncer:6432"}, "DATABASE_LISTEN_URL"),
+        ({"SIGNUP_RATE_IP": "5/week"}, "SIGNUP_RATE_IP"),
+        ({"SIGNUP_TOKEN_TTL_SECONDS": "0"}, "SIGNUP_TOKEN_TTL_SECONDS"),
+        ({"INVITATION_TTL_SECONDS": "-5"}, "INVITATION_TTL_SECONDS"),
+        ({"SIGNUP_VERIFY_URL": "https://app.example.com/verify"}, "SIGNUP_VERIFY_URL"),
+        ({"INVITATION_ACCEPT_URL": "app.example.com/join?t={token}"}, "INVITATION_ACCEPT_URL"),
+        ({"TURNSTILE_VERIFY_URL": "ftp://challenges.example.com"}, "TURNSTILE_VERIFY_URL"),
+        ({"SIGNUP_ENABLED": "sure"}, "SIGNUP_ENABLED"),
     ],
 )
 def test_bad_settings_stop_start_up_naming_the_variable(overrides, variable):
@@ -188,3 +195,17 @@ def test_postgresql_prepares_hot_statements_unless_turned_off_for_a_pooler():
     assert "'server_side_binding': True, 'prepare_threshold': 2" in default.stdout
     assert "server_side_binding" not in off.stdout
     assert "prepare_threshold" not in off.stdout
+
+
+@pytest.mark.parametrize("command", [("check",), ("run_tick",), ("queue_status",)])
+def test_signup_without_a_turnstile_secret_stops_every_command_in_one_line(command):
+    result = manage(*command, SIGNUP_ENABLED="true", DATABASE_URL="sqlite:///:memory:")
+
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith("Error: TURNSTILE_SECRET_KEY must be set when SIGNUP_ENABLED=true")
+
+
+def test_signup_without_a_turnstile_secret_starts_in_debug_or_with_one():
+    assert start(SIGNUP_ENABLED="true", DEBUG="true").returncode == 0
+    assert start(SIGNUP_ENABLED="true", TURNSTILE_SECRET_KEY="0x4AAA-secret").returncode == 0

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 
 from tests.web.write_endpoints import WRITES, assert_problem, seed_targets, send, stored_state
 
-pytestmark = pytest.mark.usefixtures("public_dns")
+# Signup is fuzzed like every write: on (it is off by default).
+pytestmark = pytest.mark.usefixtures("public_dns", "signup_on")
+
 
 EXAMPLES_PER_ENDPOINT = 40
 

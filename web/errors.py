@@ -52,3 +52,14 @@ class Unprocessable(DomainError):
     """Well-formed, but contradicts what was stored before (e.g. a reused idempotency key)."""
 
     kind = "unprocessable"
+
+
+class Unavailable(DomainError):
+    """A service the request depends on cannot answer now; retry after `retry_after`
+    seconds. Never a reason to let the request through unchecked."""
+
+    kind = "unavailable"
+
+    def __init__(self, message: str, *, retry_after: int, kind: str | None = None) -> None:
+        super().__init__(message, kind=kind)
+        self.retry_after = retry_after

@@ -18,7 +18,14 @@ from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
-from web.errors import Conflict, DomainError, Forbidden, InvalidInput, Unprocessable
+from web.errors import (
+    Conflict,
+    DomainError,
+    Forbidden,
+    InvalidInput,
+    Unavailable,
+    Unprocessable,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +71,7 @@ _DOMAIN_STATUSES: tuple[tuple[type[DomainError], int], ...] = (
     (Forbidden, 403),
     (Conflict, 409),
     (Unprocessable, 422),
+    (Unavailable, 503),
     (DomainError, 400),
 )
 
@@ -187,7 +195,8 @@ def _render_as_json(context: dict[str, Any]) -> None:
 
 def _domain_problem(exc: DomainError) -> ProblemError:
     status_code = next((code for family, code in _DOMAIN_STATUSES if isinstance(exc, family)))
-    return ProblemError(status_code, str(exc), kind=exc.kind, errors=exc.errors)
+    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Unavailable) else None
+    return ProblemError(status_code, str(exc), kind=exc.kind, errors=exc.errors, headers=headers)
 
 
 def _has_authorization(context: dict[str, Any]) -> bool:

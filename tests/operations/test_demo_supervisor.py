@@ -268,11 +268,11 @@ def running_demo(tmp_path: Path, port: int, *, receiver_port: int | None = None)
 
 def assert_clean_stop(demo: Demo, pids: dict[str, int]) -> None:
     assert demo.finish(timeout=30) == 0, demo.output
-    assert set(pids) == {"web", "tick", "jobs", "hook"}
+    assert set(pids) == {"web", "tick", "jobs", "hook", "turn"}
     assert [name for name, pid in pids.items() if not gone(pid)] == []
     assert "Traceback" not in demo.output
     assert "KeyboardInterrupt" not in demo.output
-    assert "demo | stopping web, tick, jobs, hook" in demo.output
+    assert "demo | stopping web, tick, jobs, hook, turn" in demo.output
     assert "still running at the deadline" not in demo.output  # each stopped on its SIGTERM
     assert demo.output.endswith("demo | stopped\n")
 
@@ -362,7 +362,7 @@ def test_the_children_die_with_a_sigkilled_launcher_and_free_the_port(tmp_path):
         while alive := [name for name, pid in pids.items() if not gone(pid)]:
             assert time.monotonic() < deadline, f"still running: {alive}"
             time.sleep(0.1)
-    assert set(pids) == {"web", "tick", "jobs", "hook"}
+    assert set(pids) == {"web", "tick", "jobs", "hook", "turn"}
     port_check("127.0.0.1", port)
 
 

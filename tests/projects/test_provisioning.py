@@ -9,6 +9,8 @@ from jobs.services import Outcome
 from notifications.models import Channel, Notification
 from projects.models import ProjectStatus
 from projects.provisioning import provision_activate
+from tenancy.front_door import ACCOUNT_MAIL_TENANT_ID
+from tenancy.models import Invitation
 from tests.jobs.factories import NOW, make_endpoint, make_job, reload
 
 
@@ -21,8 +23,9 @@ def drain() -> None:
     jobs_drain(clock=Clock(now=NOW), limit=100, max_seconds=60)
 
 
-def test_provisioning_activates_the_project_and_invites_every_address(alice):
-    job = make_job(alice.tenant, user=alice.user, invite=["ann@example.com", "ben@example.com"])
+def test_provisioning_activates_the_project_and_invites_every_address(alice, bob):
+    invite = ["ann@example.com", "ben@example.com", bob.user.email]
+    job = make_job(alice.tenant, user=alice.user, invite=invite)
 
     drain()
 
@@ -32,18 +35,26 @@ def test_provisioning_activates_the_project_and_invites_every_address(alice):
     assert job.claimed_until is None
     assert job.project.status == ProjectStatus.ACTIVE
     assert job.project.updated_at == NOW
-    invitations = Notification.objects.filter(channels=[Channel.EMAIL]).order_by("email_to")
-    assert [n.email_to for n in invitations] == [["ann@example.com"], ["ben@example.com"]]
-    for invitation in invitations:
-        assert invitation.tenant_id == alice.tenant.id
-        assert invitation.project_id == job.project_id
-        assert invitation.next_fire_at == NOW
-        assert invitation.recurrence_anchor == NOW
-        assert invitation.occurrence == 1
-        assert invitation.rrule == ""
-        assert invitation.timezone == "UTC"
-        assert "Website relaunch" in invitation.subject
-        assert "Website relaunch" in invitation.body
+    # Those who are not members yet get invitations, their accept links emailed apart.
+    invitations = Invitation.objects.filter(tenant=alice.tenant).order_by("email")
+    assert [(i.email, i.role, i.invited_by) for i in invitations] == [
+        ("ann@example.com", "member", alice.user),
+        ("ben@example.com", "member", alice.user),
+    ]
+    links = Notification.objects.filter(tenant_id=ACCOUNT_MAIL_TENANT_ID).order_by("email_to")
+    assert [n.email_to for n in links] == [["ann@example.com"], ["ben@example.com"]]
+    assert all("token=" in n.body and n.next_fire_at == NOW for n in links)
+    # A member gets the plain email about the project.
+    [plain] = Notification.objects.filter(tenant=alice.tenant, channels=[Channel.EMAIL])
+    assert plain.email_to == [bob.user.email]
+    assert plain.project_id == job.project_id
+    assert plain.next_fire_at == NOW
+    assert plain.recurrence_anchor == NOW
+    assert plain.occurrence == 1
+    assert plain.rrule == ""
+    assert plain.timezone == "UTC"
+    assert "Website relaunch" in plain.subject
+    assert "Website relaunch" in plain.body
 
 
 def test_each_enabled_endpoint_gets_one_activation_event_and_disabled_ones_none(alice, charlie):
@@ -116,11 +127,13 @@ def test_completing_a_provision_job_takes_a_fixed_number_of_queries(
     alice, django_assert_num_queries
 ):
     make_endpoint(alice.tenant)
-    make_job(alice.tenant, invite=["ann@example.com", "ben@example.com"])
+    # Members only: each address that is not one costs its invitation's statements.
+    make_job(alice.tenant, invite=[alice.user.email])
     [job] = jobs_claim(now=NOW, limit=1)
 
-    # savepoint, fenced update, project update, project read, endpoints, insert, release
-    with django_assert_num_queries(7):
+    # savepoint, fenced update, project update, project read, members among the invited,
+    # endpoints, insert, release
+    with django_assert_num_queries(8):
         outcomes = jobs_process([job], clock=Clock(now=NOW), should_stop=lambda: False)
 
     assert outcomes == [Outcome.COMPLETED]

@@ -12,7 +12,7 @@ from rest_framework.exceptions import ParseError
 from tests.web.write_endpoints import WRITES, assert_problem, seed_targets, send, stored_state
 from web.parsers import MAX_JSON_DEPTH, StrictJSONParser, nested_at_most
 
-pytestmark = pytest.mark.usefixtures("public_dns")
+pytestmark = pytest.mark.usefixtures("public_dns", "signup_on")
 
 
 def parse(raw: bytes | str, encoding: str = "utf-8"):

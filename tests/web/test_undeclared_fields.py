@@ -4,12 +4,16 @@ resource's read-only ones, in a 400 that changes nothing."""
 import json
 
 import pytest
+from django.utils import timezone
 from rest_framework import serializers
 
+from tenancy.invitations import invitation_issue
+from tenancy.models import Tenant
+from tenancy.signups import signup_request_record
 from tests.web.write_endpoints import WRITES, assert_problem, seed_targets, send, stored_state
 from web.serializers import READ_ONLY_FIELD, UNKNOWN_FIELD, RejectsUndeclaredFields
 
-pytestmark = pytest.mark.usefixtures("public_dns")
+pytestmark = pytest.mark.usefixtures("public_dns", "signup_on")
 
 # A body each endpoint would accept, so the undeclared field is the only thing wrong.
 VALID = {
@@ -25,13 +29,43 @@ VALID = {
     "/v1/webhook-endpoints/{endpoint}": {"enabled": False},
     "/v1/members/{member}": {"role": "owner"},
     "/v1/tokens": {"name": "ci"},
+    "/v1/signup": {"email": "new@example.com", "tenant_name": "New", "captcha_token": "t"},
+    "/v1/invitations": {"email": "new@example.com", "role": "member"},
 }
+
+
+def _verification() -> dict:
+    token = signup_request_record(
+        email="new@example.com", tenant_name="New", address="", now=timezone.now()
+    )
+    return {"token": token}
+
+
+def _invitation_of_alice() -> dict:
+    """Accepted with Alice's token, so it must be hers (the fixture's address)."""
+    inviter = Tenant.objects.create(name="Inviter")
+    issued = invitation_issue(
+        tenant=inviter,
+        email="alice@example.com",
+        role="member",
+        invited_by=None,
+        now=timezone.now(),
+    )
+    return {"token": issued.token}
+
+
+# Their valid bodies carry a token made for the request.
+FRESH = {"/v1/signup/verify": _verification, "/v1/invitations/accept": _invitation_of_alice}
+
+
+def valid_body(template: str) -> dict:
+    return FRESH[template]() if template in FRESH else VALID.get(template, {})
 
 
 @pytest.mark.parametrize("write", WRITES, ids=lambda write: write.name)
 def test_unknown_and_read_only_fields_are_named_in_a_400_that_writes_nothing(alice, write):
     targets = seed_targets(alice)
-    body = {**VALID.get(write.template, {}), "colour": "red", "tenant_id": "x"}
+    body = {**valid_body(write.template), "colour": "red", "tenant_id": "x"}
     body.update({name: "x" for name in write.read_only})
     before = stored_state(targets)
 
@@ -51,7 +85,7 @@ def test_the_same_body_without_them_is_accepted(alice, write):
     targets = seed_targets(alice)
 
     response = send(
-        alice, write.method, targets.path(write), json.dumps(VALID.get(write.template, {})).encode()
+        alice, write.method, targets.path(write), json.dumps(valid_body(write.template)).encode()
     )
 
     assert response.status_code < 300, response.content

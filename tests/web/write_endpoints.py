@@ -11,7 +11,7 @@ from jobs.models import Job, JobStatus
 from notifications.models import Delivery, Notification, WebhookEndpoint
 from notifications.scheduler.outcomes import DeadLetterReason
 from projects.models import Project
-from tenancy.models import ApiToken, Membership, OperationKey
+from tenancy.models import ApiToken, Invitation, Membership, OperationKey, SignupRequest
 from tests.conftest import make_member
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
@@ -76,6 +76,21 @@ WRITES = (
         frozenset({"secret", "url"}),
     ),
     Write("POST", "/v1/jobs/{job}/retry", frozenset(), frozenset({"status", "attempts"})),
+    # The front door (public routes, sent here with the owner's token as well).
+    Write(
+        "POST",
+        "/v1/signup",
+        frozenset({"email", "tenant_name", "captcha_token"}),
+        frozenset({"status"}),
+    ),
+    Write("POST", "/v1/signup/verify", frozenset({"token"}), frozenset()),
+    Write(
+        "POST",
+        "/v1/invitations",
+        frozenset({"email", "role"}),
+        frozenset({"id", "status", "expires_at", "invited_by", "created_at"}),
+    ),
+    Write("POST", "/v1/invitations/accept", frozenset({"token"}), frozenset()),
 )
 
 # --- Members and tokens --------------------------------------------------------------------
@@ -96,7 +111,7 @@ WRITES += (
 
 _STORED = (
     *(Project, Job, OperationKey, Notification, WebhookEndpoint, Delivery),
-    *(Membership, ApiToken),
+    *(Membership, ApiToken, Invitation, SignupRequest),
 )
 
 

@@ -10,6 +10,11 @@ after the set-up.
 The receiver listens on the same port every run (`--receiver-port`, 8001), so the webhook
 endpoints an earlier run created on the same database still reach it. When that port is
 taken the receiver falls back to a free one, and the demo says which endpoints miss it.
+
+Signup is on in the children, checked with Cloudflare Turnstile's documented always-passing
+test secret against a local stand-in siteverify (`demo_siteverify`, on a free port), so the
+printed signup → verify → invite → accept calls run as pasted; their tokens arrive in the
+emails the console backend prints under `tick |`.
 """
 
 import os
@@ -20,6 +25,12 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from operations.demo_siteverify import (
+    DUMMY_TOKEN,
+    PASSING_SECRET,
+    SITEVERIFY_PATH,
+    TEST_HOSTNAME,
+)
 from operations.supervisor import (
     PortUnavailable,
     ProcessSpec,
@@ -81,11 +92,17 @@ class Command(BaseCommand):
             self._serve(port, hook_port)
 
     def _serve(self, port: int, hook_port: int) -> None:
+        captcha_port = free_port(HOST)
         supervisor = Supervisor(
-            _processes(port, hook_port),
+            _processes(port, hook_port, captcha_port),
             out=self.stdout,
             # Unbuffered, so each line shows up when it is written, not a block later.
-            env={**os.environ, "PYTHONUNBUFFERED": "1", "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true"},
+            env={
+                **os.environ,
+                "PYTHONUNBUFFERED": "1",
+                "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
+                **_signup_environment(captcha_port),
+            },
             label="demo",
         )
         ending = supervisor.run()
@@ -151,9 +168,41 @@ curl -s -H "$H" -H 'Content-Type: application/json' \
 """
 
 
+# The front door, as a new team and its invitee would go through it. The public calls need no
+# token; Turnstile's dummy response token passes with the test secret the demo runs with.
+FRONT_DOOR_CALLS = rf"""
+# sign a new team up (public; the CAPTCHA is Turnstile's test secret against a stand-in):
+curl -s -H 'Content-Type: application/json' -X POST "$API/v1/signup" \
+     -d '{{"email": "founder@example.com", "tenant_name": "New team",
+          "captcha_token": "{DUMMY_TOKEN}"}}'
+# the verification email is printed under tick |: its link ends in token=<verification token>
+curl -s -H 'Content-Type: application/json' -X POST "$API/v1/signup/verify" \
+     -d '{{"token": "<verification token>"}}'
+# invite a teammate into the demo tenant (the email is printed under tick | too):
+curl -s -H "$H" -H 'Content-Type: application/json' \
+     -H "Idempotency-Key: $(python3 -c 'import uuid; print(uuid.uuid4())')" \
+     -X POST "$API/v1/invitations" -d '{{"email": "teammate@example.com", "role": "member"}}'
+# its link ends in token=<invitation token>; accepting answers the teammate's API token:
+curl -s -H 'Content-Type: application/json' -X POST "$API/v1/invitations/accept" \
+     -d '{{"token": "<invitation token>"}}'
+"""
+
+
+def _signup_environment(captcha_port: int) -> dict[str, str]:
+    """Signup on in the children, checked against the local stand-in siteverify, which
+    answers Cloudflare's test secret for the host name `example.com`."""
+    return {
+        "SIGNUP_ENABLED": "true",
+        "TURNSTILE_SECRET_KEY": PASSING_SECRET,
+        "TURNSTILE_VERIFY_URL": f"http://{HOST}:{captcha_port}{SITEVERIFY_PATH}",
+        "TURNSTILE_HOSTNAMES": TEST_HOSTNAME,
+    }
+
+
 def _examples(base: str, *, token: str, hook_url: str) -> str:
     variables = [f"TOKEN={token}", 'H="Authorization: Bearer $TOKEN"', f"API={base}"]
-    lines = [*variables, f"HOOK={hook_url}", *CALLS.strip().splitlines()]
+    calls = [*CALLS.strip().splitlines(), *FRONT_DOOR_CALLS.strip().splitlines()]
+    lines = [*variables, f"HOOK={hook_url}", *calls]
     return (
         "Try it: paste these lines into bash, each <…> filled in from an earlier answer (the "
         "README's calls use the same variables):\n"
@@ -162,7 +211,7 @@ def _examples(base: str, *, token: str, hook_url: str) -> str:
     )
 
 
-def _processes(port: int, hook_port: int) -> list[ProcessSpec]:
+def _processes(port: int, hook_port: int, captcha_port: int) -> list[ProcessSpec]:
     manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
     return [
         ProcessSpec("web", [*manage, "runserver", f"{HOST}:{port}", "--noreload"]),
@@ -173,6 +222,7 @@ def _processes(port: int, hook_port: int) -> list[ProcessSpec]:
         ),
         ProcessSpec("jobs", [*manage, "consume_jobs", "--loop", "--interval", "1"]),
         ProcessSpec("hook", [*manage, "demo_receiver", "--port", str(hook_port)]),
+        ProcessSpec("turn", [*manage, "demo_siteverify", "--port", str(captcha_port)]),
     ]
 
 

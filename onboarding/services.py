@@ -1,0 +1,105 @@
+"""The front door's behaviour (DESIGN §3a): signup behind Turnstile, invitations, and the
+emails that carry their single-use tokens.
+
+The rows are tenancy's (tenancy.signups, tenancy.invitations); this app sits above the
+notifications app, so it can queue each email as a one-shot email notification due now
+(run_tick delivers it) in the same transaction as the token the email carries: a token is
+never stored without its email, nor an email sent with a token that was rolled back. The
+emails are kept in tenancy.front_door's account-mail tenant, away from every API caller.
+"""
+
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from notifications.models import Channel
+from notifications.services import notification_create
+from onboarding.turnstile import captcha_verify
+from tenancy.front_door import account_mail_tenant
+from tenancy.invitations import IssuedInvitation, invitation_issue, invitations_issue_missing
+from tenancy.models import Invitation, Tenant
+from tenancy.signups import signup_request_record
+
+
+def _email(address: str, subject: str, body: str, *, now: datetime) -> None:
+    notification_create(
+        tenant=account_mail_tenant(),
+        channels=[Channel.EMAIL],
+        email_to=[address],
+        subject=subject,
+        body=body,
+        now=now,
+    )
+
+
+def signup_request(
+    *, email: str, tenant_name: str, captcha_token: str, address: str, now: datetime
+) -> None:
+    """Check the CAPTCHA, record the signup and queue its verification email (unless the
+    address's pending one went out less than a minute ago). The caller hears the same
+    whatever happened here, so nothing tells it whether the address is known."""
+    captcha_verify(captcha_token, remote_ip=address if "/" not in address else None)
+    email = email.strip().lower()
+    with transaction.atomic():
+        token = signup_request_record(
+            email=email, tenant_name=tenant_name, address=address, now=now
+        )
+        if token is None:
+            return
+        link = settings.SIGNUP_VERIFY_URL.replace("{token}", token)
+        hours = settings.SIGNUP_TOKEN_TTL_SECONDS / 3600
+        _email(
+            email,
+            "Confirm your Tickwork signup",
+            f'Confirm the creation of the team "{tenant_name}" on Tickwork:\n\n{link}\n\n'
+            f"The link works once, for {hours:g} hours. If you did not sign up, ignore this "
+            "email.",
+            now=now,
+        )
+
+
+def _send_invitation(issued: IssuedInvitation, tenant: Tenant, *, now: datetime) -> None:
+    invitation = issued.invitation
+    inviter = invitation.invited_by.email if invitation.invited_by is not None else "Someone"
+    link = settings.INVITATION_ACCEPT_URL.replace("{token}", issued.token)
+    _email(
+        invitation.email,
+        f'You are invited to "{tenant.name}" on Tickwork',
+        f'{inviter} invited you to join "{tenant.name}" on Tickwork as {invitation.role}. '
+        f"Accept the invitation:\n\n{link}\n\nThe link works once, until "
+        f"{invitation.expires_at:%Y-%m-%d %H:%M} UTC.",
+        now=now,
+    )
+
+
+@transaction.atomic
+def invitation_send(
+    *, tenant: Tenant, email: str, role: str, invited_by: AbstractBaseUser, now: datetime
+) -> Invitation:
+    """Invite `email` (or re-send the pending invitation with a new token) and queue the
+    email carrying its accept link."""
+    issued = invitation_issue(tenant=tenant, email=email, role=role, invited_by=invited_by, now=now)
+    _send_invitation(issued, tenant, now=now)
+    return issued.invitation
+
+
+def project_invitations_send(
+    *,
+    tenant_id: uuid.UUID,
+    emails: Iterable[str],
+    invited_by: AbstractBaseUser | None,
+    now: datetime,
+) -> list[str]:
+    """A project's invite list, inside the provision job's transaction: invitations (role
+    member) with their emails for addresses that are neither members nor pending; returns
+    the addresses that are members, who get the project's plain announcement instead."""
+    issued, members = invitations_issue_missing(
+        tenant_id=tenant_id, emails=emails, invited_by=invited_by, now=now
+    )
+    for invitation in issued:
+        _send_invitation(invitation, invitation.invitation.tenant, now=now)
+    return members

@@ -1,0 +1,187 @@
+"""The front door's API: public signup and verify, invitations (owners), and the public or
+signed-in accept. Thin views: parse, call one service, render."""
+
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpResponse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, status
+from rest_framework.generics import ListAPIView
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from onboarding.serializers import (
+    InvitationAcceptedSerializer,
+    InvitationCreateSerializer,
+    InvitationSerializer,
+    SignupAcceptedSerializer,
+    SignupSerializer,
+    SignupVerifiedSerializer,
+    TokenSerializer,
+)
+from onboarding.services import invitation_send, signup_request
+from tenancy.idempotency import Answer, answer_once
+from tenancy.invitations import invitation_accept, invitation_revoke, invitations_of
+from tenancy.models import Invitation, InvitationStatus
+from tenancy.signups import signup_verify
+from tenancy.throttling import (
+    AddressRateThrottle,
+    SignupAddressThrottle,
+    UserRateThrottle,
+    client_address,
+)
+from web.pagination import NewestFirstCursorPagination
+from web.query import single_query_param
+
+
+class _PublicView(APIView):
+    """Answers without credentials (a wrong token is still a 401); never reads a tenant."""
+
+    permission_classes = [AllowAny]
+    idempotency_key_accepted = False
+
+
+class _SignupView(_PublicView):
+    """Off (404, before anything is counted) unless SIGNUP_ENABLED."""
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        if not settings.SIGNUP_ENABLED:
+            raise exceptions.NotFound("No resource matches this URL.")
+        super().initial(request, *args, **kwargs)
+
+
+class SignupView(_SignupView):
+    throttle_classes = [AddressRateThrottle, UserRateThrottle, SignupAddressThrottle]
+    extra_problem_statuses = {"POST": (503,)}
+
+    @extend_schema(
+        operation_id="signup_create",
+        request=SignupSerializer,
+        responses={202: SignupAcceptedSerializer},
+        description=(
+            "Sends a verification email. The answer is the same whether or not the address "
+            "is known. 400 `captcha_failed` when the Turnstile check fails; 503 with "
+            "Retry-After when it cannot be made. 404 while SIGNUP_ENABLED is off."
+        ),
+    )
+    def post(self, request: Request) -> Response:
+        serializer = SignupSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        signup_request(
+            **serializer.validated_data, address=client_address(request), now=timezone.now()
+        )
+        return Response({"status": "verification_sent"}, status=status.HTTP_202_ACCEPTED)
+
+
+class SignupVerifyView(_SignupView):
+    @extend_schema(
+        operation_id="signup_verify",
+        request=TokenSerializer,
+        responses={201: SignupVerifiedSerializer},
+        description="Creates the tenant, its owner and an API token (shown once). A used, "
+        "expired or unknown token is 400 `invalid_token`.",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = TokenSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        grant = signup_verify(token=serializer.validated_data["token"], now=timezone.now())
+        body = {"tenant_id": grant.tenant.id, "user_email": grant.user.email, "token": grant.token}
+        return Response(SignupVerifiedSerializer(body).data, status=status.HTTP_201_CREATED)
+
+
+class InvitationListView(ListAPIView):
+    owner_methods = ("*",)
+    idempotency_key_required = ("POST",)
+    extra_problem_statuses = {"POST": (409,)}
+    serializer_class = InvitationSerializer
+    pagination_class = NewestFirstCursorPagination
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        return {**super().get_serializer_context(), "now": timezone.now()}
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        state = single_query_param(self.request, "status")
+        return invitations_of(self.request.tenant, status=state, now=timezone.now())
+
+    @extend_schema(
+        operation_id="invitations_list",
+        parameters=[OpenApiParameter("status", enum=InvitationStatus.values, required=False)],
+        responses={200: InvitationSerializer(many=True)},
+    )
+    def get(self, request: Request) -> Response:
+        return self.list(request)
+
+    @extend_schema(
+        operation_id="invitations_create",
+        request=InvitationCreateSerializer,
+        parameters=[
+            OpenApiParameter(
+                "Location",
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                response=[201],
+                description="Path of the invitation, `/v1/invitations/{id}`.",
+            )
+        ],
+        responses={201: InvitationSerializer},
+        description="Emails an accept link (one-shot, run_tick delivers it). A pending "
+        "address is sent a new link (the old one stops working); a member's is 409.",
+    )
+    def post(self, request: Request) -> HttpResponse:
+        serializer = InvitationCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        body = serializer.validated_data
+
+        def invite() -> Answer:
+            now = timezone.now()
+            invitation = invitation_send(
+                tenant=request.tenant, invited_by=request.user, now=now, **body
+            )
+            data = InvitationSerializer(invitation, context={"now": now}).data
+            path = f"/v1/invitations/{invitation.id}"
+            return Answer.of(status.HTTP_201_CREATED, data, resource=path, location=True)
+
+        return answer_once(request, invite, body=body, required=True)
+
+
+@extend_schema(parameters=[OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
+class InvitationDetailView(APIView):
+    owner_methods = ("*",)
+    extra_problem_statuses = {"DELETE": (409,)}
+
+    @extend_schema(responses={200: InvitationSerializer})
+    def get(self, request: Request, id: uuid.UUID) -> Response:
+        invitation = Invitation.objects.select_related("invited_by").get(
+            pk=id, tenant=request.tenant
+        )
+        return Response(InvitationSerializer(invitation, context={"now": timezone.now()}).data)
+
+    @extend_schema(responses={204: OpenApiResponse(description="Revoked.")})
+    def delete(self, request: Request, id: uuid.UUID) -> Response:
+        invitation_revoke(tenant=request.tenant, invitation_id=id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class InvitationAcceptView(_PublicView):
+    @extend_schema(
+        operation_id="invitations_accept",
+        request=TokenSerializer,
+        responses={200: InvitationAcceptedSerializer},
+        description="Public with the emailed token (the answer carries an API token of "
+        "the invitee, shown once), or signed in as the invited address (403 otherwise; no "
+        "token in the answer). Used, revoked, expired or unknown: 400 `invalid_token`.",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = TokenSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        user = request.user if request.user is not None and request.user.is_authenticated else None
+        accepted = invitation_accept(
+            token=serializer.validated_data["token"], user=user, now=timezone.now()
+        )
+        return Response(InvitationAcceptedSerializer(accepted).data)

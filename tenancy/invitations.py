@@ -1,0 +1,210 @@
+"""Invitations into a tenant (DESIGN §3a): issued with a hashed single-use token, re-issued
+for an address already pending, revoked, and accepted once into a membership. Emailing the
+token is the onboarding app's part, in the same transaction as the token it carries.
+
+A token is looked up by its SHA-256 digest: what the database compares is the digest, so
+the time a lookup takes says nothing about the token itself.
+"""
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import Q, QuerySet
+
+from tenancy.front_door import InvalidToken
+from tenancy.models import (
+    ApiToken,
+    Invitation,
+    InvitationStatus,
+    Membership,
+    Tenant,
+    single_use_token,
+    token_digest,
+)
+from tenancy.services import _user_get_or_create
+from web.errors import Conflict, Forbidden, InvalidInput
+
+
+class AlreadyMember(Conflict):
+    kind = "already-member"
+
+    def __init__(self) -> None:
+        super().__init__("This address already belongs to a member of the tenant.")
+
+
+class InvitationAccepted(Conflict):
+    kind = "invitation-accepted"
+
+    def __init__(self) -> None:
+        super().__init__("The invitation was accepted already; it cannot be revoked.")
+
+
+class NotTheInvitee(Forbidden):
+    def __init__(self) -> None:
+        super().__init__("This invitation is for another email address.")
+
+
+@dataclass(frozen=True)
+class IssuedInvitation:
+    invitation: Invitation
+    token: str
+
+
+@dataclass(frozen=True)
+class AcceptedInvitation:
+    tenant: Tenant
+    user: AbstractBaseUser
+    role: str
+    token: str | None
+
+
+def _member_emails(tenant_id: uuid.UUID, emails: Iterable[str]) -> set[str]:
+    addresses = {email.lower() for email in emails}
+    query = Q()
+    for address in addresses:
+        query |= Q(user__email__iexact=address)
+    members = Membership.objects.filter(query, tenant_id=tenant_id).values_list("user__email")
+    return {email.lower() for (email,) in members} & addresses if addresses else set()
+
+
+@transaction.atomic
+def invitation_issue(
+    *,
+    tenant: Tenant,
+    email: str,
+    role: str,
+    invited_by: AbstractBaseUser | None,
+    now: datetime,
+) -> IssuedInvitation:
+    """A pending invitation of `email` with a fresh token: a new one, or the address's
+    pending one re-issued (new token, role and expiry; its old token stops working).
+    AlreadyMember when the address is a member."""
+    email = email.strip().lower()
+    if _member_emails(tenant.id, [email]):
+        raise AlreadyMember
+    plaintext, digest = single_use_token()
+    fields = {
+        "role": role,
+        "invited_by": invited_by,
+        "token_digest": digest,
+        "expires_at": now + timedelta(seconds=settings.INVITATION_TTL_SECONDS),
+    }
+    pending = Invitation.objects.select_for_update().filter(
+        tenant=tenant, email=email, status=InvitationStatus.PENDING
+    )
+    invitation = pending.first()
+    if invitation is None:
+        try:
+            with transaction.atomic():
+                invitation = Invitation.objects.create(
+                    tenant=tenant, email=email, created_at=now, **fields
+                )
+        except IntegrityError:
+            invitation = pending.first()  # a concurrent invitation of this address won
+            if invitation is None:
+                raise
+    if invitation.token_digest != digest:
+        for name, value in fields.items():
+            setattr(invitation, name, value)
+        invitation.save(update_fields=[*fields])
+    return IssuedInvitation(invitation=invitation, token=plaintext)
+
+
+def invitations_of(tenant: Tenant, *, status: str | None, now: datetime) -> QuerySet[Invitation]:
+    """The tenant's invitations, optionally in one status (`expired`: pending rows past
+    their expiry; `pending`: the others)."""
+    invitations = Invitation.objects.filter(tenant=tenant).select_related("invited_by")
+    if status is None:
+        return invitations
+    if status not in InvitationStatus.values:
+        raise InvalidInput({"status": [f"Must be one of {InvitationStatus.values}."]})
+    if status == InvitationStatus.PENDING:
+        return invitations.filter(status=status, expires_at__gt=now)
+    if status == InvitationStatus.EXPIRED:
+        return invitations.filter(
+            Q(status=status) | Q(status=InvitationStatus.PENDING, expires_at__lte=now)
+        )
+    return invitations.filter(status=status)
+
+
+@transaction.atomic
+def invitation_revoke(*, tenant: Tenant, invitation_id: uuid.UUID) -> None:
+    """Revoke a pending (or expired) invitation: its token stops working at once. Revoking
+    a revoked one changes nothing; an accepted one is InvitationAccepted. Another tenant's
+    id raises DoesNotExist like a missing one."""
+    invitation = Invitation.objects.select_for_update().get(pk=invitation_id, tenant=tenant)
+    if invitation.status == InvitationStatus.ACCEPTED:
+        raise InvitationAccepted
+    if invitation.status != InvitationStatus.REVOKED:
+        invitation.status = InvitationStatus.REVOKED
+        invitation.save(update_fields=["status"])
+
+
+@transaction.atomic
+def invitation_accept(
+    *, token: str, user: AbstractBaseUser | None, now: datetime
+) -> AcceptedInvitation:
+    """The membership a pending invitation's token grants, and its user (created when
+    needed), in one transaction. `user` is the authenticated caller, who must be the
+    invitee (NotTheInvitee); an anonymous caller gets an API token of the invitee, shown
+    once. Used, revoked, expired or unknown: InvalidToken. The invitation's row lock makes
+    two concurrent accepts of one token one membership and one InvalidToken."""
+    invitation = (
+        Invitation.objects.select_for_update(of=("self",))
+        .select_related("tenant")
+        .filter(token_digest=token_digest(token))
+        .first()
+    )
+    if invitation is None or invitation.status_at(now) != InvitationStatus.PENDING:
+        raise InvalidToken
+    if user is not None and (user.email or "").lower() != invitation.email:
+        raise NotTheInvitee
+    Invitation.objects.filter(pk=invitation.pk).update(
+        status=InvitationStatus.ACCEPTED, accepted_at=now
+    )
+    invitee = user or _user_get_or_create(invitation.email)
+    membership, _ = Membership.objects.get_or_create(
+        tenant=invitation.tenant, user=invitee, defaults={"role": invitation.role}
+    )
+    api_token = None if user is not None else ApiToken.issue(user=invitee, name="invitation")[1]
+    return AcceptedInvitation(
+        tenant=invitation.tenant, user=invitee, role=membership.role, token=api_token
+    )
+
+
+def invitations_issue_missing(
+    *,
+    tenant_id: uuid.UUID,
+    emails: Iterable[str],
+    invited_by: AbstractBaseUser | None,
+    now: datetime,
+) -> tuple[list[IssuedInvitation], list[str]]:
+    """For a project's invite list: an invitation (role member) for each address that is
+    neither a member nor already pending, and the addresses that are members. An address
+    with a pending invitation keeps it untouched, so running this twice issues nothing new.
+    When every address is a member, that is the one statement."""
+    emails = list(emails)
+    members = _member_emails(tenant_id, emails)
+    others = [email for email in emails if email.lower() not in members]
+    if not others:
+        return [], emails
+    pending = set(
+        Invitation.objects.filter(
+            tenant_id=tenant_id,
+            email__in=[email.lower() for email in others],
+            status=InvitationStatus.PENDING,
+            expires_at__gt=now,
+        ).values_list("email", flat=True)
+    )
+    tenant = Tenant.objects.get(pk=tenant_id)
+    issued = [
+        invitation_issue(tenant=tenant, email=email, role="member", invited_by=invited_by, now=now)
+        for email in others
+        if email.lower() not in pending
+    ]
+    return issued, [email for email in emails if email.lower() in members]

@@ -1,0 +1,50 @@
+"""Signup on (no CAPTCHA unless a test points it at a siteverify), mail that stays in the
+process, and helpers to read the emailed tokens."""
+
+import re
+
+import pytest
+from django.core import mail
+from django.core.management import call_command
+
+from notifications.models import Notification
+from tenancy.front_door import ACCOUNT_MAIL_TENANT_ID
+from tests.support.fake_siteverify import fake_siteverify
+
+TOKEN_IN_LINK = re.compile(r"token=([A-Za-z0-9_-]+)")
+
+
+@pytest.fixture(autouse=True)
+def _front_door(settings, signup_on):
+    settings.SIGNUP_RATE_IP = "5/hour"
+    settings.RESEND_API_KEY = ""
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    settings.SIGNUP_VERIFY_URL = "https://app.example.com/verify?token={token}"
+    settings.INVITATION_ACCEPT_URL = "https://app.example.com/join?token={token}"
+
+
+@pytest.fixture
+def siteverify(settings):
+    """A fake siteverify that the settings point at, with Cloudflare's passing test secret."""
+    with fake_siteverify() as fake:
+        settings.TURNSTILE_VERIFY_URL = fake.url
+        settings.TURNSTILE_SECRET_KEY = "1x0000000000000000000000000000000AA"
+        settings.TURNSTILE_HOSTNAMES = ["example.com"]
+        yield fake
+
+
+def account_emails(address: str | None = None) -> list[Notification]:
+    """The queued emails that carry signup and invitation tokens, oldest first."""
+    emails = Notification.objects.filter(tenant_id=ACCOUNT_MAIL_TENANT_ID).order_by("created_at")
+    return [n for n in emails if address is None or n.email_to == [address]]
+
+
+def emailed_token(address: str) -> str:
+    """The token in the latest link emailed to `address`."""
+    return TOKEN_IN_LINK.search(account_emails(address)[-1].body).group(1)
+
+
+def deliver_mail() -> list:
+    """Run one tick, as cron would; returns what the email backend received."""
+    call_command("run_tick")
+    return mail.outbox

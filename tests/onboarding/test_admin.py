@@ -1,0 +1,69 @@
+"""Admin: invitations and signup requests are readable; no token, digest or Turnstile
+secret appears on their pages or on the notification list."""
+
+import uuid
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from tenancy.models import Invitation, SignupRequest
+from tests.onboarding.conftest import emailed_token
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def staff_client(client):
+    admin = get_user_model().objects.create_superuser("root", "root@example.com", None)
+    client.force_login(admin)
+    return client
+
+
+@pytest.fixture
+def front_door_rows(alice, anonymous, settings):
+    settings.TURNSTILE_SECRET_KEY = ""
+    alice.client().post(
+        "/v1/invitations",
+        {"email": "dana@example.com", "role": "member"},
+        format="json",
+        headers={"Idempotency-Key": str(uuid.uuid4())},
+    )
+    anonymous.post(
+        "/v1/signup",
+        {"email": "ada@example.com", "tenant_name": "Ada's", "captcha_token": "t"},
+        format="json",
+    )
+    return [emailed_token("dana@example.com"), emailed_token("ada@example.com")]
+
+
+def test_lists_and_pages_show_the_rows_but_no_token_or_digest(staff_client, front_door_rows):
+    invitation, signup = Invitation.objects.get(), SignupRequest.objects.get()
+    pages = [
+        "/admin/tenancy/invitation/",
+        f"/admin/tenancy/invitation/{invitation.pk}/change/",
+        "/admin/tenancy/signuprequest/",
+        f"/admin/tenancy/signuprequest/{signup.pk}/change/",
+        "/admin/notifications/notification/",
+    ]
+
+    for page in pages:
+        response = staff_client.get(page)
+        html = response.content.decode()
+
+        assert response.status_code == 200, page
+        for secret in [*front_door_rows, invitation.token_digest, signup.token_digest]:
+            assert secret not in html, page
+    assert "dana@example.com" in staff_client.get(pages[0]).content.decode()
+    assert "ada@example.com" in staff_client.get(pages[2]).content.decode()
+
+
+def test_the_turnstile_secret_never_appears_in_the_admin(staff_client, settings):
+    settings.TURNSTILE_SECRET_KEY = "0x4AAAAAAA-very-secret"
+
+    for page in ("/admin/", "/admin/tenancy/signuprequest/", "/admin/tenancy/invitation/"):
+        assert "0x4AAAAAAA-very-secret" not in staff_client.get(page).content.decode()
+
+
+def test_they_cannot_be_added_or_changed_in_the_admin(staff_client):
+    assert staff_client.get("/admin/tenancy/invitation/add/").status_code == 403
+    assert staff_client.get("/admin/tenancy/signuprequest/add/").status_code == 403

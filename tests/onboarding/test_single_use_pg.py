@@ -1,0 +1,70 @@
+"""One token, racing requests on real PostgreSQL connections: one wins, the others are 400
+`invalid_token` — one tenant from a verification, one membership from an invitation."""
+
+import threading
+import uuid
+
+import pytest
+from django.db import connection
+from rest_framework.test import APIClient
+
+from tenancy.models import Membership, SignupRequest, Tenant
+from tests.conftest import requires_postgres
+from tests.onboarding.conftest import emailed_token
+
+RACERS = 4
+
+
+def race(path: str, body: dict) -> list[int]:
+    barrier = threading.Barrier(RACERS)
+    statuses: list[int] = []
+    lock = threading.Lock()
+
+    def one() -> None:
+        try:
+            client = APIClient()
+            barrier.wait(timeout=30)
+            response = client.post(path, body, format="json")
+            with lock:
+                statuses.append(response.status_code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=one) for _ in range(RACERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return sorted(statuses)
+
+
+@requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_racing_verifies_of_one_token_make_one_tenant(anonymous):
+    anonymous.post(
+        "/v1/signup",
+        {"email": "ada@example.com", "tenant_name": "Raced", "captcha_token": "t"},
+        format="json",
+    )
+
+    statuses = race("/v1/signup/verify", {"token": emailed_token("ada@example.com")})
+
+    assert statuses == [201] + [400] * (RACERS - 1)
+    assert Tenant.objects.filter(name="Raced").count() == 1
+    assert SignupRequest.objects.get().used_at is not None
+
+
+@requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_racing_accepts_of_one_invitation_make_one_membership(alice):
+    alice.client().post(
+        "/v1/invitations",
+        {"email": "dana@example.com", "role": "member"},
+        format="json",
+        headers={"Idempotency-Key": str(uuid.uuid4())},
+    )
+
+    statuses = race("/v1/invitations/accept", {"token": emailed_token("dana@example.com")})
+
+    assert statuses == [200] + [400] * (RACERS - 1)
+    assert Membership.objects.filter(user__email="dana@example.com").count() == 1
