@@ -36,13 +36,15 @@ def _email(address: str, subject: str, body: str, *, now: datetime) -> None:
     )
 
 
-def signup_request(
-    *, email: str, tenant_name: str, captcha_token: str, address: str, now: datetime
-) -> None:
-    """Check the CAPTCHA, record the signup and queue its verification email (unless the
-    address's pending one went out less than a minute ago). The caller hears the same
-    whatever happened here, so nothing tells it whether the address is known."""
+def signup_captcha_check(*, captcha_token: str, address: str) -> None:
+    """The signup's CAPTCHA, checked with Turnstile before anything is recorded."""
     captcha_verify(captcha_token, remote_ip=address if "/" not in address else None)
+
+
+def signup_request(*, email: str, tenant_name: str, address: str, now: datetime) -> None:
+    """Record the signup (its CAPTCHA already checked) and queue its verification email
+    (unless the address's pending one went out less than a minute ago). The caller hears the
+    same whatever happened here, so nothing tells it whether the address is known."""
     email = email.strip().lower()
     with transaction.atomic():
         token = signup_request_record(

@@ -25,7 +25,7 @@ from onboarding.serializers import (
     SignupVerifiedSerializer,
     TokenSerializer,
 )
-from onboarding.services import invitation_send, signup_request
+from onboarding.services import invitation_send, signup_captcha_check, signup_request
 from tenancy.idempotency import Answer, answer_once
 from tenancy.invitations import invitation_accept, invitation_revoke, invitations_of
 from tenancy.models import Invitation, InvitationStatus
@@ -44,7 +44,10 @@ class _PublicView(APIView):
     """Answers without credentials (a wrong token is still a 401); never reads a tenant."""
 
     permission_classes = [AllowAny]
-    idempotency_key_accepted = False
+
+    def idempotency_scope(self, request: Request) -> str:
+        """A public route's keys are its own: (route, key), as no tenant is known."""
+        return f"route:{request.path}"
 
 
 class _SignupView(_PublicView):
@@ -70,13 +73,31 @@ class SignupView(_SignupView):
             "Retry-After when it cannot be made. 404 while SIGNUP_ENABLED is off."
         ),
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         serializer = SignupSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        signup_request(
-            **serializer.validated_data, address=client_address(request), now=timezone.now()
+        data, address = serializer.validated_data, client_address(request)
+
+        def check_captcha() -> None:
+            signup_captcha_check(captcha_token=data["captcha_token"], address=address)
+
+        def sign_up() -> Answer:
+            signup_request(
+                email=data["email"],
+                tenant_name=data["tenant_name"],
+                address=address,
+                now=timezone.now(),
+            )
+            body = {"status": "verification_sent"}
+            return Answer.of(status.HTTP_202_ACCEPTED, body, resource="/v1/signup")
+
+        return answer_once(
+            request,
+            sign_up,
+            body=data,
+            scope=self.idempotency_scope(request),
+            prepare=check_captcha,
         )
-        return Response({"status": "verification_sent"}, status=status.HTTP_202_ACCEPTED)
 
 
 class SignupVerifyView(_SignupView):
@@ -87,12 +108,21 @@ class SignupVerifyView(_SignupView):
         description="Creates the tenant, its owner and an API token (shown once). A used, "
         "expired or unknown token is 400 `invalid_token`.",
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         serializer = TokenSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        grant = signup_verify(token=serializer.validated_data["token"], now=timezone.now())
-        body = {"tenant_id": grant.tenant.id, "user_email": grant.user.email, "token": grant.token}
-        return Response(SignupVerifiedSerializer(body).data, status=status.HTTP_201_CREATED)
+
+        def verify() -> Answer:
+            grant = signup_verify(token=serializer.validated_data["token"], now=timezone.now())
+            body = {"tenant_id": grant.tenant.id, "user_email": grant.user.email}
+            data = SignupVerifiedSerializer({**body, "token": grant.token}).data
+            # The answer shows the owner's API token once: a replay names the membership.
+            resource = f"/v1/members/{grant.user.pk}"
+            return Answer.of(status.HTTP_201_CREATED, data, resource=resource, shows_secret=True)
+
+        return answer_once(
+            request, verify, body=serializer.validated_data, scope=self.idempotency_scope(request)
+        )
 
 
 class InvitationListView(ListAPIView):
@@ -177,11 +207,20 @@ class InvitationAcceptView(_PublicView):
         "the invitee, shown once), or signed in as the invited address (403 otherwise; no "
         "token in the answer). Used, revoked, expired or unknown: 400 `invalid_token`.",
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         serializer = TokenSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         user = request.user if request.user is not None and request.user.is_authenticated else None
-        accepted = invitation_accept(
-            token=serializer.validated_data["token"], user=user, now=timezone.now()
-        )
-        return Response(InvitationAcceptedSerializer(accepted).data)
+
+        def accept() -> Answer:
+            accepted = invitation_accept(
+                token=serializer.validated_data["token"], user=user, now=timezone.now()
+            )
+            data = InvitationAcceptedSerializer(accepted).data
+            resource = f"/v1/members/{accepted.user.pk}"
+            # An anonymous accept shows the invitee's API token once: not kept for replay.
+            shown = accepted.token is not None
+            return Answer.of(status.HTTP_200_OK, data, resource=resource, shows_secret=shown)
+
+        scope = self.idempotency_scope(request)
+        return answer_once(request, accept, body=serializer.validated_data, scope=scope)

@@ -176,18 +176,25 @@ def answer_once(
     body: Any = None,
     required: bool = False,
     scope: str | None = None,
+    prepare: Callable[[], None] | None = None,
 ) -> HttpResponse:
     """`perform()`'s answer, once per (tenant, key) — or (`scope`, key) for a request made
     outside any tenant; a stored answer is replayed without running it. `body` is the
-    validated request body the fingerprint covers."""
+    validated request body the fingerprint covers. `prepare()` runs before `perform()` but
+    outside its transaction and never for a replay: a check that calls another service
+    (a CAPTCHA) holds no database transaction open and is not asked twice."""
     idempotency = Idempotency.of(request, body=body, required=required, scope=scope)
     if idempotency is None:
+        if prepare is not None:
+            prepare()
         return perform().response()
     row = idempotency.stored()
     if row is not None and idempotency.is_live(row):
         return idempotency.replay(row)
     if row is not None:
         idempotency.forget_expired(row)
+    if prepare is not None:
+        prepare()
     try:
         with transaction.atomic():
             answer = perform()

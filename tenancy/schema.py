@@ -157,20 +157,13 @@ def idempotency_key_parameter(*, required: bool) -> OpenApiParameter:
     )
 
 
-def _takes_idempotency_key(view: Any) -> bool:
-    """Public routes (signup, verify, accept) take no Idempotency-Key: keys are scoped to a
-    tenant, and those requests have none (a replayed verify or accept would be a 409 for
-    the API token it showed once anyway)."""
-    return getattr(view, "idempotency_key_accepted", True)
-
-
 class TickworkAutoSchema(AutoSchema):
     def get_override_parameters(self) -> list[Any]:
         parameters = list(super().get_override_parameters())
         parameters += [BOOKMARK_PARAMETER, CONSISTENCY_PARAMETER]
         if any(isinstance(p, IsTenantMember) for p in self.view.get_permissions()):
             parameters.append(TENANT_HEADER)
-        if self.method == "POST" and _takes_idempotency_key(self.view):
+        if self.method == "POST":
             required = self.method in getattr(self.view, "idempotency_key_required", ())
             parameters.append(idempotency_key_parameter(required=required))
         return parameters
@@ -178,7 +171,7 @@ class TickworkAutoSchema(AutoSchema):
     def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
         responses = super()._get_response_bodies(direction)
         extra = getattr(self.view, "extra_problem_statuses", {}).get(self.method, ())
-        if self.method == "POST" and _takes_idempotency_key(self.view):
+        if self.method == "POST":
             for status, response in responses.items():
                 if status.startswith("2"):
                     response.setdefault("headers", {})["Idempotent-Replayed"] = _REPLAYED_HEADER
