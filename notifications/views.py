@@ -9,7 +9,6 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import HttpResponse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.generics import ListAPIView
@@ -32,6 +31,7 @@ from notifications.serializers import (
     WebhookEndpointWriteSerializer,
 )
 from tenancy.idempotency import Answer, answer_once
+from tenancy.schema import location_header
 from web.errors import InvalidInput
 from web.pagination import NewestFirstCursorPagination
 from web.query import single_query_param, uuid_query_param
@@ -40,16 +40,6 @@ from web.representation import RepresentedListView
 
 class DeliveryPagination(NewestFirstCursorPagination):
     ordering = ("-attempted_at", "-id")
-
-
-def _location(description: str) -> OpenApiParameter:
-    return OpenApiParameter(
-        "Location",
-        OpenApiTypes.STR,
-        OpenApiParameter.HEADER,
-        response=[201],
-        description=description,
-    )
 
 
 def _created(data: dict[str, Any], location: str, *, shows_secret: bool = False) -> Answer:
@@ -85,7 +75,7 @@ class NotificationListView(RepresentedListView):
     @extend_schema(
         operation_id="notifications_create",
         request=NotificationWriteSerializer,
-        parameters=[_location("Path of the new notification, `/v1/notifications/{id}`.")],
+        parameters=[location_header("Path of the new notification, `/v1/notifications/{id}`.")],
         responses={201: NotificationSerializer},
     )
     def post(self, request: Request) -> HttpResponse:
@@ -198,7 +188,7 @@ class WebhookEndpointListView(ListAPIView):
     @extend_schema(
         operation_id="webhook_endpoints_create",
         request=WebhookEndpointWriteSerializer,
-        parameters=[_location("Path of the new endpoint, `/v1/webhook-endpoints/{id}`.")],
+        parameters=[location_header("Path of the new endpoint, `/v1/webhook-endpoints/{id}`.")],
         responses={201: WebhookEndpointSecretSerializer},
     )
     def post(self, request: Request) -> HttpResponse:

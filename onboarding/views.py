@@ -29,6 +29,7 @@ from onboarding.services import invitation_send, signup_captcha_check, signup_re
 from tenancy.idempotency import Answer, answer_once
 from tenancy.invitations import invitation_accept, invitation_revoke, invitations_of
 from tenancy.models import Invitation, InvitationStatus
+from tenancy.schema import location_header
 from tenancy.signups import signup_verify
 from tenancy.throttling import (
     AddressRateThrottle,
@@ -150,15 +151,7 @@ class InvitationListView(ListAPIView):
     @extend_schema(
         operation_id="invitations_create",
         request=InvitationCreateSerializer,
-        parameters=[
-            OpenApiParameter(
-                "Location",
-                OpenApiTypes.STR,
-                OpenApiParameter.HEADER,
-                response=[201],
-                description="Path of the invitation, `/v1/invitations/{id}`.",
-            )
-        ],
+        parameters=[location_header("Path of the invitation, `/v1/invitations/{id}`.")],
         responses={201: InvitationSerializer},
         description="Emails an accept link (one-shot, run_tick delivers it). A pending "
         "address is sent a new link (the old one stops working); a member's is 409.",

@@ -17,7 +17,7 @@ from projects.serializers import (
 )
 from projects.services import project_create, project_pages, project_queryset
 from tenancy.idempotency import insert_once
-from tenancy.schema import LOCATION_HEADER
+from tenancy.schema import location_header
 from web.pagination import NewestFirstCursorPagination
 from web.representation import RepresentedListView
 
@@ -34,7 +34,9 @@ class ProjectListCreateView(RepresentedListView):
     @extend_schema(
         operation_id="projects_create",
         request=ProjectCreateSerializer,
-        parameters=[LOCATION_HEADER],
+        parameters=[
+            location_header("Path of the created project, `/v1/projects/{id}`.", status=202)
+        ],
         responses={
             202: OpenApiResponse(
                 ProjectSerializer,

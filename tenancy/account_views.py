@@ -27,6 +27,7 @@ from tenancy.account_serializers import (
 )
 from tenancy.idempotency import Answer, answer_once
 from tenancy.models import ApiToken, Membership
+from tenancy.schema import location_header
 from web.pagination import NewestFirstCursorPagination
 
 _MAX_ID_DIGITS = 18  # a bigint
@@ -101,13 +102,7 @@ class TokenListView(ListAPIView):
         operation_id="tokens_create",
         request=TokenCreateSerializer,
         parameters=[
-            OpenApiParameter(
-                "Location",
-                OpenApiTypes.STR,
-                OpenApiParameter.HEADER,
-                response=[201],
-                description="Path of the new token, `/v1/tokens/{id}` (DELETE revokes it).",
-            )
+            location_header("Path of the new token, `/v1/tokens/{id}` (DELETE revokes it).")
         ],
         responses={201: TokenSecretSerializer},
     )

@@ -61,13 +61,16 @@ TENANT_HEADER = OpenApiParameter(
         "malformed → 400, not a member → 403."
     ),
 )
-LOCATION_HEADER = OpenApiParameter(
-    "Location",
-    OpenApiTypes.STR,
-    OpenApiParameter.HEADER,
-    response=[202],
-    description="Path of the created project, `/v1/projects/{id}`.",
-)
+
+
+def location_header(description: str, *, status: int = 201) -> OpenApiParameter:
+    """The `Location` answer header of a create, documented on its `status`."""
+    return OpenApiParameter(
+        "Location", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[status],
+        description=description,
+    )  # fmt: skip
+
+
 _REPLAYED_HEADER = {
     "schema": {"type": "string", "enum": ["true"]},
     "description": "Present (`true`) when this answer replays a stored outcome byte for byte.",

@@ -43,6 +43,7 @@ def test_create_documents_idempotency_headers_and_expiry(schema, settings):
 REQUIRED_KEY = {"/v1/projects", "/v1/notifications", "/v1/invitations"}
 # Public routes: Idempotency-Key is scoped to a tenant, and these have none.
 
+
 def test_every_post_documents_the_idempotency_key_its_replay_header_and_problems(schema):
     posts = {path: ops["post"] for path, ops in schema["paths"].items() if "post" in ops}
 
