@@ -199,8 +199,20 @@ def deliver_row(
             results[channel] = call
         else:
             pending[channel] = pool.submit(_call, call[0], call[1], timeout)
+    results.update(_await_channels(pending, timeout=timeout, started=started))
+    ordered = {c: results[c] for c in notification.channels if c in results}
+    return RowDelivery(
+        notification=notification, results=ordered, attempted_at=now, deferred=deferred
+    )
+
+
+def _await_channels(
+    pending: Mapping[str, "Future[DeliveryResult]"], *, timeout: float, started: float
+) -> dict[str, DeliveryResult]:
+    """The running channels' results; one still running at the deadline is a timeout."""
     # The transport bounds itself; this grace only catches a channel that does not.
     wait(pending.values(), timeout=timeout + min(1.0, timeout / 4))
+    results = {}
     for channel, future in pending.items():
         if future.done():
             results[channel] = future.result()
@@ -212,7 +224,4 @@ def deliver_row(
                 permanent=False,
                 started=started,
             )
-    ordered = {c: results[c] for c in notification.channels if c in results}
-    return RowDelivery(
-        notification=notification, results=ordered, attempted_at=now, deferred=deferred
-    )
+    return results
