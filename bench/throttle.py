@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.api import drop_postgres_database, recreate_postgres_database  # noqa: E402
 from tests.support.gunicorn import (  # noqa: E402
     Served,
     app_env,
@@ -31,23 +32,6 @@ from tests.support.gunicorn import (  # noqa: E402
     manage,
     read_answer,
 )
-
-PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-
-
-def recreate_postgres_database(name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {name}")
-
-
-def drop_postgres_database(name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def hammer(served: Served, token: str, *, requests: int, clients: int) -> Counter:
