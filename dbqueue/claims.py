@@ -14,6 +14,11 @@ are ranked within their group by the claim order, and a batch takes every group'
 before any group's second (round-robin, oldest first within a group), so one group's backlog
 never delays another group's single row past the first batch.
 
+A claim also says how many ready rows it ranked (`Claimed.candidates`): a claim that comes
+back short while it ranked more rows than it took lost some of them to a concurrent claimer
+(locked at that instant, or claimed since its snapshot), so rows are still due — only a
+short claim that took every row it ranked found the queue drained.
+
 Every write-back is conditional on `(pk, claim_token)` and clears `claimed_until`; zero rows
 changed means the row was reclaimed after our lease ran out ("fenced out") and the stale
 outcome must be dropped. A change made outside a claim (a support retry, an edit) goes
@@ -41,6 +46,21 @@ M = TypeVar("M", bound=models.Model)
 OVERSAMPLE = 4
 # Compiled claim statements kept per process (one per queue and shape of claim).
 COMPILED_MAX = 64
+
+
+class Claimed(list):
+    """The rows a claim took (model instances, in no particular order), and `candidates`:
+    how many ready rows it ranked for them (at most OVERSAMPLE times the limit)."""
+
+    def __init__(self, rows: list[Any], *, candidates: int) -> None:
+        super().__init__(rows)
+        self.candidates = candidates
+
+    @property
+    def drained(self) -> bool:
+        """Every ready row the claim saw is among those it took: none is left for now
+        (within the claim's skips and caps)."""
+        return self.candidates <= len(self)
 
 
 class ClaimValue(Enum):
@@ -76,21 +96,27 @@ def claim(
     skip: Collection[Any] = (),
     cap: int | None = None,
     caps: Mapping[Any, int] | None = None,
-) -> list[Any]:
+) -> Claimed:
     """Claim up to `limit` ready rows (round-robin across `fair_by` groups, first by
     `order_by` within one) and return them as model instances, in no particular order.
     Rows whose `capped_by` value is in `skip` are left alone; at most `cap` rows of one
     value are taken (None: no cap), or `caps[value]` for the values it names.
 
     The returned instances carry the new `claim_token` and `claimed_until`; a row another
-    claimer took first is simply not returned.
+    claimer took first is simply not returned (but counted in `Claimed.candidates`).
     """
     if limit <= 0:
-        return []
+        return Claimed([], candidates=0)
     model, sql, params = claim_statement(
         spec, now=now, lease=lease, limit=limit, skip=skip, cap=cap, caps=caps
     )
-    return list(model._default_manager.raw(sql, params))
+    rows = list(model._default_manager.raw(sql, params))
+    if connection.vendor != "postgresql":
+        # One writer at a time: every row the claim ranked, it took.
+        return Claimed(rows, candidates=len(rows))
+    # The statement returns one row with no claimed row in it when it took none.
+    candidates = rows[0].candidates if rows else 0
+    return Claimed([row for row in rows if row.pk is not None], candidates=candidates)
 
 
 def claim_statement(
@@ -135,9 +161,13 @@ def claim_statement(
             f"picked AS (SELECT {table}.{pk} FROM {table} "
             f"JOIN ranked ON ranked.{pk} = {table}.{pk} WHERE {compiled.where_sql} "
             f"ORDER BY ranked.fair_rank, {compiled.order_sql}, {table}.{pk} "
-            f"LIMIT %s FOR UPDATE OF {table} SKIP LOCKED) "
-            f"UPDATE {table} AS claimed SET {assignments} FROM picked "
-            f"WHERE claimed.{pk} = picked.{pk} RETURNING claimed.*"
+            f"LIMIT %s FOR UPDATE OF {table} SKIP LOCKED), "
+            f"claimed AS (UPDATE {table} AS claimed SET {assignments} FROM picked "
+            f"WHERE claimed.{pk} = picked.{pk} RETURNING claimed.*) "
+            # The count comes back even when no row was claimed (one row of NULLs then).
+            "SELECT claimed.*, counted.candidates FROM "
+            "(SELECT count(*) AS candidates FROM ranked) AS counted "
+            "LEFT JOIN claimed ON TRUE"
         )
         params = [
             *bind(compiled.ranked_params, values, connection),

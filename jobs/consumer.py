@@ -27,7 +27,7 @@ from typing import ClassVar
 from django.conf import settings
 from django.db import DatabaseError
 
-from dbqueue.claims import ClaimSpec, ClaimValue, claim
+from dbqueue.claims import Claimed, ClaimSpec, ClaimValue, claim
 from dbqueue.clock import Clock
 from dbqueue.database import connection_lost
 from dbqueue.leases import is_lease_running
@@ -69,7 +69,7 @@ JOB_CLAIM = ClaimSpec(
 )
 
 
-def jobs_claim(*, now: datetime, limit: int) -> list[Job]:
+def jobs_claim(*, now: datetime, limit: int) -> Claimed:
     """Claim up to `limit` ready jobs (one statement): pending and due, or enqueued with an
     expired lease (orphaned). Each returned job carries its new claim token and counts
     the attempt."""
@@ -262,7 +262,7 @@ def jobs_drain(
     try:
         while summary.claimed < limit and not stopping():
             claimed = jobs_claim(now=clock.now(), limit=min(size, limit - summary.claimed))
-            if not claimed:
+            if not claimed and claimed.drained:
                 break
             if len(claimed) > 1 and any(job.attempts > 1 for job in claimed):
                 claimed, size = _isolate_a_later_attempt(claimed, clock=clock), 1

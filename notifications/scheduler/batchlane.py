@@ -13,6 +13,7 @@ from typing import Any
 from django.db import DatabaseError
 from django.db.models import Q
 
+from dbqueue.claims import Claimed
 from notifications.models import Channel, Notification
 from notifications.scheduler.buffer import WriteBackBuffer
 from notifications.scheduler.deliver import Deferral
@@ -51,7 +52,7 @@ class BatchLane:
         sender: Callable[..., BatchAnswer],
         joiner: Joiner,
         buffer: WriteBackBuffer,
-        claim: Callable[..., list[Notification]],
+        claim: Callable[..., Claimed],
         executor: Callable[..., Any],
     ) -> None:
         self.tick, self.sender, self.joiner, self.buffer = tick, sender, joiner, buffer
@@ -124,6 +125,7 @@ class BatchLane:
 
     def claim(self) -> None:
         """Claim one batch of rows whose only pending channel is email."""
+        self.buffer.flush_releases()
         tick, now = self.tick, self.tick.clock.now()
         wanted = tick.claim_room(min(tick.config.batch, BATCH_LIMIT))
         try:
@@ -134,7 +136,7 @@ class BatchLane:
             if tick.lose(exc):
                 return
             raise
-        self.exhausted = len(claimed) < wanted
+        self.exhausted = len(claimed) < wanted and claimed.drained
         tick.summary.claimed += len(claimed)
         for row in without_poison(claimed, tick=tick, buffer=self.buffer, now=now):
             if may_start(row, tick=tick, buffer=self.buffer, now=now):

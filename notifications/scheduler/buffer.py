@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from django.db import DatabaseError
 
-from notifications.scheduler.rowplan import RowPlan
+from notifications.scheduler.rowplan import Bucket, RowPlan
 from notifications.scheduler.summary import FLUSH_SECONDS
 
 if TYPE_CHECKING:
@@ -41,6 +41,12 @@ class WriteBackBuffer:
             return 0
         waited = (self.tick.clock.now() - self.since).total_seconds()
         return max(0.0, FLUSH_SECONDS - waited)
+
+    def flush_releases(self) -> None:
+        """Write back now when rows given back unattempted wait here: a claim made before
+        they are written would not see them, and could take the queue for drained."""
+        if any(plan.bucket is Bucket.RELEASED for plan in self.plans):
+            self.flush()
 
     def flush(self) -> None:
         """Write back every plan that waits. When the write fails (or the connection was

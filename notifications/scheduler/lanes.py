@@ -6,7 +6,7 @@ not change."""
 from collections.abc import Callable
 from typing import Any
 
-from notifications.models import Notification
+from dbqueue.claims import Claimed
 from notifications.scheduler.batchlane import BatchLane
 from notifications.scheduler.buffer import WriteBackBuffer
 from notifications.scheduler.deliver import Senders
@@ -20,7 +20,7 @@ def build_lanes(
     *,
     senders: Senders,
     buffer: WriteBackBuffer,
-    claim: Callable[..., list[Notification]],
+    claim: Callable[..., Claimed],
     executor: Callable[..., Any],
 ) -> list[Lane]:
     """The tick's lanes, sharing one joiner that writes rows back through `buffer`;

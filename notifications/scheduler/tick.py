@@ -21,7 +21,7 @@ from typing import Any
 from django.db import DatabaseError
 from django.db.models import Q
 
-from dbqueue.claims import ClaimSpec, ClaimValue, claim
+from dbqueue.claims import Claimed, ClaimSpec, ClaimValue, claim
 from dbqueue.clock import Clock
 from dbqueue.database import connection_lost
 from dbqueue.worker import ConnectionLost, Worker
@@ -52,7 +52,7 @@ def notification_claim(
     per_endpoint: int | None = None,
     endpoint_caps: Mapping[Any, int] | None = None,
     only: Q | None = None,
-) -> list[Notification]:
+) -> Claimed:
     """Claim up to `limit` due rows (round-robin across tenants, oldest first within one);
     each carries its new claim_token. Rows of `skip_endpoints` (busy in this tick) are left
     for a later claim, at most `per_endpoint` rows of one webhook endpoint are taken

@@ -14,6 +14,7 @@ from notifications.scheduler.buffer import WriteBackBuffer
 from notifications.scheduler.deliver import Deferral
 from notifications.scheduler.joiner import Joiner
 from notifications.scheduler.plan import Bucket, RowPlan
+from notifications.scheduler.rowplan import Branch
 from notifications.scheduler.summary import TickConfig, TickSummary
 from notifications.transports.base import DeliveryResult
 
@@ -122,3 +123,19 @@ def test_a_plan_is_not_edited_once_built(tick, buffer):
 
     with pytest.raises(AttributeError):
         buffer.plans[0].endpoint_signal = None
+
+
+def test_rows_given_back_are_written_before_the_next_claim_can_miss_them(tick):
+    written: list[list[RowPlan]] = []
+    buffer = WriteBackBuffer(tick, write=lambda plans, **_: written.append(plans) or [])
+    delivered = RowPlan(pk=1, token=7, branch=Branch.COMPLETE, bucket=Bucket.DELIVERED)
+    released = RowPlan(pk=2, token=7, branch=Branch.RELEASE, bucket=Bucket.RELEASED)
+
+    buffer.add(delivered)
+    buffer.flush_releases()
+    assert written == []  # a finished row waits for its batch
+
+    buffer.add(released)
+    buffer.flush_releases()
+    assert written == [[delivered, released]]
+    assert (tick.summary.delivered, tick.summary.released) == (1, 1)
