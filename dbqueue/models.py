@@ -1,4 +1,7 @@
-"""The one table the queue machinery owns: the workers' cumulative counters."""
+"""The tables the queue machinery owns: the workers' cumulative counters, the shared send
+budgets, rate-limit counters and concurrency slots."""
+
+from datetime import UTC, datetime, timedelta
 
 from django.db import models
 from django.utils import timezone
@@ -54,3 +57,29 @@ class RateWindow(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}: {self.count} until {self.expires_us} µs"
+
+
+class ConcurrencySlot(models.Model):
+    """One of the slots that bound how much work on one scope (e.g. "webhook:<endpoint id>")
+    runs at once across every process on every machine. A holder (one tick) takes free
+    slots for a lease and must renew them before it runs out; a holder that died frees its
+    slots when their lease lapses. `holder` is empty when nobody holds the slot. Times are
+    microseconds since the Unix epoch, so one statement compares on either database. See
+    dbqueue/slots.py."""
+
+    scope = models.CharField(max_length=100)
+    slot = models.PositiveSmallIntegerField()
+    holder = models.CharField(max_length=32, default="", blank=True)
+    held_until_us = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "slot"], name="concurrency_slot_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scope} #{self.slot}: {self.holder or 'free'}"
+
+    @property
+    def held_until(self) -> datetime:
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=self.held_until_us)

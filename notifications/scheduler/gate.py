@@ -18,7 +18,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 from notifications.scheduler import breaker
 from notifications.scheduler.breaker import Circuit
@@ -40,6 +40,15 @@ class ClaimLimits:
     extra: int = 0
 
 
+class Slots(Protocol):
+    """Where the gate learns how many deliveries an endpoint may have in flight in this
+    tick: the slots it holds of those every tick process shares (`endpoints.Endpoints`)."""
+
+    def usable(self, endpoint_id: Any, *, half_open: bool, now: datetime) -> int: ...
+
+    def unavailable(self, *, now: datetime) -> set: ...
+
+
 class Admission(Enum):
     START = "start"
     WAIT = "wait"
@@ -52,6 +61,7 @@ class EndpointGate:
     capacity: int
     threshold: int
     depth: int
+    slots: Slots
     # The deepest a fast endpoint's queue may get, and how long its rows may wait there.
     most: int = 0
     window: float = 0.0
@@ -79,8 +89,12 @@ class EndpointGate:
         circuit = self.circuit(endpoint_id)
         if circuit.is_open(now):
             return Admission.DEFER
-        if self.in_flight[endpoint_id] < self._slots(circuit, now):
+        slots = self._slots(endpoint_id, circuit, now)
+        if self.in_flight[endpoint_id] < slots:
             return Admission.START
+        if slots == 0:
+            # Another tick holds every slot: nothing here will free one for this row.
+            return Admission.RELEASE
         queue = self.waiting.get(endpoint_id, ())
         if len(queue) < self.depth_of(endpoint_id):
             return Admission.WAIT
@@ -99,14 +113,16 @@ class EndpointGate:
 
     def room(self, endpoint_id: Any, *, now: datetime) -> int:
         """Rows of the endpoint a claim may take now: its free slots and free queue."""
-        circuit = self.circuit(endpoint_id)
-        free = max(0, self._slots(circuit, now) - self.in_flight[endpoint_id])
+        slots = self._slots(endpoint_id, self.circuit(endpoint_id), now)
+        if slots == 0:
+            return 0
+        free = max(0, slots - self.in_flight[endpoint_id])
         return free + self.depth_of(endpoint_id) - len(self.waiting.get(endpoint_id, ()))
 
     def claim_limits(self, *, now: datetime) -> ClaimLimits:
         """What the next claim may take of the endpoints this tick knows (see ClaimLimits);
         an endpoint it does not know yet gets the default share."""
-        skip, caps = set(), {}
+        skip, caps = self.slots.unavailable(now=now), {}
         for endpoint_id in self.in_flight.keys() | self.waiting.keys() | self.durations.keys():
             room = self.room(endpoint_id, now=now)
             if room <= 0:
@@ -145,7 +161,7 @@ class EndpointGate:
         depth = self.depth_of(endpoint_id)
         if depth <= self.depth:
             circuit = self.circuit(endpoint_id)
-            return self.in_flight[endpoint_id] < self._slots(circuit, now)
+            return self.in_flight[endpoint_id] < self._slots(endpoint_id, circuit, now)
         return self.room(endpoint_id, now=now) * 2 >= depth
 
     def started(self, endpoint_id: Any) -> None:
@@ -188,10 +204,13 @@ class EndpointGate:
         if not queue:
             return None
         circuit = self.circuit(endpoint_id)
-        if circuit.is_open(now) or self.in_flight[endpoint_id] < self._slots(circuit, now):
+        slots = self._slots(endpoint_id, circuit, now)
+        # With no slot left here (another tick took them), `admit` releases the row.
+        if circuit.is_open(now) or self.in_flight[endpoint_id] < slots or slots == 0:
             return queue.popleft()
         return None
 
-    def _slots(self, circuit: Circuit, now: datetime) -> int:
+    def _slots(self, endpoint_id: Any, circuit: Circuit, now: datetime) -> int:
         # Half-open: a single delivery probes the endpoint.
-        return 1 if circuit.is_half_open(now, threshold=self.threshold) else self.capacity
+        half_open = circuit.is_half_open(now, threshold=self.threshold)
+        return self.slots.usable(endpoint_id, half_open=half_open, now=now)

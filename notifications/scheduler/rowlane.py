@@ -3,8 +3,9 @@
 
 A row is claimed when a worker slot is free for it, or a place in the queue of a webhook
 endpoint that answers fast enough to start it well within its lease (`EndpointGate`). Each
-endpoint gets at most a few slots and its circuit breaker defers its rows while it is down,
-so a dead receiver costs nobody else anything. A channel another lane carries (an email in
+endpoint gets at most a few slots, shared by every tick process (`endpoints.Endpoints`), and
+its circuit breaker defers its rows while it is down, so a dead receiver costs nobody else
+anything. A channel another lane carries (an email in
 a Resend batch) is handed to that lane, and the joiner writes the row back once both are
 known."""
 
@@ -17,8 +18,9 @@ from typing import Any, Protocol
 from django.db import DatabaseError
 from django.db.models import Q
 
+from dbqueue.claims import Claimed
 from notifications.models import Channel, Notification, WebhookEndpoint
-from notifications.scheduler.breaker import Signal, circuit_of
+from notifications.scheduler.breaker import Signal
 from notifications.scheduler.buffer import WriteBackBuffer
 from notifications.scheduler.deliver import (
     Deferral,
@@ -27,7 +29,8 @@ from notifications.scheduler.deliver import (
     deliver_row,
     pending_channels,
 )
-from notifications.scheduler.gate import Admission, EndpointGate
+from notifications.scheduler.endpoints import Endpoints
+from notifications.scheduler.gate import Admission
 from notifications.scheduler.joiner import Joiner
 from notifications.scheduler.lane import Tick, may_start, release, without_poison
 from notifications.scheduler.outcomes import DeferralReason
@@ -48,7 +51,7 @@ class RowLane:
         senders: Senders,
         joiner: Joiner,
         buffer: WriteBackBuffer,
-        claim: Callable[..., list[Notification]],
+        claim: Callable[..., Claimed],
         executor: Callable[..., Any],
         carriers: Mapping[str, Carrier],
         leave: Q | None,
@@ -58,15 +61,8 @@ class RowLane:
         self.tick, self.senders, self.joiner, self.buffer = tick, senders, joiner, buffer
         self.notification_claim, self.carriers, self.leave = claim, carriers, leave
         config = tick.config
-        self.gate = EndpointGate(
-            capacity=config.endpoint_concurrency,
-            threshold=config.circuit_failures,
-            depth=config.waiting_depth,
-            most=config.batch,
-            window=config.wait_window,
-            share=config.endpoint_share,
-        )
-        self.endpoints: dict[Any, WebhookEndpoint] = {}
+        self.endpoints = Endpoints(tick)
+        self.gate = self.endpoints.gate
         # future -> (row, the endpoint whose slot it holds or None)
         self.in_flight: dict[Future, tuple[Notification, Any]] = {}
         # Rows waiting for a free worker (a claim may bring more than there are).
@@ -88,10 +84,12 @@ class RowLane:
     def drained(self) -> bool:
         return self.exhausted
 
-    def pause(self) -> None:
-        return None
+    def pause(self) -> float | None:
+        # While deliveries run, wake in time to renew the slots they hold.
+        return self.endpoints.pause(now=self.tick.clock.now()) if self.in_flight else None
 
     def close(self) -> None:
+        self.endpoints.close()
         self.rows.shutdown(wait=False, cancel_futures=True)
         self.channels.shutdown(wait=False, cancel_futures=True)
 
@@ -112,6 +110,7 @@ class RowLane:
         )
 
     def claim(self) -> None:
+        self.buffer.flush_releases()
         tick, now = self.tick, self.tick.clock.now()
         # No more of one endpoint's rows than it can start or hold waiting; rows that wait
         # for an endpoint with rows left need no free worker.
@@ -133,12 +132,16 @@ class RowLane:
             raise
         per_endpoint = Counter(row.webhook_endpoint_id for row in claimed)
         per_endpoint.pop(None, None)
-        # A claim that took an endpoint's full share may have left more of its rows due.
-        self.exhausted = len(claimed) < wanted
-        capped = self.gate.claimed(per_endpoint, limits, full=not self.exhausted)
+        # A short claim drained the queue only if no other tick took rows it ranked; one
+        # that took an endpoint's full share may have left more of its rows due.
+        short = len(claimed) < wanted
+        self.exhausted = short and claimed.drained
+        capped = self.gate.claimed(per_endpoint, limits, full=not short)
         self.left_for_later = bool(limits.skip or capped)
         tick.summary.claimed += len(claimed)
-        if self._load_endpoints({row.webhook_endpoint_id for row in claimed} - {None}):
+        endpoints = self.endpoints
+        ids = {row.webhook_endpoint_id for row in claimed} - {None}
+        if endpoints.load(ids) and endpoints.hold(claimed, now=now):
             for row in without_poison(claimed, tick=tick, buffer=self.buffer, now=now):
                 self.start(row)
         else:
@@ -148,23 +151,6 @@ class RowLane:
         if any(self.gate.wants_more(endpoint_id, now=now) for endpoint_id in capped):
             self.exhausted = False
 
-    def _load_endpoints(self, ids: set) -> bool:
-        """The claimed rows' endpoints: one query for those this tick has not loaded yet,
-        their circuits as the database has them. False when the connection was lost."""
-        missing = ids - self.endpoints.keys()
-        if not missing:
-            return True
-        try:
-            loaded = WebhookEndpoint.objects.in_bulk(missing)
-        except DatabaseError as exc:
-            if self.tick.lose(exc):
-                return False
-            raise
-        self.endpoints.update(loaded)
-        for endpoint in loaded.values():
-            self.gate.know(endpoint.pk, circuit_of(endpoint))
-        return True
-
     def start(self, row: Notification) -> None:
         """Send the row's pending channels, or defer, hold or release it as its webhook
         endpoint's gate says."""
@@ -172,9 +158,12 @@ class RowLane:
         if not may_start(row, tick=self.tick, buffer=self.buffer, now=now):
             self.left_for_later = True
             return
-        endpoint = self._webhook_endpoint(row)
+        endpoint = self.endpoints.of(row)
         deferred: dict[str, Deferral] = {}
         if endpoint is not None:
+            if not self.endpoints.admit_slots(endpoint.pk, now=now):
+                self.left_for_later = True  # the connection is lost: the lease frees it
+                return
             admission = self.gate.admit(endpoint.pk, now=now)
             if admission is Admission.WAIT:
                 self.gate.wait(endpoint.pk, row)
@@ -238,14 +227,6 @@ class RowLane:
         for channel in away:
             self.carriers[channel].take(row)
 
-    def _webhook_endpoint(self, row: Notification) -> WebhookEndpoint | None:
-        """The endpoint whose slot the row's webhook would take (None when it sends no
-        webhook now, or the endpoint cannot be called anyway)."""
-        if Channel.WEBHOOK not in pending_channels(row):
-            return None
-        endpoint = self.endpoints.get(row.webhook_endpoint_id)
-        return endpoint if endpoint is not None and endpoint.enabled else None
-
     def collect(self, done: set[Future]) -> None:
         for future in done & self.in_flight.keys():
             row, endpoint_id = self.in_flight.pop(future)
@@ -272,11 +253,15 @@ class RowLane:
         """Reload from the database, for later rows, an endpoint that answered 410."""
         webhook = delivery.results.get(Channel.WEBHOOK)
         if webhook is not None and webhook.gone:
-            self.endpoints.pop(delivery.notification.webhook_endpoint_id, None)
+            self.endpoints.forget(delivery.notification.webhook_endpoint_id)
 
     def send(self) -> None:
         while self.queued and len(self.in_flight) < self.tick.config.concurrency:
             self.start(self.queued.popleft())
+        busy = {endpoint_id for _, endpoint_id in self.in_flight.values()}
+        busy |= {endpoint_id for endpoint_id, rows in self.gate.waiting.items() if rows}
+        busy |= {row.webhook_endpoint_id for row in self.queued}
+        self.endpoints.tend(busy=busy, now=self.tick.clock.now())
 
     def _endpoint_done(
         self, endpoint_id: Any, delivery: RowDelivery | None

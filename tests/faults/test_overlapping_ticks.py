@@ -1,11 +1,12 @@
-"""Four tick processes at once over 10,000 due rows, then the next tick as cron would start
-it: each row is delivered exactly once (counted at the receiving server by webhook-id), none
-is left behind, and the claims add up to the rows.
+"""Four tick processes at once over 10,000 due rows of one endpoint, then the next tick as
+cron would start it: each row is delivered exactly once (counted at the receiving server by
+webhook-id), none is left behind, and the claims add up to the rows.
 
-The next tick is part of the run because an overlapping tick can end early: a claim that
-loses the race for the one endpoint's capped candidate rows (SKIP LOCKED) comes back short,
-and a short claim reads as "nothing more due". Those rows stay due, unclaimed, for the next
-tick; the report prints how many the four left."""
+The endpoint's slots are shared (WEBHOOK_ENDPOINT_CONCURRENCY across processes), so the
+tick that takes them delivers the burst while the others give back, unattempted, the rows
+they claimed. A claim that comes back short because another tick held rows it ranked does
+not end a tick; but a tick may still give rows back after the holder's last claim found
+nothing due, and those wait for the next tick: the report prints how many the four left."""
 
 import time
 from collections import Counter

@@ -2,18 +2,48 @@
 its observed pace, and what it tells the next claim."""
 
 from collections import Counter
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
+from notifications.scheduler.breaker import Circuit
 from notifications.scheduler.gate import Admission, ClaimLimits, EndpointGate
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 E = "endpoint"
 
 
-def gate() -> EndpointGate:
+@dataclass
+class HeldSlots:
+    """The slots this tick holds of each endpoint (all 4 unless told), and the endpoints
+    whose slots other ticks hold."""
+
+    held: dict = field(default_factory=dict)
+    blocked: set = field(default_factory=set)
+    probe: bool = True
+
+    def usable(self, endpoint_id, *, half_open, now):
+        if endpoint_id in self.blocked:
+            return 0
+        if half_open:
+            return int(self.probe)
+        return self.held.get(endpoint_id, 4)
+
+    def unavailable(self, *, now):
+        return set(self.blocked)
+
+
+def gate(slots: HeldSlots | None = None) -> EndpointGate:
     # The defaults: 4 slots, two waves of 4 while the pace is unknown, a 100-row batch,
     # 30 s of waiting (a 45 s lease less a 10 s channel timeout and 5 s).
-    return EndpointGate(capacity=4, threshold=5, depth=8, most=100, window=30.0, share=8)
+    return EndpointGate(
+        capacity=4,
+        threshold=5,
+        depth=8,
+        slots=slots or HeldSlots(),
+        most=100,
+        window=30.0,
+        share=8,
+    )
 
 
 def finish(g: EndpointGate, seconds: float, times: int = 1) -> None:
@@ -120,3 +150,47 @@ def test_a_slow_endpoint_wants_a_claim_when_a_slot_is_free():
     g.finish(E, ok=True, category="", now=NOW, backpressure=False, seconds=9.0)
 
     assert g.wants_more(E, now=NOW)
+
+
+def test_only_the_slots_held_here_start_deliveries():
+    g = gate(HeldSlots(held={E: 2}))
+
+    for _ in range(2):
+        assert g.admit(E, now=NOW) is Admission.START
+        g.started(E)
+
+    assert g.admit(E, now=NOW) is Admission.WAIT
+    assert g.room(E, now=NOW) == 8
+
+
+def test_an_endpoint_whose_slots_are_all_elsewhere_releases_its_rows_and_is_skipped():
+    g = gate(HeldSlots(blocked={E}))
+
+    assert g.admit(E, now=NOW) is Admission.RELEASE
+    assert g.room(E, now=NOW) == 0
+    assert g.claim_limits(now=NOW).skip == frozenset({E})
+
+
+def test_rows_waiting_for_slots_that_were_lost_come_out_to_be_released():
+    slots = HeldSlots(held={E: 1})
+    g = gate(slots)
+    g.started(E)
+    g.wait(E, "row")
+
+    assert g.next_waiting(E, now=NOW) is None  # its one slot is busy
+    slots.blocked.add(E)  # a renewal found the slot taken by another tick
+
+    assert g.next_waiting(E, now=NOW) == "row"
+    assert g.admit(E, now=NOW) is Admission.RELEASE
+
+
+def test_a_half_open_endpoint_is_probed_only_by_the_holder_of_the_probe_slot():
+    half_open = Circuit(consecutive_failures=5, open_until=NOW - timedelta(seconds=1))
+    prober, other = gate(HeldSlots(probe=True)), gate(HeldSlots(probe=False))
+    for g in (prober, other):
+        g.know(E, half_open)
+
+    assert prober.admit(E, now=NOW) is Admission.START
+    prober.started(E)
+    assert prober.admit(E, now=NOW) is Admission.WAIT
+    assert other.admit(E, now=NOW) is Admission.RELEASE

@@ -1,8 +1,9 @@
 """A poison row for real: the tick process is killed (SIGKILL) while delivering the row,
 MAX_ATTEMPTS times; the next tick dead-letters it as crashed instead of delivering it again.
 
-Lease expiry is simulated by moving `claimed_until` into the past after each kill, which is
-what the passing of CLAIM_LEASE_SECONDS does."""
+Lease expiry is simulated by moving `claimed_until`, and the lease of the endpoint's slots
+the killed tick held, into the past after each kill, which is what the passing of
+CLAIM_LEASE_SECONDS does."""
 
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from dbqueue.models import ConcurrencySlot
 from notifications.models import Delivery, DeliveryOutcome, Notification, NotificationState
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
@@ -45,6 +47,7 @@ def test_a_row_that_kills_its_worker_every_time_is_dead_lettered_as_crashed():
             Notification.objects.filter(pk=row.pk).update(
                 claimed_until=timezone.now() - timedelta(seconds=1)
             )
+            ConcurrencySlot.objects.update(held_until_us=0)
 
         last = start_tick()
         stdout, stderr = last.communicate(timeout=60)

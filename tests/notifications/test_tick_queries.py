@@ -19,9 +19,12 @@ def delivered(message, *, timeout):
 
 SENDERS = Senders(email=delivered, webhook=delivered)
 
-# claim, endpoints, then one write-back batch: SAVEPOINT (the test's transaction), fenced
-# DELETE or UPDATE, delivery log INSERT, RELEASE; last, the one upsert of the worker totals.
-STATEMENTS_PER_TICK = 7
+# claim, endpoints, the endpoint's shared slots taken, then one write-back batch: SAVEPOINT
+# (the test's transaction), fenced DELETE or UPDATE, delivery log INSERT, RELEASE; the slots
+# freed; last, the one upsert of the worker totals.
+STATEMENTS_PER_TICK = 9
+# An endpoint no tick has sent to yet: its slots are created and taken again (two more).
+STATEMENTS_PER_FIRST_TICK = STATEMENTS_PER_TICK + 2
 
 
 @pytest.mark.parametrize("rows", [3, 30])
@@ -35,7 +38,7 @@ def test_tick_statements_stay_constant_as_rows_grow(
     endpoint = make_endpoint(tenant=tenant, url="http://127.0.0.1:9/unused")
     make_notifications(rows, tenant=tenant, endpoint=endpoint, next_fire_at=NOW, rrule=rrule)
 
-    with django_assert_num_queries(STATEMENTS_PER_TICK):
+    with django_assert_num_queries(STATEMENTS_PER_FIRST_TICK):
         # One slot more than rows: the first claim comes up short, so the tick knows the
         # queue is drained without a second claim.
         summary = run_tick(now=NOW, concurrency=rows + 1, senders=SENDERS)
@@ -44,3 +47,20 @@ def test_tick_statements_stay_constant_as_rows_grow(
     assert Delivery.objects.count() == rows
     remaining = Notification.objects.filter(occurrence=2, claimed_until=None).count()
     assert remaining == (rows if rrule else 0)
+
+
+@pytest.mark.parametrize("rows", [3, 30])
+def test_a_tick_to_an_endpoint_sent_to_before_takes_its_slots_in_one_statement(
+    db, settings, django_assert_num_queries, rows
+):
+    settings.WEBHOOK_ENDPOINT_CONCURRENCY = rows + 1
+    tenant = make_tenant()
+    endpoint = make_endpoint(tenant=tenant, url="http://127.0.0.1:9/unused")
+    make_notifications(1, tenant=tenant, endpoint=endpoint, next_fire_at=NOW)
+    run_tick(now=NOW, concurrency=rows + 1, senders=SENDERS)
+    make_notifications(rows, tenant=tenant, endpoint=endpoint, next_fire_at=NOW)
+
+    with django_assert_num_queries(STATEMENTS_PER_TICK):
+        summary = run_tick(now=NOW, concurrency=rows + 1, senders=SENDERS)
+
+    assert summary.delivered == rows
