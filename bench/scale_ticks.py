@@ -307,7 +307,22 @@ def print_bursts(bursts: list[Burst], args: argparse.Namespace) -> None:
     for result in bursts:
         print(f"N={result.processes} limit: {limit(result, cores)}")
     for result in bursts:
+        print_cost(result, cores)
+    for result in bursts:
         print_checks(result)
+
+
+def print_cost(result: Burst, cores: int) -> None:
+    """CPU per row: the figure other load on a shared machine moves least, and the rate the
+    machine's cores would allow if the three had them to themselves."""
+    per_row = {name: result.cpu.get(name, 0.0) * 1000 / result.rows for name in RESOURCES}
+    total = sum(per_row.values())
+    print(
+        f"N={result.processes} CPU per row: "
+        + ", ".join(f"{RESOURCES[name]} {ms:.2f} ms" for name, ms in per_row.items())
+        + f"; together {total:.2f} ms, so {cores} cores to themselves would allow "
+        f"about {cores * 1000 / total:.0f} rows/s"
+    )
 
 
 def print_checks(result: Burst) -> None:
