@@ -66,7 +66,7 @@ def run(env: dict[str, str], args: argparse.Namespace) -> None:
     direct = env["DATABASE_URL"]
     pooled = urlunsplit(urlsplit(args.pooler_url)._replace(path=f"/{database}"))
     setups = {"direct": direct, "PgBouncer": pooled}
-    peaks = {}
+    peaks, work = {}, {}
     try:
         for setup, url in setups.items():
             if setup == "PgBouncer" and not pooler_answers(args.pooler_url):
@@ -76,11 +76,13 @@ def run(env: dict[str, str], args: argparse.Namespace) -> None:
                 )
                 continue
             run_setup = Setup(env, url, direct=direct, pooled=setup == "PgBouncer", args=args)
-            peaks[setup] = run_setup.measure(token, endpoint, seed=not peaks)
+            peaks[setup], work[setup] = run_setup.measure(token, endpoint, seed=not peaks)
     finally:
         sink.kill()
         sink.wait()
     print_peaks(peaks, args)
+    for setup, line in work.items():
+        print(f"{setup}: {line}")
 
 
 def pooler_answers(url: str) -> bool:
@@ -138,9 +140,10 @@ class Setup:
             for _ in range(count)
         ]
 
-    def measure(self, token: str, endpoint, *, seed: bool) -> dict[tuple[str, str], int]:
-        """Peak connections by (column, kind) under load."""
+    def measure(self, token: str, endpoint, *, seed: bool) -> tuple[dict, str]:
+        """Peak connections by (column, kind) under load, and a line on the work done."""
         fall_due(endpoint, seconds=self.args.load_seconds)
+        before = work_done()
         port = free_port()
         processes = self.start(port)
         sampler = Sampler(self)
@@ -150,17 +153,21 @@ class Setup:
                 seed_lists(base, auth)
             sampler.wait_for_workers(worker_counts(self.args))
             with sampler:
-                drive(
+                load = drive(
                     api_load(base, auth), clients=self.args.clients,
                     seconds=self.args.load_seconds, cpu=dict,
                 )  # fmt: skip
-            return sampler.peaks
         finally:
             sampler.close()
             for process in processes:
                 process.send_signal(signal.SIGTERM)
             for process in processes:
                 process.wait(timeout=120)
+        rows, jobs = (after - was for after, was in zip(work_done(), before, strict=True))
+        return sampler.peaks, (
+            f"{load['requests']:,.0f} API requests ({load['errors']:.0f} failed), {rows} "
+            f"deliveries (the due rows and what the jobs sent), {jobs} jobs completed"
+        )
 
     def sample(
         self, admin: psycopg.Connection, console: psycopg.Connection | None
@@ -243,6 +250,17 @@ class Sampler:
 
 def worker_counts(args: argparse.Namespace) -> dict[str, int]:
     return {TICK: args.ticks, JOBS: args.consumers, JOBS_LISTEN: args.consumers}
+
+
+def work_done() -> tuple[int, int]:
+    """(successful deliveries, jobs completed) so far."""
+    from jobs.models import Job, JobStatus
+    from notifications.models import Delivery, DeliveryOutcome
+
+    return (
+        Delivery.objects.filter(outcome=DeliveryOutcome.DELIVERED).count(),
+        Job.objects.filter(status=JobStatus.COMPLETED).count(),
+    )
 
 
 def fall_due(endpoint, *, seconds: float) -> None:
