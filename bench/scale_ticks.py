@@ -18,7 +18,6 @@ import argparse
 import collections
 import os
 import signal
-import statistics
 import subprocess
 import tempfile
 import threading
@@ -191,7 +190,7 @@ class TickLines:
             if fields.get("event") != "run_tick":
                 continue
             at = time.monotonic() - self.started
-            self.summaries.append(fields)
+            self.summaries.append({**fields, "process": str(index + 1), "ended_s": f"{at:.1f}"})
             if fields.get("due_left") == "0" and (left := due_rows_left(now=timezone.now())):
                 self.early.append((at, index, left))
         connection.close()
@@ -332,12 +331,18 @@ def print_checks(result: Burst) -> None:
         key: sum(int(tick.get(key, 0)) for tick in result.ticks)
         for key in ("claimed", "delivered", "released", "fenced_out", "errors")
     }
-    durations = [float(tick["duration_s"]) for tick in result.ticks]
     print(
         f"N={result.processes}: receiver got {len(result.received):,} distinct webhook-ids of "
         f"{result.rows:,} ({duplicates} duplicates), {result.completed:,} rows completed; "
-        f"{len(result.ticks)} ticks (median {statistics.median(durations or [0]):.1f} s), "
-        + " ".join(f"{key}={value}" for key, value in summed.items())
+        f"{len(result.ticks)} ticks, " + " ".join(f"{k}={v}" for k, v in summed.items())
+    )
+    print(
+        "  each tick (process: claimed/delivered/released, its duration, ended at, due_left): "
+        + "; ".join(
+            f"{tick['process']}: {tick['claimed']}/{tick['delivered']}/{tick['released']} "
+            f"{float(tick['duration_s']):.1f} s, at {tick['ended_s']} s, {tick['due_left']}"
+            for tick in result.ticks
+        )
     )
     for at, index, left in result.early:
         print(
