@@ -56,9 +56,8 @@ DUE_PER_SECOND = 20
 def run(env: dict[str, str], args: argparse.Namespace) -> None:
     from tenancy.models import Tenant
 
-    token = json.loads(manage(env, "create_tenant", "Scale", "--owner", "s@x.io", "--json"))[
-        "token"
-    ]
+    grant = json.loads(manage(env, "create_tenant", "Scale", "--owner", "s@x.io", "--json"))
+    token = grant["token"]
     log = Path(tempfile.gettempdir()) / "tw_bench_scale_connections.log"
     sink, url = start_recording_sink(log)
     endpoint = _endpoint(Tenant.objects.get(), url)
@@ -105,9 +104,8 @@ class Setup:
     """The processes of one set-up (straight or pooled), their load and their sampling."""
 
     def __init__(
-        self, env: dict[str, str], url: str, *, direct: str, pooled: bool,
-        args: argparse.Namespace,
-    ) -> None:  # fmt: skip
+        self, env: dict[str, str], url: str, *, direct: str, pooled: bool, args: argparse.Namespace
+    ) -> None:
         self.env, self.url, self.direct, self.pooled, self.args = env, url, direct, pooled, args
         self.database = env["DATABASE_URL"].rsplit("/", 1)[1]
         self.applications = {kind: f"tw-scale-{n}" for n, kind in enumerate(KINDS)}
