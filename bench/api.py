@@ -92,13 +92,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_gunicorn(env: dict[str, str], port: int) -> subprocess.Popen:
+def start_gunicorn(
+    env: dict[str, str], port: int, *, workers: int = WORKERS, threads: int = 1
+) -> subprocess.Popen:
     server = subprocess.Popen(
         [
             str(Path(PYTHON).parent / "gunicorn"),
             "config.wsgi:application",
             f"--bind=127.0.0.1:{port}",
-            f"--workers={WORKERS}",
+            f"--workers={workers}",
+            f"--threads={threads}",
             "--log-level=warning",
         ],
         cwd=ROOT,
@@ -134,16 +137,19 @@ def server_cpu(server: subprocess.Popen, pg_database: str | None) -> Callable[[]
         return found
 
     def seconds() -> dict[int, float]:
-        used = {}
-        for pid in pids():
-            try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except FileNotFoundError:
-                continue
-            used[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        return used
+        return {pid: used for pid in pids() if (used := cpu_seconds(pid)) is not None}
 
     return seconds
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds process `pid` (all its threads) has used, from /proc; None
+    once it has exited."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def drive(

@@ -15,11 +15,11 @@ prints figures; it never judges them.
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.api import (
     PG_ADMIN_URL,
     bench_env,
+    cpu_seconds,
     drive,
     drop_postgres_database,
     free_port,
@@ -40,6 +41,8 @@ from bench.api import (
 )
 
 PROJECTS = 50
+# (base URL, auth headers) -> the reads to drive: name -> path
+Seed = Callable[[str, dict[str, str]], dict[str, str]]
 
 
 def backend_cpu(admin_url: str, database: str) -> dict[tuple[str, int], float]:
@@ -48,14 +51,7 @@ def backend_cpu(admin_url: str, database: str) -> dict[tuple[str, int], float]:
         pids = [row[0] for row in conn.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = %s", [database]
         )]  # fmt: skip
-    used = {}
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except FileNotFoundError:
-            continue
-        used[(admin_url, pid)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return used
+    return {(admin_url, pid): used for pid in pids if (used := cpu_seconds(pid)) is not None}
 
 
 def wait_replayed(replica_admin: str) -> None:
@@ -68,13 +64,13 @@ def wait_replayed(replica_admin: str) -> None:
             time.sleep(0.05)
 
 
-def measure(env, token, project, *, clients, seconds, database, replica_admin) -> dict:
+def measure(env, token, paths, *, clients, seconds, database, replica_admin) -> dict:
     port = free_port()
     server = start_gunicorn(env, port)
     base, auth = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
     calls = {
-        "list": lambda session: session.get(f"{base}/v1/projects", headers=auth).ok,
-        "detail": lambda session: session.get(f"{base}/v1/projects/{project}", headers=auth).ok,
+        name: lambda session, path=path: session.get(f"{base}{path}", headers=auth).ok
+        for name, path in paths.items()
     }
     runs = {}
     try:
@@ -96,14 +92,27 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pg-database", default="tw_bench_replica")
     args = parser.parse_args()
-    name = args.pg_database
-    replica = urlsplit(args.replica_url)
+    figures = compare(
+        args.pg_database, args.replica_url, create_projects,
+        clients=args.clients, seconds=args.seconds, rounds=args.rounds,
+    )  # fmt: skip
+    print_figures(figures, args)
+
+
+def compare(
+    name: str, replica_url: str, seed: Seed, *, clients: int, seconds: float, rounds: int
+) -> dict[tuple[str, str], list[dict]]:
+    """In a fresh database `name` (dropped afterwards) one tenant, given data through the API
+    by `seed`; once the replica at `replica_url` has replayed it, the reads `seed` names are
+    driven with the primary alone and with the replica, in `rounds` interleaved rounds.
+    Returns each (setup, read)'s runs."""
+    replica = urlsplit(replica_url)
     replica_admin = urlunsplit(replica._replace(path="/postgres"))
     recreate_postgres_database(name)
     primary_env = bench_env(f"postgres://postgres@127.0.0.1:5432/{name}")
     manage(primary_env, "migrate", "--verbosity=0")
     grant = json.loads(manage(primary_env, "create_tenant", "B", "--owner", "b@x.io", "--json"))
-    project = create_projects(primary_env, grant["token"])
+    paths = seeded(primary_env, grant["token"], seed)
     wait_replayed(replica_admin)
     setups = {
         "primary only": primary_env,
@@ -113,16 +122,16 @@ def main() -> None:
         },
     }
     figures: dict[tuple[str, str], list[dict]] = {}
-    for _ in range(args.rounds):
+    for _ in range(rounds):
         for setup, env in setups.items():
             runs = measure(
-                env, grant["token"], project, clients=args.clients, seconds=args.seconds,
+                env, grant["token"], paths, clients=clients, seconds=seconds,
                 database=name, replica_admin=replica_admin,
             )  # fmt: skip
             for endpoint, run in runs.items():
                 figures.setdefault((setup, endpoint), []).append(run)
-    print_figures(figures, args)
     drop_postgres_database(name)
+    return figures
 
 
 class SplitCpu:
@@ -152,22 +161,29 @@ class SplitCpu:
         }
 
 
-def create_projects(env: dict[str, str], token: str) -> str:
+def seeded(env: dict[str, str], token: str, seed: Seed) -> dict[str, str]:
+    """`seed` run against a gunicorn of its own: the reads it names, by name."""
     port = free_port()
     server = start_gunicorn(env, port)
     try:
-        for index in range(PROJECTS):
-            answer = requests.post(
-                f"http://127.0.0.1:{port}/v1/projects",
-                json={"name": f"p{index}"},
-                headers={"Authorization": f"Bearer {token}", "Idempotency-Key": str(uuid.uuid4())},
-                timeout=30,
-            )
-            answer.raise_for_status()
-        return answer.headers["Location"].rsplit("/", 1)[1]
+        return seed(f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"})
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def create_projects(base: str, auth: dict[str, str]) -> dict[str, str]:
+    """PROJECTS projects; the reads: their first page and the last one alone."""
+    for index in range(PROJECTS):
+        answer = requests.post(
+            f"{base}/v1/projects",
+            json={"name": f"p{index}"},
+            headers={**auth, "Idempotency-Key": str(uuid.uuid4())},
+            timeout=30,
+        )
+        answer.raise_for_status()
+    project = answer.headers["Location"].rsplit("/", 1)[1]
+    return {"list": "/v1/projects", "detail": f"/v1/projects/{project}"}
 
 
 def print_figures(figures: dict, args: argparse.Namespace) -> None:
@@ -175,13 +191,13 @@ def print_figures(figures: dict, args: argparse.Namespace) -> None:
         f"\nAPI reads, gunicorn, {args.clients} clients, {args.seconds:g} s each, "
         f"{args.rounds} rounds interleaved, median [min-max]; {load()}"
     )
-    print(f"{'setup':<14} {'endpoint':<8} {'req/s':>22} {'p50 ms':>7} "
+    print(f"{'setup':<14} {'endpoint':<13} {'req/s':>22} {'p50 ms':>7} "
           f"{'primary CPU ms/req':>19} {'replica CPU ms/req':>19}")  # fmt: skip
     for (setup, endpoint), runs in figures.items():
         rps = [run["rps"] for run in runs]
         print(
-            f"{setup:<14} {endpoint:<8} "
-            f"{statistics.median(rps):>8.1f} [{min(rps):.1f}-{max(rps):.1f}]".ljust(47)
+            f"{setup:<14} {endpoint:<13} "
+            f"{statistics.median(rps):>8.1f} [{min(rps):.1f}-{max(rps):.1f}]".ljust(52)
             + f" {statistics.median(run['p50_ms'] for run in runs):>7.1f}"
             f" {statistics.median(run['primary_ms'] for run in runs):>19.2f}"
             f" {statistics.median(run['replica_ms'] for run in runs):>19.2f}"
