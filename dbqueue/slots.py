@@ -1,17 +1,17 @@
 """Concurrency slots shared by every process: at most `capacity` pieces of work on one scope
 (a webhook endpoint, say) at once, however many workers on however many machines run it.
 
-Each scope has `capacity` rows in `ConcurrencySlot`. A holder takes every free slot of the
-scopes it has work for in one UPDATE … RETURNING, for a lease; it renews them the same way
-while it uses them and frees them when it has no more work for the scope. A slot whose lease
-lapsed is free again, so a holder that died (killed, frozen, cut off) holds nothing for
-longer than its lease. On PostgreSQL the slots are picked with `FOR UPDATE SKIP LOCKED`:
-holders taking slots at the same time never wait for each other and never take the same
-slot; on SQLite the single writer lock gives the same guarantee.
+Each scope has `capacity` rows in `ConcurrencySlot`. A holder takes as many free slots of
+the scopes it has work for as that work needs, in one UPDATE … RETURNING for every scope,
+for a lease; it renews them the same way while it uses them and frees those it no longer
+needs. A slot whose lease lapsed is free again, so a holder that died (killed, frozen, cut
+off) holds nothing for longer than its lease. On PostgreSQL the slots are picked with
+`FOR UPDATE SKIP LOCKED`: holders taking slots at the same time never wait for each other
+and never take the same slot; on SQLite the single writer lock gives the same guarantee.
 """
 
 import uuid
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection
@@ -33,44 +33,59 @@ class SlotHolder:
         # Scopes whose rows this holder has made sure exist (at most once each).
         self.created: set[str] = set()
 
-    def take(self, scopes: Collection[str], *, now: datetime) -> None:
-        """Hold every free slot of `scopes` (renewing those already held) until now + the
-        lease. One statement; two more when a scope this holder has not seen before comes
-        back short, in case its slots do not exist yet."""
-        if not scopes:
+    def take(self, wants: Mapping[str, int], *, now: datetime) -> None:
+        """Hold `wants[scope]` slots of each scope (at most `capacity`, never fewer than it
+        holds: those are renewed first, then the lowest free ones are added) until now + the
+        lease, as far as free slots allow. One statement; two more when a scope this
+        holder has not seen before comes back short, in case its slots do not exist yet."""
+        wants = {
+            scope: min(self.capacity, max(want, len(self.slots(scope))))
+            for scope, want in wants.items()
+        }
+        wants = {scope: want for scope, want in wants.items() if want > 0}
+        if not wants:
             return
-        got = self._take(scopes, now=now)
-        short = {s for s in scopes if len(got.get(s, ())) < self.capacity} - self.created
+        got = self._take(wants, now=now)
+        short = {s for s, want in wants.items() if len(got.get(s, ())) < want} - self.created
         if short:
             _create(sorted(short), capacity=self.capacity)
             self.created |= short
-            got.update(self._take(short, now=now))
-        for scope in scopes:
+            got.update(self._take({s: wants[s] for s in short}, now=now))
+        for scope in wants:
             self.held.pop(scope, None)
             self.until.pop(scope, None)
         for scope, slots in got.items():
             self.held[scope] = slots
             self.until[scope] = now + self.lease
 
-    def release(self, scopes: Iterable[str]) -> None:
-        """Free every slot held of `scopes`: one statement (none when nothing is held)."""
-        held = sorted(scope for scope in set(scopes) if scope in self.held)
-        if not held:
+    def release(self, slots: Mapping[str, Iterable[int]]) -> None:
+        """Free the given slots of each scope (those this holder holds): one statement, none
+        when there is nothing to free."""
+        pairs = sorted(
+            (scope, slot)
+            for scope, numbers in slots.items()
+            for slot in set(numbers) & self.slots(scope)
+        )
+        if not pairs:
             return
         quote = connection.ops.quote_name
         table = quote(ConcurrencySlot._meta.db_table)
-        marks = ", ".join(["%s"] * len(held))
+        marks = " OR ".join(["(scope = %s AND slot = %s)"] * len(pairs))
         with connection.cursor() as cursor:
             cursor.execute(
                 f"UPDATE {table} SET holder = '', held_until_us = 0 "
-                f"WHERE holder = %s AND scope IN ({marks})",
-                [self.name, *held],
+                f"WHERE holder = %s AND ({marks})",
+                [self.name, *(value for pair in pairs for value in pair)],
             )
-        for scope in held:
-            del self.held[scope], self.until[scope]
+        for scope, slot in pairs:
+            left = self.held[scope] - {slot}
+            if left:
+                self.held[scope] = left
+            else:
+                del self.held[scope], self.until[scope]
 
     def release_all(self) -> None:
-        self.release(list(self.held))
+        self.release(dict(self.held))
 
     def slots(self, scope: str) -> frozenset[int]:
         return self.held.get(scope, frozenset())
@@ -79,27 +94,38 @@ class SlotHolder:
         """The scopes held whose lease ends within `within` of `now`."""
         return [scope for scope, until in self.until.items() if until - now < within]
 
-    def _take(self, scopes: Collection[str], *, now: datetime) -> dict[str, frozenset[int]]:
+    def _take(self, wants: Mapping[str, int], *, now: datetime) -> dict[str, frozenset[int]]:
         quote = connection.ops.quote_name
         table = quote(ConcurrencySlot._meta.db_table)
-        ordered = sorted(scopes)
+        ordered = sorted(wants)
         marks = ", ".join(["%s"] * len(ordered))
         free = f"scope IN ({marks}) AND slot < %s AND (holder = %s OR held_until_us <= %s)"
-        params = [*ordered, self.capacity, self.name, _micros(now)]
+        free_params = [*ordered, self.capacity, self.name, _micros(now)]
+        # Each scope's slots ranked: those already held first, then the lowest free ones.
+        rank = (
+            "ROW_NUMBER() OVER (PARTITION BY scope ORDER BY "
+            "CASE WHEN holder = %s THEN 0 ELSE 1 END, slot)"
+        )
+        wanted = "CASE scope " + " ".join(["WHEN %s THEN %s"] * len(ordered)) + " END"
+        wanted_params = [value for scope in ordered for value in (scope, wants[scope])]
         assign = [self.name, _micros(now + self.lease)]
         if connection.vendor == "postgresql":
             sql = (
-                f"WITH free AS (SELECT id FROM {table} WHERE {free} FOR UPDATE SKIP LOCKED) "
-                f"UPDATE {table} AS taken SET holder = %s, held_until_us = %s FROM free "
-                "WHERE taken.id = free.id RETURNING taken.scope, taken.slot"
+                f"WITH free AS (SELECT id, scope, slot, holder FROM {table} WHERE {free} "
+                "FOR UPDATE SKIP LOCKED), "
+                f"picked AS (SELECT id FROM (SELECT id, scope, {rank} AS rank FROM free) ranked "
+                f"WHERE rank <= {wanted}) "
+                f"UPDATE {table} AS taken SET holder = %s, held_until_us = %s FROM picked "
+                "WHERE taken.id = picked.id RETURNING taken.scope, taken.slot"
             )
-            params = [*params, *assign]
+            params = [*free_params, self.name, *wanted_params, *assign]
         else:
             sql = (
-                f"UPDATE {table} SET holder = %s, held_until_us = %s WHERE {free} "
-                "RETURNING scope, slot"
+                f"UPDATE {table} SET holder = %s, held_until_us = %s WHERE id IN "
+                f"(SELECT id FROM (SELECT id, scope, {rank} AS rank FROM {table} "
+                f"WHERE {free}) ranked WHERE rank <= {wanted}) RETURNING scope, slot"
             )
-            params = [*assign, *params]
+            params = [*assign, self.name, *free_params, *wanted_params]
         got: dict[str, set[int]] = {}
         with connection.cursor() as cursor:
             cursor.execute(sql, params)

@@ -27,6 +27,12 @@ from notifications.scheduler.breaker import Circuit
 PACE_SAMPLES = 8
 # A pace faster than this is taken as this (a clock's resolution, not a promise).
 FASTEST_PACE = 0.001
+# How far ahead of its own pace a tick claims for the queues of fast endpoints: enough for
+# claims of a batch, little enough that what it could not start soon stays due for other
+# tick processes (and never waits out its lease in this one's queues).
+LOOKAHEAD_SECONDS = 5.0
+# The deliveries of the last this many seconds set the tick's pace.
+TICK_PACE_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -44,9 +50,14 @@ class Slots(Protocol):
     """Where the gate learns how many deliveries an endpoint may have in flight in this
     tick: the slots it holds of those every tick process shares (`endpoints.Endpoints`)."""
 
-    def usable(self, endpoint_id: Any, *, half_open: bool, now: datetime) -> int: ...
+    def usable(self, endpoint_id: Any, *, half_open: bool, now: datetime) -> int:
+        """Deliveries that may run on the slots this tick holds now."""
 
-    def unavailable(self, *, now: datetime) -> set: ...
+    def ceiling(self, endpoint_id: Any, *, half_open: bool, now: datetime) -> int:
+        """The most this tick may hope to run (slots it may still take included)."""
+
+    def unavailable(self, *, now: datetime) -> set:
+        """Endpoints whose slots are all elsewhere: the next claims leave them alone."""
 
 
 class Admission(Enum):
@@ -75,6 +86,8 @@ class EndpointGate:
         self.durations: dict[Any, deque] = {}
         # Endpoints whose last claim took all it might: more of their rows may be due.
         self.backlogged: set[Any] = set()
+        # When this tick's recent deliveries finished (its own pace, all endpoints).
+        self.finishes: deque[datetime] = deque()
 
     def know(self, endpoint_id: Any, circuit: Circuit) -> None:
         """Take the database's view of an endpoint's circuit (after a load or a write)."""
@@ -84,12 +97,13 @@ class EndpointGate:
         return self.circuits.get(endpoint_id, Circuit())
 
     def admit(self, endpoint_id: Any, *, now: datetime) -> Admission:
-        """Whether a delivery to the endpoint may start now, wait for a slot, must be
-        released for a later claim, or is deferred because the circuit is open."""
+        """Whether a delivery to the endpoint may start now (on a slot held, or one the
+        tick may still take), wait for a slot, must be released for a later claim, or is
+        deferred because the circuit is open."""
         circuit = self.circuit(endpoint_id)
         if circuit.is_open(now):
             return Admission.DEFER
-        slots = self._slots(endpoint_id, circuit, now)
+        slots = self._ceiling(endpoint_id, circuit, now)
         if self.in_flight[endpoint_id] < slots:
             return Admission.START
         if slots == 0:
@@ -113,7 +127,7 @@ class EndpointGate:
 
     def room(self, endpoint_id: Any, *, now: datetime) -> int:
         """Rows of the endpoint a claim may take now: its free slots and free queue."""
-        slots = self._slots(endpoint_id, self.circuit(endpoint_id), now)
+        slots = self._ceiling(endpoint_id, self.circuit(endpoint_id), now)
         if slots == 0:
             return 0
         free = max(0, slots - self.in_flight[endpoint_id])
@@ -141,7 +155,18 @@ class EndpointGate:
             depth = self.depth_of(endpoint_id)
             if depth > self.depth and self.wants_more(endpoint_id, now=now):
                 wanted += depth - len(self.waiting.get(endpoint_id, ()))
-        return wanted
+        return min(wanted, self.lookahead_room(now=now)) if wanted else 0
+
+    def lookahead_room(self, *, now: datetime) -> int:
+        """How many more rows every queue together may take: LOOKAHEAD_SECONDS of this
+        tick's recent pace (a claim's worth, `most`, while it has none), less those waiting."""
+        while self.finishes and (now - self.finishes[0]).total_seconds() > TICK_PACE_SECONDS:
+            self.finishes.popleft()
+        most = self.most
+        if self.finishes:
+            span = max(1.0, (now - self.finishes[0]).total_seconds())
+            most = max(most, int(len(self.finishes) / span * LOOKAHEAD_SECONDS))
+        return max(0, most - sum(len(queue) for queue in self.waiting.values()))
 
     def claimed(self, counts: Counter, limits: ClaimLimits, *, full: bool) -> set[Any]:
         """Note what a claim took per endpoint; returns the endpoints of which more rows
@@ -161,7 +186,7 @@ class EndpointGate:
         depth = self.depth_of(endpoint_id)
         if depth <= self.depth:
             circuit = self.circuit(endpoint_id)
-            return self.in_flight[endpoint_id] < self._slots(endpoint_id, circuit, now)
+            return self.in_flight[endpoint_id] < self._ceiling(endpoint_id, circuit, now)
         return self.room(endpoint_id, now=now) * 2 >= depth
 
     def started(self, endpoint_id: Any) -> None:
@@ -184,6 +209,7 @@ class EndpointGate:
         apply it to the circuit; the attempt's signal when it says something new about the
         endpoint (so it must be written down), else None."""
         self.in_flight[endpoint_id] -= 1
+        self.finishes.append(now)
         if seconds is not None:
             self.durations.setdefault(endpoint_id, deque(maxlen=PACE_SAMPLES)).append(seconds)
         signal = breaker.signal_of(ok=ok, category=category, backpressure=backpressure)
@@ -198,19 +224,25 @@ class EndpointGate:
         return signal
 
     def next_waiting(self, endpoint_id: Any, *, now: datetime) -> Any | None:
-        """A waiting item of the endpoint, once a slot is free for it or the circuit opened
-        (`admit` then says which); None while it must keep waiting."""
+        """A waiting item of the endpoint, once a slot it holds is free for it or the
+        circuit opened (`admit` then says which); None while it must keep waiting."""
         queue = self.waiting.get(endpoint_id)
         if not queue:
             return None
         circuit = self.circuit(endpoint_id)
-        slots = self._slots(endpoint_id, circuit, now)
-        # With no slot left here (another tick took them), `admit` releases the row.
-        if circuit.is_open(now) or self.in_flight[endpoint_id] < slots or slots == 0:
+        half_open = self.half_open(endpoint_id, now=now)
+        held = self.slots.usable(endpoint_id, half_open=half_open, now=now)
+        # With no slot to hope for (another tick holds them all), `admit` releases it.
+        hopeless = self._ceiling(endpoint_id, circuit, now) == 0
+        if circuit.is_open(now) or self.in_flight[endpoint_id] < held or hopeless:
             return queue.popleft()
         return None
 
-    def _slots(self, endpoint_id: Any, circuit: Circuit, now: datetime) -> int:
-        # Half-open: a single delivery probes the endpoint.
+    def half_open(self, endpoint_id: Any, *, now: datetime) -> bool:
+        """The circuit's interval is over but no delivery proved the endpoint alive yet:
+        a single delivery probes it."""
+        return self.circuit(endpoint_id).is_half_open(now, threshold=self.threshold)
+
+    def _ceiling(self, endpoint_id: Any, circuit: Circuit, now: datetime) -> int:
         half_open = circuit.is_half_open(now, threshold=self.threshold)
-        return self.slots.usable(endpoint_id, half_open=half_open, now=now)
+        return self.slots.ceiling(endpoint_id, half_open=half_open, now=now)

@@ -45,6 +45,12 @@ class Tick(Protocol):
         """Whether `exc` cost the tick its connection (from then on nothing is written)."""
 
 
+class Carrier(Protocol):
+    """A lane that carries one channel of rows the row lane claimed."""
+
+    def take(self, row: Notification) -> None: ...
+
+
 class Lane(Protocol):
     """One kind of work, as the tick's loop sees it."""
 

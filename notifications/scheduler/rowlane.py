@@ -5,15 +5,14 @@ A row is claimed when a worker slot is free for it, or a place in the queue of a
 endpoint that answers fast enough to start it well within its lease (`EndpointGate`). Each
 endpoint gets at most a few slots, shared by every tick process (`endpoints.Endpoints`), and
 its circuit breaker defers its rows while it is down, so a dead receiver costs nobody else
-anything. A channel another lane carries (an email in
-a Resend batch) is handed to that lane, and the joiner writes the row back once both are
-known."""
+anything. A channel another lane carries (an email in a Resend batch) is handed to that
+lane, and the joiner writes the row back once both are known."""
 
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from django.db import DatabaseError
 from django.db.models import Q
@@ -32,15 +31,8 @@ from notifications.scheduler.deliver import (
 from notifications.scheduler.endpoints import Endpoints
 from notifications.scheduler.gate import Admission
 from notifications.scheduler.joiner import Joiner
-from notifications.scheduler.lane import Tick, may_start, release, without_poison
+from notifications.scheduler.lane import Carrier, Tick, may_start, release, without_poison
 from notifications.scheduler.outcomes import DeferralReason
-from outbound.categories import ErrorCategory
-
-
-class Carrier(Protocol):
-    """A lane that carries one channel of rows the row lane claimed."""
-
-    def take(self, row: Notification) -> None: ...
 
 
 class RowLane:
@@ -67,6 +59,8 @@ class RowLane:
         self.in_flight: dict[Future, tuple[Notification, Any]] = {}
         # Rows waiting for a free worker (a claim may bring more than there are).
         self.queued: deque[Notification] = deque()
+        # Rows about to start whose endpoint's slot is still to be taken (at step's end).
+        self.wanting: list[Notification] = []
         self.exhausted = False
         # Rows of busy endpoints were left for later (not claimed, or released), so coming
         # up short did not mean nothing is due: claim again once one of their slots frees.
@@ -105,9 +99,14 @@ class RowLane:
             # for the queue of a fast endpoint that runs low.
             and (
                 (free > 0 and (free * 2 >= self.tick.config.concurrency or not self.in_flight))
-                or self.gate.refills(now=self.tick.clock.now()) > 0
+                or self._refills() > 0
             )
         )
+
+    def _refills(self) -> int:
+        # Rows queued for a worker mean the workers, not the endpoints, are the limit:
+        # claiming ahead for the endpoints' queues would only make rows wait longer here.
+        return 0 if self.queued else self.gate.refills(now=self.tick.clock.now())
 
     def claim(self) -> None:
         self.buffer.flush_releases()
@@ -115,7 +114,8 @@ class RowLane:
         # No more of one endpoint's rows than it can start or hold waiting; rows that wait
         # for an endpoint with rows left need no free worker.
         limits = self.gate.claim_limits(now=now)
-        wanted = tick.claim_room(min(max(self._free_slots(), 0) + limits.extra, tick.config.batch))
+        extra = 0 if self.queued else limits.extra
+        wanted = tick.claim_room(min(max(self._free_slots(), 0) + extra, tick.config.batch))
         try:
             claimed = self.notification_claim(
                 now=now,
@@ -141,7 +141,7 @@ class RowLane:
         tick.summary.claimed += len(claimed)
         endpoints = self.endpoints
         ids = {row.webhook_endpoint_id for row in claimed} - {None}
-        if endpoints.load(ids) and endpoints.hold(claimed, now=now):
+        if endpoints.load(ids):
             for row in without_poison(claimed, tick=tick, buffer=self.buffer, now=now):
                 self.start(row)
         else:
@@ -161,9 +161,6 @@ class RowLane:
         endpoint = self.endpoints.of(row)
         deferred: dict[str, Deferral] = {}
         if endpoint is not None:
-            if not self.endpoints.admit_slots(endpoint.pk, now=now):
-                self.left_for_later = True  # the connection is lost: the lease frees it
-                return
             admission = self.gate.admit(endpoint.pk, now=now)
             if admission is Admission.WAIT:
                 self.gate.wait(endpoint.pk, row)
@@ -187,9 +184,12 @@ class RowLane:
         gated: WebhookEndpoint | None,
         deferred: dict[str, Deferral],
         now: datetime,
+        slot_taken: bool = False,
     ) -> None:
         """Hand the row's channels to the lanes that carry them and to a row worker (when
-        any is left for one), or queue it until a worker is free."""
+        any is left for one), or queue it until a worker is free; a webhook starts only on
+        a slot of its endpoint this tick holds (taken at the step's end, `slot_taken` once
+        that was tried)."""
         pending = [c for c in pending_channels(row) if c not in deferred]
         away = [c for c in pending if c in self.carriers]
         if len(away) == len(pending) and (away or deferred):
@@ -197,6 +197,12 @@ class RowLane:
             return
         if len(self.in_flight) >= self.tick.config.concurrency:
             self.queued.append(row)  # admitted again when a worker is free
+            return
+        if gated is not None and not self.endpoints.slot_free(gated.pk, now=now):
+            if slot_taken:
+                self._hold_back(row, gated.pk)
+            else:
+                self.wanting.append(row)
             return
         self._expect(row, away, here=True, deferred=deferred, now=now)
         if gated is not None:
@@ -244,40 +250,50 @@ class RowLane:
                 if self.left_for_later and self.gate.wants_more(endpoint_id, now=now):
                     self.exhausted = False
             if delivery is not None:
-                self._note_gone(delivery)
+                self.endpoints.settled(delivery)
                 self.joiner.settle(
                     row, results=delivery.results, deferred=delivery.deferred, signal=signal
                 )
 
-    def _note_gone(self, delivery: RowDelivery) -> None:
-        """Reload from the database, for later rows, an endpoint that answered 410."""
-        webhook = delivery.results.get(Channel.WEBHOOK)
-        if webhook is not None and webhook.gone:
-            self.endpoints.forget(delivery.notification.webhook_endpoint_id)
-
     def send(self) -> None:
         while self.queued and len(self.in_flight) < self.tick.config.concurrency:
             self.start(self.queued.popleft())
-        busy = {endpoint_id for _, endpoint_id in self.in_flight.values()}
-        busy |= {endpoint_id for endpoint_id, rows in self.gate.waiting.items() if rows}
-        busy |= {row.webhook_endpoint_id for row in self.queued}
-        self.endpoints.tend(busy=busy, now=self.tick.clock.now())
+        self._take_slots()
+        self.endpoints.tend(queued=self.queued, now=self.tick.clock.now())
+
+    def _take_slots(self) -> None:
+        """Take the slots the rows about to start want (and more of those endpoints whose
+        rows wait while more may be had) in one statement, then start those rows, or hold
+        them back when their endpoint had no slot for them."""
+        now = self.tick.clock.now()
+        rows, self.wanting = self.wanting, []
+        grown = self.endpoints.take_for(rows, now=now)
+        if grown is None:
+            self.tick.summary.errors += len(rows)  # the connection is lost
+            return
+        for row in rows:
+            endpoint = self.endpoints.get(row.webhook_endpoint_id)
+            self._send_row(row, gated=endpoint, deferred={}, now=now, slot_taken=True)
+        for endpoint_id in grown:
+            self._start_waiting(endpoint_id, now=now)
+
+    def _hold_back(self, row: Notification, endpoint_id: Any) -> None:
+        """A row whose endpoint had no slot for it waits for one of those running here,
+        or goes back unattempted."""
+        if not self.endpoints.wait_for_slot(row, endpoint_id):
+            release(row, buffer=self.buffer)
+            self.left_for_later = True
+
+    def _start_waiting(self, endpoint_id: Any, *, now: datetime) -> None:
+        while (row := self.gate.next_waiting(endpoint_id, now=now)) is not None:
+            self.start(row)
 
     def _endpoint_done(
         self, endpoint_id: Any, delivery: RowDelivery | None
     ) -> tuple[Any, Signal] | None:
         """Free the endpoint's slot, apply the attempt to its circuit, start who waited;
         the attempt's news for the circuit, if any, for the row's write-back."""
-        result = delivery.results.get(Channel.WEBHOOK) if delivery is not None else None
         now = self.tick.clock.now()
-        signal = self.gate.finish(
-            endpoint_id,
-            ok=result is not None and result.ok,
-            category=result.category if result is not None else ErrorCategory.INTERNAL,
-            now=now,
-            backpressure=result is not None and result.backpressure,
-            seconds=result.duration_ms / 1000 if result is not None else None,
-        )
-        while (row := self.gate.next_waiting(endpoint_id, now=now)) is not None:
-            self.start(row)
+        signal = self.endpoints.finished(endpoint_id, delivery, now=now)
+        self._start_waiting(endpoint_id, now=now)
         return (endpoint_id, signal) if signal is not None else None

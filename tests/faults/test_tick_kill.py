@@ -1,8 +1,8 @@
 """A tick killed with SIGKILL while many deliveries are in flight: the rows it held stay
-claimed, and the endpoint's slots it held stay taken, until their leases end — a tick
-started at once sends nothing to that endpoint — then the next tick delivers every row left
-with the first attempt's webhook-id. Nothing is lost, and only rows that were in flight at
-the kill are delivered twice."""
+claimed, and the endpoint's slots it held stay taken, until their leases end (a tick started
+at once leaves those rows alone and delivers the rest on the slots left), then the next tick
+delivers them with the same webhook-id. Nothing is lost, and only rows that were in flight
+at the kill are delivered twice."""
 
 import json
 import time
@@ -56,8 +56,8 @@ def test_sigkilled_tick_loses_nothing_and_its_rows_wait_for_their_lease(workers,
         held = Notification.objects.filter(claimed_until__isnull=False)
         in_flight = {f"notification_{pk}_1" for pk in held.values_list("pk", flat=True)}
         leases = held.aggregate(first=Min("claimed_until"), last=Max("claimed_until"))
-        slots_lapse = max(slot.held_until for slot in ConcurrencySlot.objects.exclude(holder=""))
         written_back = Notification.objects.filter(state="completed").count()
+        dead_slots = held_slots()
 
         at_once = workers("run_tick", "--limit", str(ROWS), app="fault_kill_b", env=ENV)
         at_once_result = at_once.finish(timeout=60)
@@ -66,7 +66,9 @@ def test_sigkilled_tick_loses_nothing_and_its_rows_wait_for_their_lease(workers,
         left_for_lease = set(
             Notification.objects.exclude(state="completed").values_list("pk", flat=True)
         )
+        slots_after_at_once = held_slots()
 
+        slots_lapse = max(held_until for *_, held_until in dead_slots)
         wait_past(max(leases["last"], slots_lapse), timeout=LEASE + 10)
         after_lease = workers("run_tick", "--limit", str(ROWS), app="fault_kill_c", env=ENV)
         after_lease_result = after_lease.finish(timeout=60)
@@ -82,7 +84,9 @@ def test_sigkilled_tick_loses_nothing_and_its_rows_wait_for_their_lease(workers,
     redelivered = {webhook_id for webhook_id, count in received.items() if count > 1}
     expected = {f"notification_{row.pk}_1" for row in rows}
     lost = len(expected - received.keys())
-    sent_before_lease = requests[before_kill:after_at_once]
+    touched_early = [
+        r for r in requests[before_kill:after_at_once] if r.headers["webhook-id"] in in_flight
+    ]
     report(
         "tick_sigkill",
         rows=ROWS,
@@ -95,7 +99,8 @@ def test_sigkilled_tick_loses_nothing_and_its_rows_wait_for_their_lease(workers,
         lease_s=LEASE,
         delivered_before_lease=at_once_result.summary()["delivered"],
         before_lease_tick_seconds=at_once_result.seconds,
-        sent_before_lease=len(sent_before_lease),
+        held_rows_touched_before_lease=len(touched_early),
+        slots_held_by_the_dead_tick=len(dead_slots),
         delivered_after_lease=after_lease_result.summary()["delivered"],
         seconds=seconds,
     )
@@ -103,17 +108,17 @@ def test_sigkilled_tick_loses_nothing_and_its_rows_wait_for_their_lease(workers,
     assert at_once_result.returncode == 0, at_once_result.stderr
     assert after_lease_result.returncode == 0, after_lease_result.stderr
     assert in_flight and written_back, "the kill should land mid-tick"
-    # The dead tick's slots bound the endpoint until their lease ends: the tick started at
-    # once sent it nothing and gave back unattempted whatever rows of it it claimed.
+    # The tick started at once delivered everything but the held rows, before their lease.
     assert at_once_done < leases["first"]
-    assert sent_before_lease == []
-    assert len(left_for_lease) == ROWS - written_back
-    assert {f"notification_{pk}_1" for pk in left_for_lease} >= in_flight
-    at_once_summary = at_once_result.summary()
-    assert at_once_summary["delivered"] == 0
-    assert at_once_summary["claimed"] == at_once_summary["released"]
-    # After the leases, every row not written back was claimed again and delivered.
-    assert after_lease_result.summary()["claimed"] == ROWS - written_back
+    assert {f"notification_{pk}_1" for pk in left_for_lease} == in_flight
+    assert touched_early == []
+    assert at_once_result.summary()["claimed"] == ROWS - written_back - len(in_flight)
+    # The dead tick's slots (one per delivery it had in flight, at least) stayed taken
+    # until their lease; the tick started at once used the others and freed them.
+    assert len(dead_slots) >= len(in_flight)
+    assert slots_after_at_once == dead_slots
+    # After the lease, the held rows and only they were claimed again.
+    assert after_lease_result.summary()["claimed"] == len(in_flight)
     assert lost == 0
     assert received.keys() == expected
     assert redelivered <= in_flight
@@ -123,3 +128,11 @@ def test_sigkilled_tick_loses_nothing_and_its_rows_wait_for_their_lease(workers,
     assert all(ids == {f"notification_{pk}_1"} for pk, ids in ids_by_row.items())
     assert set(Notification.objects.values_list("state", "next_fire_at")) == {("completed", None)}
     assert Delivery.objects.filter(outcome="delivered").count() == ROWS
+
+
+def held_slots() -> set[tuple]:
+    """(scope, slot, holder, held until) of every slot held."""
+    return {
+        (slot.scope, slot.slot, slot.holder, slot.held_until)
+        for slot in ConcurrencySlot.objects.exclude(holder="")
+    }

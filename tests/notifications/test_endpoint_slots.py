@@ -50,7 +50,7 @@ def other_tick_holds(endpoint, *, slots=None) -> SlotHolder:
         lease=timedelta(seconds=settings.CLAIM_LEASE_SECONDS),
     )
     scope = f"webhook:{endpoint.pk}"
-    holder.take({scope}, now=NOW)
+    holder.take({scope: settings.WEBHOOK_ENDPOINT_CONCURRENCY}, now=NOW)
     if slots is not None:
         ConcurrencySlot.objects.filter(scope=scope).exclude(slot__in=slots).update(
             holder="", held_until_us=0

@@ -28,6 +28,11 @@ class HeldSlots:
             return int(self.probe)
         return self.held.get(endpoint_id, 4)
 
+    def ceiling(self, endpoint_id, *, half_open, now):
+        if endpoint_id in self.blocked or (half_open and not self.probe):
+            return 0
+        return 1 if half_open else 4
+
     def unavailable(self, *, now):
         return set(self.blocked)
 
@@ -152,15 +157,19 @@ def test_a_slow_endpoint_wants_a_claim_when_a_slot_is_free():
     assert g.wants_more(E, now=NOW)
 
 
-def test_only_the_slots_held_here_start_deliveries():
-    g = gate(HeldSlots(held={E: 2}))
-
+def test_a_waiting_row_comes_out_only_on_a_slot_held_here():
+    slots = HeldSlots(held={E: 2})
+    g = gate(slots)
     for _ in range(2):
-        assert g.admit(E, now=NOW) is Admission.START
         g.started(E)
+    g.wait(E, "row")
 
-    assert g.admit(E, now=NOW) is Admission.WAIT
-    assert g.room(E, now=NOW) == 8
+    # Two more slots may yet be taken: a new row may start (once its slot is taken) ...
+    assert g.admit(E, now=NOW) is Admission.START
+    # ... but the waiting one comes out only when a slot held here is free.
+    assert g.next_waiting(E, now=NOW) is None
+    slots.held[E] = 3
+    assert g.next_waiting(E, now=NOW) == "row"
 
 
 def test_an_endpoint_whose_slots_are_all_elsewhere_releases_its_rows_and_is_skipped():
@@ -194,3 +203,28 @@ def test_a_half_open_endpoint_is_probed_only_by_the_holder_of_the_probe_slot():
     prober.started(E)
     assert prober.admit(E, now=NOW) is Admission.WAIT
     assert other.admit(E, now=NOW) is Admission.RELEASE
+
+
+def test_the_queues_together_take_no_more_than_a_few_seconds_of_the_ticks_pace():
+    g = gate()
+    for endpoint_id in ("a", "b", "c"):
+        g.started(endpoint_id)
+        g.finish(endpoint_id, ok=True, category="", now=NOW, backpressure=False, seconds=0.01)
+    g.backlogged = {"a", "b", "c"}
+
+    # Three fast endpoints want 100 rows each; three deliveries are no pace to speak of,
+    # so the queues together take a claim's worth.
+    assert g.refills(now=NOW) == 100
+
+    later = NOW + timedelta(seconds=2)
+    for n in range(397):  # 400 deliveries in 2 s: 200 a second, 5 s of it are 1,000 rows
+        g.started("a")
+        g.finish("a", ok=True, category="", now=later, backpressure=False, seconds=0.01)
+    assert g.lookahead_room(now=later) == 1000
+    for n in range(990):
+        g.wait("b", n)
+    assert g.lookahead_room(now=later) == 10
+    assert g.refills(now=later) == 10
+
+    # Deliveries older than the pace's window no longer count.
+    assert g.lookahead_room(now=later + timedelta(seconds=11)) == 0
