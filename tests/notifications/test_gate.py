@@ -217,7 +217,7 @@ def test_the_queues_together_take_no_more_than_a_few_seconds_of_the_ticks_pace()
     assert g.refills(now=NOW) == 100
 
     later = NOW + timedelta(seconds=2)
-    for n in range(397):  # 400 deliveries in 2 s: 200 a second, 5 s of it are 1,000 rows
+    for _ in range(397):  # 400 deliveries in 2 s: 200 a second, 5 s of it are 1,000 rows
         g.started("a")
         g.finish("a", ok=True, category="", now=later, backpressure=False, seconds=0.01)
     assert g.lookahead_room(now=later) == 1000
