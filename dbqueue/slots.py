@@ -134,6 +134,12 @@ class SlotHolder:
         return {scope: frozenset(slots) for scope, slots in got.items()}
 
 
+def slots_delete(scope: str) -> None:
+    """Forget a scope's slots (its work is gone); a holder still holding one frees nothing
+    when it lets go."""
+    ConcurrencySlot.objects.filter(scope=scope).delete()
+
+
 def _create(scopes: list[str], *, capacity: int) -> None:
     """Make sure each scope has its `capacity` slots (in one order for every holder, so two
     holders creating the same scopes cannot deadlock)."""

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils.timezone import now as utc_now
 
+from dbqueue.slots import slots_delete
 from notifications.models import WebhookEndpoint
 from notifications.transports.signing import generate_secret
 from outbound.ssrf import UnsafeWebhookUrl, validate_webhook_url
@@ -69,11 +70,18 @@ def webhook_endpoint_update(
 
 
 def webhook_endpoint_delete(*, tenant: Tenant, endpoint_id: UUID) -> None:
-    """Delete the endpoint; notifications that used it keep running without it (their
-    webhook channel then fails as a missing endpoint)."""
-    deleted, _ = WebhookEndpoint.objects.filter(pk=endpoint_id, tenant=tenant).delete()
-    if not deleted:
-        raise WebhookEndpoint.DoesNotExist
+    """Delete the endpoint and its delivery slots; notifications that used it keep running
+    without it (their webhook channel then fails as a missing endpoint)."""
+    with transaction.atomic():
+        deleted, _ = WebhookEndpoint.objects.filter(pk=endpoint_id, tenant=tenant).delete()
+        if not deleted:
+            raise WebhookEndpoint.DoesNotExist
+        slots_delete(slot_scope(endpoint_id))
+
+
+def slot_scope(endpoint_id: UUID) -> str:
+    """The endpoint's scope among the concurrency slots (`dbqueue.slots`)."""
+    return f"webhook:{endpoint_id}"
 
 
 def webhook_endpoint_rotate_secret(

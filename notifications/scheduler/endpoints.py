@@ -25,6 +25,7 @@ from notifications.scheduler.breaker import Signal, circuit_of
 from notifications.scheduler.deliver import RowDelivery, pending_channels
 from notifications.scheduler.gate import EndpointGate
 from notifications.scheduler.lane import Tick
+from notifications.webhook_endpoints import slot_scope
 from outbound.categories import ErrorCategory
 
 # How long the next claims leave alone an endpoint whose slots other ticks hold, at first.
@@ -277,6 +278,6 @@ class Endpoints:
         self.blocked_until[endpoint_id] = now + timedelta(seconds=seconds)
 
     def _scope(self, endpoint_id: Any) -> str:
-        scope = f"webhook:{endpoint_id}"
+        scope = slot_scope(endpoint_id)
         self.endpoint_of[scope] = endpoint_id
         return scope

@@ -9,6 +9,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from dbqueue.claims import fenced_update
+from dbqueue.models import ConcurrencySlot
 from notifications import services, webhook_endpoints
 from notifications.models import Notification, WebhookEndpoint
 from tests.conftest import requires_postgres
@@ -230,9 +231,16 @@ def test_deleting_an_endpoint_detaches_its_notifications(tenant):
     endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/")
     notification = make_notification(tenant=tenant, next_fire_at=timezone.now(), endpoint=endpoint)
 
+    other = make_endpoint(tenant=tenant, url="https://hooks.example.com/other")
+    for one in (endpoint, other):
+        ConcurrencySlot.objects.create(scope=webhook_endpoints.slot_scope(one.id), slot=0)
+
     webhook_endpoints.webhook_endpoint_delete(tenant=tenant, endpoint_id=endpoint.id)
 
     assert Notification.objects.get(pk=notification.pk).webhook_endpoint_id is None
+    # Its delivery slots go with it; another endpoint's stay.
+    scopes = set(ConcurrencySlot.objects.values_list("scope", flat=True))
+    assert scopes == {webhook_endpoints.slot_scope(other.id)}
     with pytest.raises(WebhookEndpoint.DoesNotExist):
         webhook_endpoints.webhook_endpoint_delete(tenant=tenant, endpoint_id=endpoint.id)
 
