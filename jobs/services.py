@@ -2,7 +2,7 @@
 retry, pruning. Only this module writes jobs.
 
 Every outcome of a claimed job is one short transaction conditional on the claim token the
-claim returned (`dbqueue.claims.fenced_update`); `False`/`Outcome.FENCED_OUT` means the job
+claim returned (`dbqueue.fences.fenced_update`); `False`/`Outcome.FENCED_OUT` means the job
 was reclaimed after our lease ran out, so the stale outcome changed nothing. What a job's
 dead letter or retry means for its project is the projects app's business: it listens to
 `job_dead_lettered` and `job_retried`, sent inside the same transaction.
@@ -19,8 +19,8 @@ from django.conf import settings
 from django.db import models, transaction
 
 from dbqueue.backoff import retry_delay
-from dbqueue.claims import fenced_update, fenced_update_many
 from dbqueue.compiled import insert_together
+from dbqueue.fences import fenced_update, fenced_update_many
 from jobs.models import Job, JobStatus
 from jobs.registry import job_dead_lettered, job_retried
 from outbound.categories import ErrorCategory

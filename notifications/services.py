@@ -22,8 +22,8 @@ from django.db import models
 from django.db.models import QuerySet
 from django.utils.timezone import now as utc_now
 
-from dbqueue.claims import guarded_update
 from dbqueue.compiled import CompiledPages, Param
+from dbqueue.fences import guarded_update
 from notifications.models import (
     Channel,
     Delivery,

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 
 from dbqueue import pacing
-from dbqueue.claims import fenced_update_many
+from dbqueue.fences import fenced_update_many
 from notifications.models import EmailBatch, Notification
 from notifications.scheduler.deliver import email_message
 from notifications.transports.resend import BATCH_LIMIT, PROVIDER, BatchAnswer, batch_body

@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from dbqueue.claims import fenced_update_many
+from dbqueue.fences import fenced_update_many
 from notifications.models import Delivery, Notification, WebhookEndpoint
 from notifications.scheduler import breaker
 from notifications.scheduler.breaker import circuit_of

@@ -8,7 +8,7 @@ import pytest
 from django.db import transaction
 from django.db.models.sql.query import Query
 
-from dbqueue import claims
+from dbqueue import claims, ranking
 from notifications.models import Notification
 from notifications.scheduler.tick import DUE
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
@@ -21,9 +21,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
-    claims._COMPILED.clear()
+    ranking._COMPILED.clear()
     yield
-    claims._COMPILED.clear()
+    ranking._COMPILED.clear()
 
 
 @pytest.fixture
@@ -131,17 +131,44 @@ def test_a_changed_predicate_is_never_served_the_old_statement():
 
 def test_the_statement_cache_stays_bounded():
     tenant = make_tenant()
-    make_notifications(1, tenant=tenant, next_fire_at=NOW)
-    endpoints = [make_endpoint(tenant=tenant, url=f"https://e{n}.example.com/") for n in range(3)]
+    make_notifications(1, tenant=tenant, next_fire_at=NOW, subject="kept")
 
-    for count in range(claims.COMPILED_MAX + 5):
-        # Each count of skipped endpoints is a shape of its own.
-        skipped = [endpoints[n % 3].pk for n in range(count)]
+    for n in range(ranking.COMPILED_MAX + 5):
+        # Each ready predicate is a shape of its own.
+        spec = claims.ClaimSpec(
+            ready=lambda now, n=n: DUE.ready(now).exclude(subject=f"other {n}"),
+            order_by=DUE.order_by,
+            fair_by=DUE.fair_by,
+        )
         with transaction.atomic():
-            assert len(claimed_pks(skip=skipped)) == 1
+            assert len(claims.claim(spec, now=NOW, lease=LEASE, limit=5)) == 1
             transaction.set_rollback(True)
 
-    assert len(claims._COMPILED) == claims.COMPILED_MAX
+    assert len(ranking._COMPILED) == ranking.COMPILED_MAX
+
+
+def test_counts_of_skipped_and_capped_endpoints_share_a_shape_per_power_of_two():
+    tenant = make_tenant()
+    endpoints = [make_endpoint(tenant=tenant, url=f"https://e{n}.example.com/") for n in range(9)]
+    for endpoint in endpoints:
+        make_notifications(2, tenant=tenant, endpoint=endpoint, next_fire_at=NOW)
+
+    for count in range(9):  # 0, 1, 2, 3-4, 5-8 skipped: five shapes
+        with transaction.atomic():
+            skipped = [endpoint.pk for endpoint in endpoints[:count]]
+            claimed = claimed_pks(skip=skipped)
+            assert len(claimed) == 18 - 2 * count
+            transaction.set_rollback(True)
+    assert len(ranking._COMPILED) == 5
+
+    with transaction.atomic():  # three endpoints capped below the default, as for four
+        caps = {endpoint.pk: 1 for endpoint in endpoints[:3]}
+        rows = claims.claim(DUE, now=NOW, lease=LEASE, limit=18, skip=(), cap=2, caps=caps)
+        transaction.set_rollback(True)
+    assert Counter(row.webhook_endpoint_id for row in rows) == {
+        endpoint.pk: 1 if endpoint.pk in caps else 2 for endpoint in endpoints
+    }
+    assert len(ranking._COMPILED) == 6
 
 
 def test_skip_and_cap_need_a_capped_field():

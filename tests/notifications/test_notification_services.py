@@ -8,7 +8,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from dbqueue.claims import fenced_update
+from dbqueue.fences import fenced_update
 from dbqueue.models import ConcurrencySlot
 from notifications import services, webhook_endpoints
 from notifications.models import Notification, WebhookEndpoint

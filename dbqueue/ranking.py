@@ -1,0 +1,141 @@
+"""The ready rows a claim picks from, in fair order, compiled once per shape of claim.
+
+A claim ranks the ready rows within their `fair_by` group (the tenant) by the claim order,
+and takes every group's first row before any group's second; with a cap, at most that many
+rows of one `capped_by` value (a webhook endpoint) are ranked at all. Compiling a queryset
+costs milliseconds of Python, so the compiled parts are kept per shape of claim (queue,
+vendor, ready predicate, how many values are skipped or capped) and only their parameters
+are bound per call (`dbqueue.claims.claim_statement`).
+"""
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.db import connection, models
+from django.db.models.functions import RowNumber
+
+from dbqueue.compiled import Param
+
+if TYPE_CHECKING:
+    from dbqueue.claims import ClaimSpec
+
+# Compiled claim statements kept per process (one per queue and shape of claim).
+COMPILED_MAX = 64
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    """The parts of a claim statement that Django compiles, with Param placeholders:
+    the fair ranking (ending in `LIMIT %s`, bound to the rows it ranks) and, for
+    PostgreSQL, the ready predicate and the claim order on the locked table."""
+
+    model: type[models.Model]
+    ranked_sql: str
+    ranked_params: tuple[Any, ...]
+    where_sql: str = ""
+    where_params: tuple[Any, ...] = ()
+    order_sql: str = ""
+
+
+_COMPILED: "OrderedDict[tuple, _Compiled]" = OrderedDict()
+
+
+def compiled_ranking(spec: "ClaimSpec", *, skipped: int, capped: int | None) -> _Compiled:
+    """The compiled parts for this shape of claim, compiled on first use. `capped` is
+    None without a cap, else how many values have their own cap. The key holds the ready
+    predicate itself (its constants, e.g. a setting, included), so a different predicate
+    is never served another's statement."""
+    ready = spec.ready(Param("now", models.DateTimeField()))
+    model = ready.model
+    if skipped:
+        target = _field(model, spec.capped_by)
+        excluded = models.Q()
+        for i in range(skipped):
+            excluded |= models.Q(**{spec.capped_by: Param(f"skip{i}", target)})
+        ready = ready.exclude(excluded)
+    key = (
+        connection.alias,
+        connection.vendor,
+        model,
+        ready.query.where,
+        spec.order_by,
+        spec.fair_by,
+        spec.capped_by,
+        capped,
+    )
+    found = _COMPILED.get(key)
+    if found is not None:
+        _COMPILED.move_to_end(key)
+        return found
+    found = _compile(spec, ready, capped)
+    _COMPILED[key] = found
+    while len(_COMPILED) > COMPILED_MAX:
+        _COMPILED.popitem(last=False)
+    return found
+
+
+def _field(model: type[models.Model], name: str) -> models.Field:
+    """The field a value of `name` is compared with (a foreign key's target)."""
+    field_ = model._meta.get_field(name)
+    return field_.target_field if field_.is_relation else field_
+
+
+def _compile(spec: "ClaimSpec", ready: models.QuerySet, capped: int | None) -> _Compiled:
+    model = ready.model
+    ranked_sql, ranked_params = _ranked(spec, ready, capped).query.sql_with_params()
+    # The ranking's row count is a parameter, so one statement serves every batch size.
+    ranked_sql += " LIMIT %s"
+    if connection.vendor != "postgresql":
+        return _Compiled(model, ranked_sql, tuple(ranked_params))
+    # Django keeps (unreferenced) aliases for joins it trimmed, e.g. for a negated lookup
+    # on a nullable foreign key: only joins still in use count.
+    joined = {alias for alias, uses in ready.query.alias_refcount.items() if uses}
+    if joined - {model._meta.db_table}:
+        raise ValueError("a claim's ready queryset must not join other tables")
+    # The ready predicate again, on the locked table itself: a row another claimer committed
+    # after our snapshot is re-checked in its new version (EvalPlanQual) and refused, where a
+    # check on the ranked copy would let it be claimed twice.
+    compiler = ready.query.get_compiler(connection=connection)
+    where_sql, where_params = compiler.compile(ready.query.where)
+    table = connection.ops.quote_name(model._meta.db_table)
+    order = ", ".join(
+        f"{table}.{connection.ops.quote_name(model._meta.get_field(name.lstrip('-')).column)}"
+        + (" DESC" if name.startswith("-") else "")
+        for name in spec.order_by
+    )
+    return _Compiled(model, ranked_sql, tuple(ranked_params), where_sql, tuple(where_params), order)
+
+
+def _ranked(spec: "ClaimSpec", ready: models.QuerySet, capped: int | None) -> models.QuerySet:
+    """The ready rows in fair order: each row's rank within its group (1 = the group's
+    first by `order_by`), then `order_by` among rows of equal rank; with a cap (`capped`
+    values with their own), at most that many rows of one `capped_by` value."""
+    order = [
+        models.F(name[1:]).desc() if name.startswith("-") else models.F(name).asc()
+        for name in spec.order_by
+    ]
+    pk = ready.model._meta.pk.name
+    ranked = ready.annotate(
+        fair_rank=models.Window(
+            RowNumber(), partition_by=[models.F(spec.fair_by)], order_by=[*order, pk]
+        )
+    )
+    if capped is not None:
+        name = spec.capped_by
+        integer, target = models.IntegerField(), _field(ready.model, name)
+        most: Any = Param("cap", integer)
+        if capped:
+            whens = [
+                models.When(
+                    **{name: Param(f"cap_value{i}", target)}, then=Param(f"cap{i}", integer)
+                )
+                for i in range(capped)
+            ]
+            most = models.Case(*whens, default=most, output_field=integer)
+        ranked = ranked.annotate(
+            cap_rank=models.Window(
+                RowNumber(), partition_by=[models.F(name)], order_by=[*order, pk]
+            )
+        ).filter(models.Q(cap_rank__lte=most) | models.Q(**{f"{name}__isnull": True}))
+    return ranked.order_by("fair_rank", *spec.order_by, pk).values(pk, "fair_rank")
