@@ -67,6 +67,7 @@ def _iso_datetime(field: serializers.DateTimeField) -> Render:
 @dataclass(frozen=True)
 class _Compiled:
     name: str
+    source: str | None
     read: Callable[[Row], Any]
     field: serializers.Field
     iso_datetime: bool
@@ -76,8 +77,9 @@ class _Compiled:
         attrs = field.source_attrs
         if isinstance(field, RelatedField | ManyRelatedField) or len(attrs) > 1:
             raise ImproperlyConfigured(f"Representation cannot compile field {field!r}")
-        read = operator.attrgetter(attrs[0]) if attrs else _whole_row
-        return cls(field.field_name, read, field, _renders_iso_datetime(field))
+        source = attrs[0] if attrs else None
+        read = _whole_row if source is None else operator.attrgetter(source)
+        return cls(field.field_name, source, read, field, _renders_iso_datetime(field))
 
     def renderer(self) -> Render:
         return _iso_datetime(self.field) if self.iso_datetime else self.field.to_representation
@@ -94,6 +96,12 @@ class Representation:
         # Bound once: these fields keep no state between rows and read no context.
         serializer = self.serializer_class()
         return tuple(_Compiled.of(field) for field in serializer._readable_fields)
+
+    @cached_property
+    def attributes(self) -> tuple[str, ...]:
+        """The row attributes its fields read, in order: the columns a list page selects
+        (a method field reads what its method reads, named by the list's query)."""
+        return tuple(entry.source for entry in self._fields if entry.source is not None)
 
     def many(self, rows: Iterable[Row]) -> list[dict[str, Any]]:
         """Every row rendered, in order: the page of a list endpoint."""

@@ -8,9 +8,10 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from notifications.serializers import NOTIFICATIONS, NotificationSerializer
+from notifications.services import notification_pages
 from projects.models import Project
 from projects.serializers import PROJECTS, ProjectSerializer
-from projects.services import project_queryset
+from projects.services import project_pages, project_queryset
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_project
 from web.representation import Representation
@@ -65,6 +66,27 @@ def test_projects_render_with_and_without_their_job(alice):
 
     assert rendered == ProjectSerializer(rows, many=True).data
     assert [row["job"] is None for row in rendered] == [True, False]
+
+
+def first_page(pages) -> list:
+    return list(pages.order_by("-created_at", "-id")[0:10])
+
+
+def test_list_pages_rows_of_its_attributes_render_as_the_instances_do(alice):
+    instances = varied_notifications(alice.tenant)  # with a project without its job
+    make_project(alice, name="with its job")
+    projects = list(project_queryset(tenant=alice.tenant).order_by("-created_at", "-id"))
+
+    notifications = first_page(
+        notification_pages(tenant=alice.tenant, fields=NOTIFICATIONS.attributes)
+    )
+    listed = first_page(project_pages(tenant=alice.tenant, fields=PROJECTS.attributes))
+
+    assert NOTIFICATIONS.many(notifications) == NotificationSerializer(instances, many=True).data
+    assert PROJECTS.many(listed) == ProjectSerializer(projects, many=True).data
+    assert "recurrence_anchor" in NOTIFICATIONS.attributes
+    assert "channel_state" not in NOTIFICATIONS.attributes
+    assert PROJECTS.attributes == ("id", "name", "status", "created_at", "updated_at")
 
 
 def test_datetimes_follow_the_current_time_zone_as_drf_does(alice):
