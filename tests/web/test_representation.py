@@ -1,6 +1,8 @@
 """Representation renders rows exactly as their DRF serializer does, faster."""
 
+import uuid
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -101,6 +103,32 @@ def test_datetimes_follow_the_current_time_zone_as_drf_does(alice):
     assert recurring["fire_at"] == "2030-01-07T03:00:00.123456-05:00"
     assert recurring["last_fired_at"] == "2029-12-31T03:00:00.123456-05:00"
     assert NOTIFICATIONS.one(rows[-1])["fire_at"] == "2030-01-07T08:00:00.123456Z"
+
+
+def test_plain_fields_render_as_drfs_own_whatever_the_value():
+    class Plain(serializers.Serializer):
+        text = serializers.CharField()
+        email = serializers.EmailField()
+        number = serializers.IntegerField()
+        big = serializers.BigIntegerField(coerce_to_string=True)
+        verbose = serializers.UUIDField()
+        short = serializers.UUIDField(format="hex")
+        listed = serializers.ListField(child=serializers.IntegerField())
+        chosen = serializers.ChoiceField(choices=[(1, "one")])
+
+    some = uuid.uuid4()
+    rows = [
+        SimpleNamespace(
+            text=5, email="a@example.com", number="7", big=2**70, verbose=some, short=some,
+            listed=["1", None, True], chosen="1",
+        ),
+        SimpleNamespace(
+            text=None, email=None, number=None, big=None, verbose=None, short=None,
+            listed=[], chosen=None,
+        ),
+    ]  # fmt: skip
+
+    assert Representation(Plain).many(rows) == Plain(rows, many=True).data
 
 
 def test_a_field_it_cannot_compile_is_refused():
