@@ -9,7 +9,9 @@ queryset itself would give (select_related objects and annotations included), th
 Django's own converters and populators.
 
 The values that change between runs are written as `Param(name, field)` in the queryset;
-everything else in it is fixed when it is first compiled.
+everything else in it is fixed when it is first compiled. A `values_list(..., named=True)`
+queryset runs the same way and gives its named rows: a list page reads only the columns it
+shows, without a model instance per row.
 
 `insert_together` inserts new rows all or none with INSERT statements built once per model:
 on PostgreSQL as one statement (data-modifying WITH), so a create of three rows is one round
@@ -29,7 +31,8 @@ from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.constants import LOOKUP_SEP
 from django.db.models.expressions import Expression
-from django.db.models.query import get_related_populators
+from django.db.models.query import NamedValuesListIterable, get_related_populators
+from django.db.models.utils import create_namedtuple_class
 
 M = TypeVar("M", bound=models.Model)
 
@@ -92,12 +95,8 @@ class _Plan:
             annotations=dict(compiler.annotation_col_map or {}),
         )
 
-    def instance(self, row: list[Any], connection: BaseDatabaseWrapper) -> models.Model:
-        for position, (converters, expression) in self.converters.items():
-            value = row[position]
-            for converter in converters:
-                value = converter(value, expression, connection)
-            row[position] = value
+    def result(self, row: list[Any], connection: BaseDatabaseWrapper) -> models.Model:
+        _convert(row, self.converters, connection)
         obj = self.model.from_db(connection.alias, self.attnames, row[self.fields])
         for populator in self.populators:
             populator.populate(row, obj)
@@ -106,15 +105,69 @@ class _Plan:
         return obj
 
 
+@dataclass(frozen=True)
+class _RowsPlan:
+    """A `values_list(..., named=True)` queryset's statement and the class of its rows."""
+
+    sql: str
+    params: tuple[Any, ...]
+    converters: dict[int, tuple[list[Callable], Any]]
+    row: type[tuple]
+
+    @classmethod
+    def compile(cls, queryset: models.QuerySet, connection: BaseDatabaseWrapper) -> "_RowsPlan":
+        query = queryset.query
+        compiler = query.get_compiler(connection=connection)
+        sql, params = compiler.as_sql()
+        # Named as NamedValuesListIterable names them; the columns come in that order.
+        names = queryset._fields or [
+            *query.extra_select,
+            *query.values_select,
+            *query.annotation_select,
+        ]
+        return cls(
+            sql=sql,
+            params=tuple(params),
+            converters=compiler.get_converters([column for column, _, _ in compiler.select]),
+            row=create_namedtuple_class(*names),
+        )
+
+    def result(self, row: list[Any], connection: BaseDatabaseWrapper) -> tuple:
+        _convert(row, self.converters, connection)
+        return tuple.__new__(self.row, row)
+
+
+def _convert(
+    row: list[Any],
+    converters: dict[int, tuple[list[Callable], Any]],
+    connection: BaseDatabaseWrapper,
+) -> None:
+    """The row's values as the model fields give them (Django's from_db_value converters)."""
+    for position, (column_converters, expression) in converters.items():
+        value = row[position]
+        for converter in column_converters:
+            value = converter(value, expression, connection)
+        row[position] = value
+
+
+def _compile(queryset: models.QuerySet, connection: BaseDatabaseWrapper) -> _Plan | _RowsPlan:
+    if queryset._iterable_class is NamedValuesListIterable:
+        return _RowsPlan.compile(queryset, connection)
+    if queryset._fields is not None:
+        raise TypeError("CompiledQuery takes model rows or values_list(..., named=True)")
+    return _Plan.compile(queryset, connection)
+
+
 class CompiledQuery(Generic[M]):
     """`build()` returns the queryset (slice it for a LIMIT); `run(**values)` executes it
-    with the values of its Params and returns its instances, one statement per run."""
+    with the values of its Params and returns its instances (or its named rows), one
+    statement per run."""
 
     def __init__(self, build: Callable[[], models.QuerySet[M]]) -> None:
         self._build = build
         # One plan per connection object: converters belong to their connection, and each
         # thread has its own.
-        self._plans: weakref.WeakKeyDictionary[BaseDatabaseWrapper, _Plan] = (
+        self._plans: weakref.WeakKeyDictionary[BaseDatabaseWrapper, _Plan | _RowsPlan] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -122,11 +175,11 @@ class CompiledQuery(Generic[M]):
         connection = connections[using]
         plan = self._plans.get(connection)
         if plan is None:
-            plan = self._plans[connection] = _Plan.compile(self._build(), connection)
+            plan = self._plans[connection] = _compile(self._build(), connection)
         with connection.cursor() as cursor:
             cursor.execute(plan.sql, bind(plan.params, values, connection))
             rows = cursor.fetchall()
-        return [plan.instance(list(row), connection) for row in rows]
+        return [plan.result(list(row), connection) for row in rows]
 
 
 @dataclass(frozen=True)

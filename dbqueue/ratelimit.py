@@ -11,6 +11,10 @@ also means a window never ends part-way through a burst that fits in one period.
 
 Rows whose window has ended are deleted when a key starts a new window, so the table holds
 about one row per key active within the longest period.
+
+On PostgreSQL the table is UNLOGGED (migration 0005): a count is not worth a wait for the
+write-ahead log on every request. A crash empties it (every window starts again) and
+replicas hold none of it, so counters are counted and read on the primary only.
 """
 
 from dataclasses import dataclass
@@ -66,8 +70,9 @@ def count_request(key: str, rate: Rate) -> Hit:
 
 
 def blocked_for_us(key: models.Expression, limit: models.Expression) -> models.Subquery:
-    """An expression for other queries: the microseconds left in `key`'s current window
-    when it has counted at least `limit` requests, else NULL (one index lookup)."""
+    """An expression for other queries, run on the primary: the microseconds left in `key`'s
+    current window when it has counted at least `limit` requests, else NULL (one index
+    lookup)."""
     left_us = _left_us_when_over(key, limit)[:1]
     return models.Subquery(left_us, output_field=models.BigIntegerField())
 
@@ -75,7 +80,7 @@ def blocked_for_us(key: models.Expression, limit: models.Expression) -> models.S
 def blocked_seconds(key: str, limit: int) -> float | None:
     """What `blocked_for_us` tells, as a statement of its own: the seconds left in `key`'s
     window when it has counted at least `limit` requests, else None."""
-    left_us = _left_us_when_over(key, limit).first()
+    left_us = _left_us_when_over(key, limit).using(router.db_for_write(RateWindow)).first()
     return None if left_us is None else left_us / _MICROS
 
 

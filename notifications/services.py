@@ -201,18 +201,22 @@ def _digest(address: str) -> str:
 
 # The list's query, compiled once per page shape rather than for every page.
 _NOTIFICATION_PAGES = CompiledPages(
-    lambda: Notification.objects.filter(tenant_id=Param("tenant", models.UUIDField()))
+    lambda fields: Notification.objects.filter(
+        tenant_id=Param("tenant", models.UUIDField())
+    ).values_list(*fields, named=True)
 )
 
 
-def notification_pages(*, tenant: Tenant, state: str | None = None) -> Any:
-    """The tenant's notifications (in `state`, a NotificationState, if given) for GET
-    /v1/notifications's cursor paginator. Without a state filter the SQL is compiled once
-    per page shape (dbqueue.compiled.CompiledPages); a state filter's SQL reads settings
+def notification_pages(*, tenant: Tenant, fields: Sequence[str], state: str | None = None) -> Any:
+    """The tenant's notifications (in `state`, a NotificationState, if given) as named rows
+    of `fields`, for GET /v1/notifications's cursor paginator (which orders by created_at).
+    Without a state filter the SQL is compiled once per page shape
+    (dbqueue.compiled.CompiledPages); a state filter's SQL reads settings
     (NOTIFICATION_MAX_ATTEMPTS), so that queryset is compiled as usual."""
     if state is None:
-        return _NOTIFICATION_PAGES.of(tenant=tenant.id)
-    return Notification.objects.filter(tenant=tenant).in_state(state)
+        return _NOTIFICATION_PAGES.of(tuple(fields), tenant=tenant.id)
+    in_state = Notification.objects.filter(tenant=tenant).in_state(state)
+    return in_state.values_list(*fields, named=True)
 
 
 def notification_create(

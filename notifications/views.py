@@ -62,7 +62,9 @@ class NotificationListView(RepresentedListView):
         state = single_query_param(self.request, "state")
         if state is not None and state not in NotificationState.values:
             raise InvalidInput({"state": [f"Must be one of {NotificationState.values}."]})
-        return services.notification_pages(tenant=self.request.tenant, state=state)
+        return services.notification_pages(
+            tenant=self.request.tenant, fields=self.representation.attributes, state=state
+        )
 
     @extend_schema(
         operation_id="notifications_list",

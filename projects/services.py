@@ -38,16 +38,18 @@ def _with_provision_job(projects: models.QuerySet[Project]) -> models.QuerySet[P
 
 # Compiling the list's query (two subqueries) cost a page more than running it.
 _PROJECT_PAGES = CompiledPages(
-    lambda: _with_provision_job(
+    lambda fields: _with_provision_job(
         Project.objects.filter(tenant_id=Param("tenant", models.UUIDField()))
-    )
+    ).values_list(*fields, "provision_job_id", "provision_job_status", named=True)
 )
 
 
-def project_pages(*, tenant: Tenant) -> Any:
-    """`project_queryset(tenant=tenant)` for GET /v1/projects's cursor paginator, its SQL
-    compiled once per page shape (dbqueue.compiled.CompiledPages)."""
-    return _PROJECT_PAGES.of(tenant=tenant.id)
+def project_pages(*, tenant: Tenant, fields: Sequence[str]) -> Any:
+    """`project_queryset(tenant=tenant)` as named rows of `fields` and the provision job's
+    `provision_job_id` and `provision_job_status`, for GET /v1/projects's cursor paginator
+    (which orders by created_at), its SQL compiled once per page shape
+    (dbqueue.compiled.CompiledPages)."""
+    return _PROJECT_PAGES.of(tuple(fields), tenant=tenant.id)
 
 
 def project_create(

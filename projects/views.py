@@ -29,7 +29,7 @@ class ProjectListCreateView(RepresentedListView):
     idempotency_key_required = ("POST",)
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
-        return project_pages(tenant=self.request.tenant)
+        return project_pages(tenant=self.request.tenant, fields=self.representation.attributes)
 
     @extend_schema(
         operation_id="projects_create",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, models, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, models, transaction
 
 from dbqueue.ratelimit import blocked_for_us, blocked_seconds
 from tenancy.models import ExternalIdentity
@@ -35,8 +35,10 @@ def jwt_user(*, claims: dict[str, Any], issuer: str, failures: FailureLimit) -> 
     subject = claims["sub"]
     if not isinstance(subject, str) or not 0 < len(subject) <= _MAX_SUBJECT:
         raise TokenRejected("The token's subject is not usable.")
+    # On the primary, as a token is looked up: the failure counts are kept there only.
     identity = (
-        ExternalIdentity.objects.select_related("user")
+        ExternalIdentity.objects.using(DEFAULT_DB_ALIAS)
+        .select_related("user")
         .filter(issuer=issuer, subject=subject)
         .annotate(
             address_blocked_for_us=blocked_for_us(

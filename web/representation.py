@@ -7,8 +7,10 @@ page of 50 notifications of 18 fields that cost more than the rest of the reques
 query included.
 
 `Representation(serializer_class)` binds the serializer's fields once and compiles each
-into (name, a getter of its source, its own `to_representation`); a datetime field's time
-zone is looked up once per call rather than once per value. What it returns is what the
+into (name, a getter of its source, its own `to_representation`, or the builtin that DRF's
+own string, integer, UUID and list fields apply); a datetime field's time zone is looked up
+once per call rather than once per value. A page is rendered column by column. What it
+returns is what the
 serializer returns, key order included. It takes output serializers whose fields read one
 attribute each (not a method) or are `SerializerMethodField`s, and use no context; any
 other field is refused when the first row is rendered.
@@ -67,6 +69,7 @@ def _iso_datetime(field: serializers.DateTimeField) -> Render:
 @dataclass(frozen=True)
 class _Compiled:
     name: str
+    source: str | None
     read: Callable[[Row], Any]
     field: serializers.Field
     iso_datetime: bool
@@ -76,11 +79,29 @@ class _Compiled:
         attrs = field.source_attrs
         if isinstance(field, RelatedField | ManyRelatedField) or len(attrs) > 1:
             raise ImproperlyConfigured(f"Representation cannot compile field {field!r}")
-        read = operator.attrgetter(attrs[0]) if attrs else _whole_row
-        return cls(field.field_name, read, field, _renders_iso_datetime(field))
+        source = attrs[0] if attrs else None
+        read = _whole_row if source is None else operator.attrgetter(source)
+        return cls(field.field_name, source, read, field, _renders_iso_datetime(field))
 
     def renderer(self) -> Render:
-        return _iso_datetime(self.field) if self.iso_datetime else self.field.to_representation
+        return _iso_datetime(self.field) if self.iso_datetime else _renderer(self.field)
+
+
+def _renderer(field: serializers.Field) -> Render:
+    """The field's to_representation, or the builtin it applies to every value: DRF's own
+    CharField (EmailField too) renders `str(value)`, IntegerField `int(value)`, UUIDField in
+    its default format `str(value)`, and ListField each item as its child does."""
+    own = type(field).to_representation
+    if own is serializers.CharField.to_representation:
+        return str
+    if own is serializers.IntegerField.to_representation:
+        return int
+    if own is serializers.UUIDField.to_representation and field.uuid_format == "hex_verbose":
+        return str
+    if own is serializers.ListField.to_representation:
+        child = _renderer(field.child)
+        return lambda items: [None if item is None else child(item) for item in items]
+    return field.to_representation
 
 
 class Representation:
@@ -95,22 +116,27 @@ class Representation:
         serializer = self.serializer_class()
         return tuple(_Compiled.of(field) for field in serializer._readable_fields)
 
+    @cached_property
+    def attributes(self) -> tuple[str, ...]:
+        """The row attributes its fields read, in order: the columns a list page selects
+        (a method field reads what its method reads, named by the list's query)."""
+        return tuple(entry.source for entry in self._fields if entry.source is not None)
+
     def many(self, rows: Iterable[Row]) -> list[dict[str, Any]]:
         """Every row rendered, in order: the page of a list endpoint."""
-        plan = [(entry.name, entry.read, entry.renderer()) for entry in self._fields]
-        return [_rendered(row, plan) for row in rows]
+        rows = list(rows)
+        # Column by column: one tight loop per field instead of a loop over fields per row.
+        columns = [_column(rows, entry.read, entry.renderer()) for entry in self._fields]
+        names = [entry.name for entry in self._fields]
+        return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
 
     def one(self, row: Row) -> dict[str, Any]:
         return self.many([row])[0]
 
 
-def _rendered(row: Row, plan: list[tuple[str, Callable[[Row], Any], Render]]) -> dict[str, Any]:
-    rendered = {}
-    for name, read, render in plan:
-        value = read(row)
-        # DRF renders a missing value as null without asking the field.
-        rendered[name] = None if value is None else render(value)
-    return rendered
+def _column(rows: list[Row], read: Callable[[Row], Any], render: Render) -> list[Any]:
+    # DRF renders a missing value as null without asking the field.
+    return [None if value is None else render(value) for value in map(read, rows)]
 
 
 # A paginated list whose page is rendered by `representation` (of `serializer_class`, which

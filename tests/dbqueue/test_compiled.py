@@ -1,16 +1,23 @@
-"""CompiledQuery: one compilation, the ORM's own instances, each run's values bound;
-insert_together: all rows or none, one statement on PostgreSQL."""
+"""CompiledQuery: one compilation, the ORM's own instances (or named rows), each run's
+values bound; insert_together: all rows or none, one statement on PostgreSQL."""
+
+import uuid
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.db import IntegrityError, models
 from django.db.models import FilteredRelation, Q
+from django.db.models.functions import Upper
 from django.db.models.sql.compiler import SQLCompiler
+from django.utils import timezone
 
 from dbqueue.compiled import CompiledQuery, Param, insert_together
+from notifications.models import Notification
 from projects.models import Project, ProjectStatus
 from tenancy.models import ApiToken, Membership, Role, Tenant
 from tests.conftest import make_member, requires_postgres
+from tests.notifications.factories import make_notifications
 
 
 def token_with_membership() -> models.QuerySet[ApiToken]:
@@ -82,6 +89,38 @@ def test_no_match_is_an_empty_list_and_an_unjoined_relation_is_unset(alice, char
     [token] = QUERY.run(prefix=prefix(alice), tenant=charlie.tenant.id)
 
     assert not hasattr(token, "membership")
+
+
+def named_rows(tenant: Any) -> models.QuerySet:
+    """Annotations named before fields, a JSON and a nullable foreign key column."""
+    return (
+        Notification.objects.filter(tenant_id=tenant)
+        .annotate(shout=Upper("subject"))
+        .order_by("-created_at", "-id")
+        .values_list("shout", "id", "channels", "project_id", "created_at", named=True)
+    )
+
+
+def test_named_rows_are_the_querysets_own(alice, charlie):
+    due = {"next_fire_at": timezone.now()}
+    make_notifications(3, tenant=alice.tenant, subject="hi", channels=["email", "webhook"], **due)
+    make_notifications(1, tenant=charlie.tenant, **due)
+    expected = list(named_rows(alice.tenant.id))
+
+    query = CompiledQuery(lambda: named_rows(Param("tenant", models.UUIDField())))
+    rows = query.run(tenant=alice.tenant.id)
+
+    assert rows == expected and len(rows) == 3
+    assert [row._fields for row in rows] == [row._fields for row in expected]
+    assert rows[0].shout == "HI" and rows[0].channels == ["email", "webhook"]
+    assert isinstance(rows[0].id, uuid.UUID) and rows[0].created_at.tzinfo is not None
+
+
+def test_rows_of_any_other_shape_are_refused(alice):
+    query = CompiledQuery(lambda: Project.objects.values("id"))
+
+    with pytest.raises(TypeError, match="named=True"):
+        query.run()
 
 
 def test_insert_together_stores_every_row_with_its_defaults(db):

@@ -36,6 +36,8 @@ def test_a_page_of_50_and_the_next_are_three_statements_each(
 
     page_sql = context.captured_queries[2]["sql"]
     assert "tenant_id" in page_sql and "LIMIT 51" in page_sql
+    # only the columns the page shows: no claim, lease or delivery state
+    assert "recurrence_anchor" in page_sql and "channel_state" not in page_sql
     assert (len(first["results"]), len(second["results"])) == (50, 10)
     assert len(parked["results"]) == 50
     ids = {n["id"] for n in first["results"] + second["results"]}

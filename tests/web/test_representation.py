@@ -1,6 +1,8 @@
 """Representation renders rows exactly as their DRF serializer does, faster."""
 
+import uuid
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -8,9 +10,10 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from notifications.serializers import NOTIFICATIONS, NotificationSerializer
+from notifications.services import notification_pages
 from projects.models import Project
 from projects.serializers import PROJECTS, ProjectSerializer
-from projects.services import project_queryset
+from projects.services import project_pages, project_queryset
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_project
 from web.representation import Representation
@@ -67,6 +70,27 @@ def test_projects_render_with_and_without_their_job(alice):
     assert [row["job"] is None for row in rendered] == [True, False]
 
 
+def first_page(pages) -> list:
+    return list(pages.order_by("-created_at", "-id")[0:10])
+
+
+def test_list_pages_rows_of_its_attributes_render_as_the_instances_do(alice):
+    instances = varied_notifications(alice.tenant)  # with a project without its job
+    make_project(alice, name="with its job")
+    projects = list(project_queryset(tenant=alice.tenant).order_by("-created_at", "-id"))
+
+    notifications = first_page(
+        notification_pages(tenant=alice.tenant, fields=NOTIFICATIONS.attributes)
+    )
+    listed = first_page(project_pages(tenant=alice.tenant, fields=PROJECTS.attributes))
+
+    assert NOTIFICATIONS.many(notifications) == NotificationSerializer(instances, many=True).data
+    assert PROJECTS.many(listed) == ProjectSerializer(projects, many=True).data
+    assert "recurrence_anchor" in NOTIFICATIONS.attributes
+    assert "channel_state" not in NOTIFICATIONS.attributes
+    assert PROJECTS.attributes == ("id", "name", "status", "created_at", "updated_at")
+
+
 def test_datetimes_follow_the_current_time_zone_as_drf_does(alice):
     rows = varied_notifications(alice.tenant)
 
@@ -79,6 +103,32 @@ def test_datetimes_follow_the_current_time_zone_as_drf_does(alice):
     assert recurring["fire_at"] == "2030-01-07T03:00:00.123456-05:00"
     assert recurring["last_fired_at"] == "2029-12-31T03:00:00.123456-05:00"
     assert NOTIFICATIONS.one(rows[-1])["fire_at"] == "2030-01-07T08:00:00.123456Z"
+
+
+def test_plain_fields_render_as_drfs_own_whatever_the_value():
+    class Plain(serializers.Serializer):
+        text = serializers.CharField()
+        email = serializers.EmailField()
+        number = serializers.IntegerField()
+        big = serializers.BigIntegerField(coerce_to_string=True)
+        verbose = serializers.UUIDField()
+        short = serializers.UUIDField(format="hex")
+        listed = serializers.ListField(child=serializers.IntegerField())
+        chosen = serializers.ChoiceField(choices=[(1, "one")])
+
+    some = uuid.uuid4()
+    rows = [
+        SimpleNamespace(
+            text=5, email="a@example.com", number="7", big=2**70, verbose=some, short=some,
+            listed=["1", None, True], chosen="1",
+        ),
+        SimpleNamespace(
+            text=None, email=None, number=None, big=None, verbose=None, short=None,
+            listed=[], chosen=None,
+        ),
+    ]  # fmt: skip
+
+    assert Representation(Plain).many(rows) == Plain(rows, many=True).data
 
 
 def test_a_field_it_cannot_compile_is_refused():
