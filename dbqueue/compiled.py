@@ -27,7 +27,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, models, router, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.constants import LOOKUP_SEP
 from django.db.models.expressions import Expression
@@ -268,6 +268,7 @@ class CompiledPages(Generic[M]):
     def __init__(self, build: Callable[..., models.QuerySet[M]]) -> None:
         self._build = build
         self._shapes: dict[tuple, CompiledQuery[M]] = {}
+        self._model: type[models.Model] | None = None
 
     def of(self, *static: Any, **values: Any) -> "_Page[M]":
         return _Page(self, static, values)
@@ -279,7 +280,10 @@ class CompiledPages(Generic[M]):
             query = CompiledQuery(lambda: page.applied_to(self._build(*page.static)))
             if len(self._shapes) < _MAX_PAGE_SHAPES:
                 self._shapes[key] = query
-        return query.run(**page.values)
+        if self._model is None:
+            self._model = self._build(*page.static).model
+        # A list page is an API read: a replica serves it when the request's routing says so.
+        return query.run(using=router.db_for_read(self._model), **page.values)
 
 
 @dataclass(frozen=True)

@@ -78,3 +78,18 @@ def test_each_shape_is_compiled_once_whatever_the_tenant_or_position(
             list(bounded.filter(created_at__lt=moment.isoformat())[0:3])
 
     assert compilations == [Project, Project]
+
+
+def test_a_page_is_read_where_the_read_router_says(alice, dated, monkeypatch):
+    asked: list = []
+
+    def db_for_read(model, **hints):
+        asked.append(model)
+        return "default"
+
+    monkeypatch.setattr("dbqueue.compiled.router.db_for_read", db_for_read)
+
+    page = list(PAGES.of(tenant=alice.tenant.id).order_by(*ORDERING)[0:3])
+
+    assert len(page) == 3
+    assert asked == [Project]  # an API read goes to a replica when its routing says so

@@ -62,12 +62,20 @@ def test_a_paused_replica_is_bypassed_by_bookmarked_reads_only(alice, tmp_path):
             path, bookmark = create_project(served, alice.token)
             bookmarked = call(served, "GET", path, alice.token, **{"Tickwork-Bookmark": bookmark})
             unbookmarked = call(served, "GET", path, alice.token)
+            listed = call(
+                served, "GET", "/v1/projects", alice.token, **{"Tickwork-Bookmark": bookmark}
+            )
+            unlisted = call(served, "GET", "/v1/projects", alice.token)
         finally:
             replica_sql("SELECT pg_wal_replay_resume()::text")
     assert bookmarked.status == 200
     # Without a bookmark the paused replica answers: it has not seen the project (D1's
-    # first-unconstrained), which also shows that reads do go to the replica.
+    # first-unconstrained), which also shows that reads do go to the replica ...
     assert unbookmarked.status == 404
+    # ... list pages included.
+    project_id = path.rstrip("/").rsplit("/", 1)[-1]
+    assert project_id in {project["id"] for project in listed.body["results"]}
+    assert project_id not in {project["id"] for project in unlisted.body["results"]}
 
 
 def test_a_replica_lagging_past_the_limit_is_not_used(alice, tmp_path):
