@@ -72,5 +72,7 @@ def _first_sight(issuer: str, subject: str, claims: dict[str, Any]) -> ExternalI
             user = _user_get_or_create(email)
             return ExternalIdentity.objects.create(issuer=issuer, subject=subject, user=user)
     except IntegrityError:
-        # A concurrent first request of the same subject (or email) stored it first.
-        return ExternalIdentity.objects.select_related("user").get(issuer=issuer, subject=subject)
+        # A concurrent first request of the same subject (or email) stored it first, on the
+        # primary: a replica may not have replayed it yet.
+        identities = ExternalIdentity.objects.using(DEFAULT_DB_ALIAS).select_related("user")
+        return identities.get(issuer=issuer, subject=subject)

@@ -2,9 +2,11 @@
 PostgreSQL, which replicas do not hold): a JWT's user and its address's count are read
 there even while the request's reads are routed to a replica."""
 
+import threading
 from contextlib import contextmanager
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connection
 
 from dbqueue import replicas
@@ -18,6 +20,7 @@ from tests.conftest import requires_postgres
 # transaction=True: outside a transaction reads follow the request's routing.
 pytestmark = pytest.mark.django_db(transaction=True)
 
+User = get_user_model()
 ISSUER = "https://login.example.com"
 FAILURES = FailureLimit(key="authfail:192.0.2.7", limit=2)
 
@@ -61,3 +64,30 @@ def test_on_postgresql_the_counts_are_not_written_ahead():
     with connection.cursor() as cursor:
         cursor.execute("SELECT relpersistence FROM pg_class WHERE relname = 'dbqueue_ratewindow'")
         assert cursor.fetchone() == ("u",)
+
+
+@requires_postgres
+def test_a_subject_another_request_stored_first_is_read_back_on_the_primary(monkeypatch):
+    create = ExternalIdentity.objects.create
+
+    def stored_first_elsewhere(**fields):
+        # The concurrent first request commits the same subject on its own connection ...
+        def other_request():
+            try:
+                other = User.objects.create(username="first@example.com", email="first@example.com")
+                create(issuer=fields["issuer"], subject=fields["subject"], user=other)
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=other_request)
+        thread.start()
+        thread.join()
+        return create(**fields)  # ... so this one breaks the unique constraint
+
+    monkeypatch.setattr(ExternalIdentity.objects, "create", stored_first_elsewhere)
+
+    with reads_routed_to_a_replica():
+        user = jwt_user(claims=claims("racer"), issuer=ISSUER, failures=FAILURES)
+
+    assert user.username == "first@example.com"
+    assert ExternalIdentity.objects.get(subject="racer").user == user
