@@ -20,19 +20,18 @@ NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 
 
 class Receiver:
+    """Records the webhooks sent (no email goes out here)."""
+
     def __init__(self) -> None:
         self.calls: list[str] = []
+        self.senders = Senders(email=self._refuse, webhook=self._record)
 
-    def webhook(self, message, *, timeout):
+    def _record(self, message, *, timeout):
         self.calls.append(message.msg_id)
         return DeliveryResult(ok=True, http_status=200, duration_ms=5)
 
-    def email(self, message, *, timeout):
+    def _refuse(self, message, *, timeout):
         raise AssertionError("no email here")
-
-    @property
-    def senders(self) -> Senders:
-        return Senders(email=self.email, webhook=self.webhook)
 
 
 @pytest.fixture
