@@ -22,7 +22,7 @@ from notifications.models import (
     NotificationState,
     WebhookEndpoint,
 )
-from notifications.recurrence import SKIP_COUNT_CAP
+from notifications.recurrence_skipped import SKIP_COUNT_CAP
 from notifications.validation import MAX_RECIPIENTS
 from web.fields import NullableCharField, StrictBooleanField, StrictUUIDField
 from web.representation import Representation
