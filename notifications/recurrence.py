@@ -23,13 +23,9 @@ occurrences a late schedule skips in ``recurrence_skipped``.
 from datetime import UTC, datetime, timedelta
 
 from notifications.recurrence_cost import CpuBudget, RuleTooCostly
-from notifications.recurrence_rules import (
-    InvalidRecurrence,
-    parse_rule,
-    validate_rrule,
-    validate_timezone,
-)
+from notifications.recurrence_rules import InvalidRecurrence, parse_rule, validate_rrule
 from notifications.recurrence_walk import occurrence_after
+from notifications.recurrence_zones import validate_timezone
 
 __all__ = [
     "CpuBudget",

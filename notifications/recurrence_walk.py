@@ -10,8 +10,10 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from dateutil.rrule import DAILY, HOURLY, MINUTELY, MONTHLY, WEEKLY, YEARLY, rrule, rrulestr
 
+from notifications.recurrence_bounds import DAY_PARTS, month_days_exist
 from notifications.recurrence_cost import CpuMeter, RuleTooCostly
-from notifications.recurrence_rules import DAY_PARTS, RuleSpec, month_days_exist, parse_rule, zone
+from notifications.recurrence_rules import RuleSpec, parse_rule
+from notifications.recurrence_zones import zone
 
 # A period start this far before `after` (in wall time) also covers candidates that a
 # DST gap or a UTC-offset swing maps past `after`; offsets span less than 2 days.
