@@ -19,13 +19,8 @@ from django.utils.text import Truncator
 from django.utils.timezone import now as utc_now
 
 from notifications import conflicts, services
-from notifications.models import (
-    Channel,
-    Delivery,
-    Notification,
-    NotificationQuerySet,
-    NotificationState,
-)
+from notifications.models import Channel, Delivery, Notification, NotificationState
+from notifications.querysets import NotificationQuerySet
 from notifications.states import Move, allows
 from web.admin import ServiceSaveAdmin, StateButtonsAdmin, pretty_json
 
