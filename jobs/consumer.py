@@ -1,22 +1,15 @@
-"""The engine of `consume_jobs`: claim ready jobs, run them, record fenced outcomes.
+"""The engine of `consume_jobs`: claim ready jobs, run them (`jobs.processing`), record
+fenced outcomes.
 
 Jobs are claimed in small batches, each job's claim counting its attempt. A batch shares one
 lease, so it is only as large as the lease covers: `claim_size()` jobs, where that many
 times the slowest registered handler's worst case (`Handler.max_seconds`) fits in
-JOB_LEASE_SECONDS (one at a time when a handler's worst case is unknown). Before each job
-starts, the lease must still cover that job's worst case; when it does not, or the worker
-is stopping, the jobs not yet started are released (pending again, attempt given back).
-Successes are written back together at the end of the batch, in one fenced statement and
-one transaction with the handlers' local writes (`apply_many` where a handler has it); if
-that transaction fails, each job is written back alone so that one bad job cannot fail the
-others. Failures are written back at once, one by one. A job whose claims used up its
-attempts without ever producing an outcome (it kills its worker) is dead-lettered as
-`crashed` instead of being run again. `jobs_worker` repeats batches until told to stop: it
-polls, and on PostgreSQL it also wakes on the `tickwork_jobs` notification that the jobs
-table's trigger sends when a job is committed.
+JOB_LEASE_SECONDS (one at a time when a handler's worst case is unknown). How a batch runs
+and is written back is `jobs.processing`'s. `jobs_worker` repeats batches until told to
+stop: it polls, and on PostgreSQL it also wakes on the `tickwork_jobs` notification that
+the jobs table's trigger sends when a job is committed.
 """
 
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -30,24 +23,13 @@ from django.db import DatabaseError
 from dbqueue.claims import Claimed, ClaimSpec, ClaimValue, claim
 from dbqueue.clock import Clock
 from dbqueue.database import connection_lost
-from dbqueue.leases import is_lease_running
 from dbqueue.listen import ListenWaiter
 from dbqueue.totals import WorkerSummary
 from dbqueue.worker import ConnectionLost, Worker
 from jobs.models import Job, JobStatus
-from jobs.registry import Handler, JobError, handler_for, handlers
-from jobs.services import (
-    Outcome,
-    job_complete,
-    job_crashed,
-    job_defer,
-    job_fail,
-    jobs_complete,
-    jobs_release,
-)
-from outbound.categories import ErrorCategory
-
-logger = logging.getLogger(__name__)
+from jobs.processing import jobs_process
+from jobs.registry import handlers
+from jobs.services import Outcome, jobs_release
 
 NOTIFY_CHANNEL = "tickwork_jobs"
 # Beyond this a batch's OR-list of fenced (id, token) pairs stops paying for itself.
@@ -77,69 +59,6 @@ def jobs_claim(*, now: datetime, limit: int) -> Claimed:
     return claim(JOB_CLAIM, now=now, lease=lease, limit=limit)
 
 
-def _refused(job: Job, handler: Handler | None, *, clock: Clock) -> Outcome | None:
-    """The outcome of a job that must not run (a poison job, an unknown kind), else None."""
-    if job.attempts > job.max_attempts:
-        return _checked(job, ErrorCategory.CRASHED, job_crashed(job=job, now=clock.now()))
-    if handler is None:
-        outcome = job_fail(
-            job=job,
-            now=clock.now(),
-            category=ErrorCategory.UNKNOWN_KIND,
-            error=f"no handler for job kind {job.kind!r}",
-            permanent=True,
-        )
-        return _checked(job, ErrorCategory.UNKNOWN_KIND, outcome)
-    return None
-
-
-def _performed(job: Job, handler: Handler, *, clock: Clock) -> Outcome | None:
-    """Run `perform`; None when it succeeded, else its recorded failure."""
-    try:
-        handler.perform(job)
-    except Exception as exc:
-        return _failed(job, exc, clock=clock)
-    return None
-
-
-def _completed(job: Job, handler: Handler, *, clock: Clock) -> Outcome:
-    """Write back one performed job's success with its local writes."""
-    try:
-        now = clock.now()
-        done = job_complete(job=job, now=now, apply=lambda: handler.apply(job, now=now))
-    except Exception as exc:
-        return _failed(job, exc, clock=clock)
-    return _checked(job, "success", Outcome.COMPLETED if done else Outcome.FENCED_OUT)
-
-
-def _failed(job: Job, exc: Exception, *, clock: Clock) -> Outcome:
-    if isinstance(exc, JobError) and exc.backpressure:
-        deferral = job_defer(job=job, now=clock.now(), error=str(exc), retry_after=exc.retry_after)
-        return _checked(job, "deferral", deferral)
-    if isinstance(exc, JobError):
-        outcome = job_fail(
-            job=job,
-            now=clock.now(),
-            category=exc.category,
-            error=str(exc),
-            permanent=exc.permanent,
-            retry_after=exc.retry_after,
-        )
-        return _checked(job, "failure", outcome)
-    if isinstance(exc, DatabaseError) and connection_lost(exc):
-        # The job did not fail, the database went away: record nothing (no "internal
-        # error", no backoff); the job is reclaimed when its lease expires.
-        raise exc
-    logger.error("job %s (%s) raised %s", job.id, job.kind, type(exc).__name__, exc_info=exc)
-    outcome = job_fail(
-        job=job,
-        now=clock.now(),
-        category=ErrorCategory.INTERNAL,
-        error=f"internal error: {type(exc).__name__}",
-    )
-    return _checked(job, "failure", outcome)
-
-
 def claim_size() -> int:
     """How many jobs one claim may take: as many as the lease covers at the slowest
     registered handler's worst case, at most CLAIM_MAX; 1 when a worst case is unknown."""
@@ -148,71 +67,6 @@ def claim_size() -> int:
         return 1
     fits = int(settings.JOB_LEASE_SECONDS // max(worst))
     return max(1, min(CLAIM_MAX, fits))
-
-
-def jobs_process(
-    jobs: list[Job], *, clock: Clock, should_stop: Callable[[], bool]
-) -> list[Outcome]:
-    """Run a claimed batch in the order given and record every outcome (see the module
-    docstring); the jobs not started are released and get no outcome."""
-    outcomes: list[Outcome] = []
-    performed: list[tuple[Job, Handler]] = []
-    for index, job in enumerate(jobs):
-        handler = handler_for(job.kind)
-        # The first job runs whatever happens, like a job claimed alone.
-        if index and (should_stop() or not _lease_covers(job, handler, clock=clock)):
-            jobs_release(jobs=jobs[index:], now=clock.now())
-            break
-        outcome = _refused(job, handler, clock=clock) or _performed(job, handler, clock=clock)
-        if outcome is not None:
-            outcomes.append(outcome)
-        else:
-            performed.append((job, handler))
-    return outcomes + _completed_together(performed, clock=clock)
-
-
-def _lease_covers(job: Job, handler: Handler | None, *, clock: Clock) -> bool:
-    worst = handler.max_seconds() if handler is not None else None
-    # The lease must still run at the moment the job's worst case would end.
-    return is_lease_running(job.claimed_until, now=clock.now() + timedelta(seconds=worst or 0))
-
-
-def _completed_together(performed: list[tuple[Job, Handler]], *, clock: Clock) -> list[Outcome]:
-    if not performed:
-        return []
-    now = clock.now()
-    jobs = [job for job, _ in performed]
-    by_kind = {job.kind: handler for job, handler in performed}
-
-    def apply(ours: list[Job]) -> None:
-        for kind, handler in by_kind.items():
-            batch = [job for job in ours if job.kind == kind]
-            if handler.apply_many is not None:
-                handler.apply_many(batch, now=now)
-                continue
-            for job in batch:
-                handler.apply(job, now=now)
-
-    try:
-        done = jobs_complete(jobs=jobs, now=now, apply=apply)
-    except Exception as exc:
-        if isinstance(exc, DatabaseError) and connection_lost(exc):
-            raise
-        # One job's local writes failed the batch: write each back alone, so only that
-        # job records the failure.
-        return [_completed(job, handler, clock=clock) for job, handler in performed]
-    return [
-        _checked(job, "success", Outcome.COMPLETED if job.pk in done else Outcome.FENCED_OUT)
-        for job in jobs
-    ]
-
-
-def _checked(job: Job, branch: str, outcome: Outcome) -> Outcome:
-    if outcome is Outcome.FENCED_OUT:
-        logger.warning(
-            "fenced out on %s for job %s, claim_token=%s", branch, job.id, job.claim_token
-        )
-    return outcome
 
 
 @dataclass

@@ -4,12 +4,12 @@ import uuid
 from datetime import datetime
 
 from django.conf import settings
-from django.db import connection, models
-from django.db.models.expressions import RawSQL
+from django.db import models
 from django.utils.timezone import now as utc_now
 
-from dbqueue.leases import is_lease_running, lease_free, lease_running
+from dbqueue.leases import is_lease_running
 from notifications.circuits import is_circuit_open
+from notifications.querysets import NotificationQuerySet
 from notifications.states import CLAIMABLE, DeadLetterReason, NotificationState
 from tenancy.models import Tenant
 
@@ -69,35 +69,6 @@ class WebhookEndpoint(models.Model):
         return [
             entry for entry in self.retired_secrets if datetime.fromisoformat(entry["until"]) > now
         ]
-
-
-class NotificationQuerySet(models.QuerySet["Notification"]):
-    def due(self, *, now: datetime) -> "NotificationQuerySet":
-        return (
-            self.filter(_claimable_state(self.model))
-            .filter(next_fire_at__lte=now, error_count__lt=models.F("max_attempts"))
-            .filter(lease_free(now=now))
-        )
-
-    def in_flight(self, *, now: datetime) -> "NotificationQuerySet":
-        return self.filter(lease_running(now=now))
-
-    def in_state(self, state: str) -> "NotificationQuerySet":
-        """The rows whose stored `state` is `state` (a NotificationState); the API's
-        `?state=` filter, the admin's filter and the queue figures all use this."""
-        return self.filter(state=NotificationState(state))
-
-
-def _claimable_state(model: type[models.Model]) -> RawSQL:
-    """`state IN ('scheduled', 'backing_off')`, the due index's own condition, with the
-    states as SQL literals: the planner uses a partial index only when it can prove that the
-    query implies the index's condition, and it cannot see through bound parameters (a
-    prepared statement's generic plan on PostgreSQL, SQLite's planner)."""
-    quote = connection.ops.quote_name
-    states = ", ".join(f"'{state.value}'" for state in CLAIMABLE)
-    column = f"{quote(model._meta.db_table)}.{quote('state')}"
-    # Only the model's own names and the states above: no input reaches this SQL.
-    return RawSQL(f"{column} IN ({states})", [], output_field=models.BooleanField())  # noqa: S611
 
 
 def default_max_attempts() -> int:

@@ -1,18 +1,19 @@
-"""Parsing and validation of RRULE text and IANA zone names for recurring schedules.
+"""Parsing and validation of RRULE text for recurring schedules.
 
 Pure functions (stdlib + python-dateutil). ``parse_rule`` turns an accepted RRULE line into
-a ``RuleSpec``; every message of ``InvalidRecurrence`` is safe to show to the client.
+a ``RuleSpec``; every message of ``InvalidRecurrence`` is safe to show to the client. What
+one period of a rule can hold is counted in ``recurrence_bounds``; IANA zone names are
+checked in ``recurrence_zones``.
 """
 
 import re
 from dataclasses import dataclass
 from datetime import datetime, time
-from functools import cache, lru_cache
-from importlib import resources
-from math import prod
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from functools import lru_cache
 
 from dateutil.rrule import DAILY, HOURLY, MINUTELY, MONTHLY, WEEKLY, YEARLY, rrulestr
+
+from notifications.recurrence_bounds import int_list, month_days_exist, occurrences_bound
 
 MAX_COUNT = 10_000  # COUNT rules are walked from their anchor: this bounds the walk.
 MAX_INTERVAL = 10_000
@@ -24,7 +25,6 @@ FREQUENCIES = {
     "HOURLY": HOURLY,
     "MINUTELY": MINUTELY,
 }
-DAY_PARTS = frozenset({"BYWEEKNO", "BYYEARDAY", "BYMONTHDAY", "BYDAY"})
 _PERIOD_NAMES = {
     "YEARLY": "year",
     "MONTHLY": "month",
@@ -32,11 +32,6 @@ _PERIOD_NAMES = {
     "DAILY": "day",
     "HOURLY": "hour",
     "MINUTELY": "minute",
-}
-# The time parts that subdivide one period of each frequency.
-_TIME_PARTS = {
-    "HOURLY": ("BYMINUTE", "BYSECOND"),
-    "MINUTELY": ("BYSECOND",),
 }
 _WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
 _ALL_MONTHS = "1,2,3,4,5,6,7,8,9,10,11,12"
@@ -54,7 +49,6 @@ _INT_LISTS = {
 _KNOWN_PARTS = {"FREQ", "INTERVAL", "COUNT", "UNTIL", "WKST", "BYDAY", *_INT_LISTS}
 _BYDAY_ITEM = re.compile(r"([+-]?[0-9]{1,2})?(MO|TU|WE|TH|FR|SA|SU)")
 _UNTIL_FORMS = re.compile(r"([0-9]{8})(?:T([0-9]{6})(Z?))?")
-_LONGEST_MONTH = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 class InvalidRecurrence(ValueError):
@@ -72,27 +66,6 @@ class RuleSpec:
     until: tuple[datetime, str] | None  # (naive value, "utc" | "local" | "date")
 
 
-def validate_timezone(name: str) -> None:
-    """Raise InvalidRecurrence("unknown time zone 'X'") unless `name` is an IANA name
-    (one of `iana_zone_names()`)."""
-    zone(name)
-    if name not in iana_zone_names():
-        raise InvalidRecurrence(f"unknown time zone '{name[:64]}'")
-
-
-@cache
-def iana_zone_names() -> frozenset[str]:
-    """The names the IANA time zone database defines (its zones and their backward links
-    such as "UTC" or "US/Eastern"), as the tzdata package lists them, that zoneinfo loads.
-
-    Not what the disk happens to hold besides: `localtime` (the server's own zone),
-    `posixrules`, the `posix/` and `right/` (leap-second) copies, nor `Factory`, the
-    database's placeholder for "not set" rather than a place.
-    """
-    listed = resources.files("tzdata").joinpath("zones").read_text(encoding="utf-8").split()
-    return (frozenset(listed) & available_timezones()) - {"Factory"}
-
-
 def validate_rrule(text: str) -> None:
     """Raise InvalidRecurrence with a clear message unless `text` is a usable RRULE line.
 
@@ -103,22 +76,6 @@ def validate_rrule(text: str) -> None:
     most occurrences one period of the rule can hold (such a position never exists).
     """
     parse_rule(text)
-
-
-def zone(name: str) -> ZoneInfo:
-    """The IANA zone `name`; raises InvalidRecurrence for anything else."""
-    shown = name[:64] if isinstance(name, str) else str(type(name).__name__)
-    if not isinstance(name, str) or not name or name != name.strip():
-        raise InvalidRecurrence(f"unknown time zone '{shown}'")
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
-        raise InvalidRecurrence(f"unknown time zone '{shown}'") from None
-
-
-def month_days_exist(months: tuple[int, ...], month_days: tuple[int, ...]) -> bool:
-    """True when some day of `month_days` (negative: from the end) exists in some month."""
-    return any(abs(day) <= _LONGEST_MONTH[month] for month in months for day in month_days)
 
 
 @lru_cache(maxsize=1024)
@@ -142,7 +99,7 @@ def parse_rule(text: str) -> RuleSpec:
         interval=int(parts.get("INTERVAL", "1")),
         wkst=_WEEKDAYS.index(parts.get("WKST", "MO")),
         parts=frozenset(parts),
-        months=_int_list(parts.get("BYMONTH", _ALL_MONTHS)),
+        months=int_list(parts.get("BYMONTH", _ALL_MONTHS)),
         until=_parse_until(parts["UNTIL"]) if "UNTIL" in parts else None,
     )
 
@@ -200,7 +157,7 @@ def _check_parts(parts: dict[str, str]) -> None:
         _check_byday(parts["BYDAY"], numbered_ok=freq in ("MONTHLY", "YEARLY"))
     _check_rfc_combinations(parts, freq)
     if "BYMONTHDAY" in parts and not month_days_exist(
-        _int_list(parts.get("BYMONTH", _ALL_MONTHS)), _int_list(parts["BYMONTHDAY"])
+        int_list(parts.get("BYMONTH", _ALL_MONTHS)), int_list(parts["BYMONTHDAY"])
     ):
         raise InvalidRecurrence("BYMONTHDAY never falls in the BYMONTH months (like February 30)")
     if "BYSETPOS" in parts:
@@ -253,43 +210,13 @@ def _check_rfc_combinations(parts: dict[str, str], freq: str) -> None:
 def _check_setpos_reachable(parts: dict[str, str], freq: str) -> None:
     # A position beyond the period's set selects nothing in every period: dateutil would
     # then walk period by period to the year 9999 looking for it.
-    bound = _days_bound(parts, freq) * _times_bound(parts, freq)
-    for position in _int_list(parts["BYSETPOS"]):
+    bound = occurrences_bound(parts, freq)
+    for position in int_list(parts["BYSETPOS"]):
         if abs(position) > bound:
             raise InvalidRecurrence(
                 f"BYSETPOS={position} never matches: one {_PERIOD_NAMES[freq]} of this rule "
                 f"holds at most {bound} occurrence{'s' if bound > 1 else ''}"
             )
-
-
-def _times_bound(parts: dict[str, str], freq: str) -> int:
-    keys = _TIME_PARTS.get(freq, ("BYHOUR", "BYMINUTE", "BYSECOND"))
-    return prod(len(set(_int_list(parts[key]))) if key in parts else 1 for key in keys)
-
-
-def _days_bound(parts: dict[str, str], freq: str) -> int:
-    """An upper bound of the days one period holds; each day part only narrows the set."""
-    if freq == "WEEKLY" and "BYDAY" in parts:
-        return len({item[-2:] for item in parts["BYDAY"].split(",")})
-    if freq not in ("YEARLY", "MONTHLY") or not parts.keys() & DAY_PARTS:
-        # One day per period, or per listed month: the day is inherited from the anchor.
-        return len(_int_list(parts["BYMONTH"])) if freq == "YEARLY" and "BYMONTH" in parts else 1
-    size = {key: len(set(parts[key].split(","))) for key in parts}
-    # Numbered weekdays and month days count per month for MONTHLY, or for YEARLY with BYMONTH.
-    months = size["BYMONTH"] if freq == "YEARLY" and "BYMONTH" in parts else 1
-    per_month = freq == "MONTHLY" or "BYMONTH" in parts
-    bounds = [366 if freq == "YEARLY" else 31]
-    if "BYMONTHDAY" in parts:
-        bounds.append(size["BYMONTHDAY"] * (months if per_month else 12))
-    if "BYYEARDAY" in parts:
-        bounds.append(size["BYYEARDAY"])
-    if "BYWEEKNO" in parts:
-        bounds.append(7 * size["BYWEEKNO"])
-    if "BYDAY" in parts:
-        per_weekday = (1, 5) if per_month else (1, 53)  # (numbered, every such weekday)
-        weekdays = [per_weekday[len(item) == 2] for item in parts["BYDAY"].split(",")]
-        bounds.append(sum(weekdays) * months)
-    return min(bounds)
 
 
 def _check_with_dateutil(core: str, parts: dict[str, str]) -> None:
@@ -324,7 +251,3 @@ def _parse_until(value: str) -> tuple[datetime, str]:
             "or 20270101 (a date, inclusive)"
         ) from None
     return moment, "utc" if match[3] else "local"
-
-
-def _int_list(value: str) -> tuple[int, ...]:
-    return tuple(int(item) for item in value.split(","))

@@ -2,7 +2,8 @@
 
 Input serializers check types, sizes and formats only; the rules that tie fields together
 (recipients for the email channel, the tenant's own endpoint and project, RRULE and time
-zone) live in notifications.services, which every caller goes through.
+zone) live in notifications.services and the checks it applies (notifications.validation),
+which every caller goes through.
 """
 
 from datetime import UTC, datetime, timedelta
@@ -21,8 +22,8 @@ from notifications.models import (
     NotificationState,
     WebhookEndpoint,
 )
-from notifications.recurrence import SKIP_COUNT_CAP
-from notifications.services import MAX_RECIPIENTS
+from notifications.recurrence_skipped import SKIP_COUNT_CAP
+from notifications.validation import MAX_RECIPIENTS
 from web.fields import NullableCharField, StrictBooleanField, StrictUUIDField
 from web.representation import Representation
 from web.serializers import NoBodySerializer, RejectsUndeclaredFields

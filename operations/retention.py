@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 
 from dbqueue.batches import delete_in_batches
 from jobs.services import jobs_completed_before
-from notifications.services import (
+from notifications.retention import (
     deliveries_before,
     email_batches_before,
     notifications_completed_before,

@@ -3,13 +3,11 @@ the identity provider's discovery document and keys are read with `get`.
 
 Guarantees: an explicit timeout that bounds the whole exchange (not just each socket read),
 no redirects, a capped response body, no proxies or credentials picked up from the
-environment, and, when asked, SSRF vetting of the address actually connected to.
+environment, and, when asked, SSRF vetting of the address actually connected to. The
+watchdog behind the timeout lives in `outbound.deadline`, the session every exchange runs
+on in `outbound.sessions`.
 """
 
-import contextlib
-import contextvars
-import socket
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from http.client import HTTPException
@@ -17,13 +15,12 @@ from urllib.parse import SplitResult, urlsplit
 
 import requests
 import urllib3
-from requests.adapters import HTTPAdapter
 from requests.certs import where as default_ca_bundle
 from requests.structures import CaseInsensitiveDict
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from .categories import ErrorCategory
+from .deadline import Deadline, active_deadline
+from .sessions import new_session
 from .ssrf import is_public_address, resolve_addresses
 
 USER_AGENT = "Tickwork/1.0"
@@ -119,10 +116,10 @@ def _exchange(
     address = _vetted_address(target) if vet_addresses else None
     request_url, request_headers = _prepare(url, target, headers, address)
     tls_hostname = target.host if address and target.parts.scheme == "https" else None
-    deadline = _Deadline(timeout)
-    token = _active_deadline.set(deadline)
+    deadline = Deadline(timeout)
+    token = active_deadline.set(deadline)
     try:
-        with _session(tls_hostname) as session:
+        with new_session(tls_hostname) as session:
             response = session.request(
                 method,
                 request_url,
@@ -141,7 +138,7 @@ def _exchange(
         raise _classify(exc, target=target, timeout=timeout, deadline=deadline) from None
     finally:
         deadline.cancel()
-        _active_deadline.reset(token)
+        active_deadline.reset(token)
     return HttpResponse(
         status=response.status_code, headers=CaseInsensitiveDict(response.headers), body=received
     )
@@ -211,7 +208,7 @@ def _vetted_address(target: _Target) -> str:
 
 
 def _classify(
-    exc: BaseException, *, target: _Target, timeout: float, deadline: "_Deadline"
+    exc: BaseException, *, target: _Target, timeout: float, deadline: Deadline
 ) -> HttpError:
     # Library messages embed the full URL (query string included), so none is passed on.
     if deadline.expired or isinstance(
@@ -227,103 +224,3 @@ def _classify(
             category=ErrorCategory.CONNECTION,
         )
     return HttpError(f"connection to {target.origin} failed", category=ErrorCategory.CONNECTION)
-
-
-class _Deadline:
-    """Shuts down the sockets of one exchange once `seconds` have passed. requests' read
-    timeout restarts with every byte received, so a server dripping bytes would otherwise
-    hold a worker (and its lease) far beyond the channel timeout."""
-
-    def __init__(self, seconds: float) -> None:
-        self.expired = False
-        self._sockets: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def watch(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._sockets.append(sock)
-            expired = self.expired
-        if expired:
-            _shut_down(sock)
-
-    def cancel(self) -> None:
-        self._timer.cancel()
-
-    def _expire(self) -> None:
-        with self._lock:
-            self.expired = True
-            sockets = list(self._sockets)
-        for sock in sockets:
-            _shut_down(sock)
-
-
-def _shut_down(sock: socket.socket) -> None:
-    # The plain-socket shutdown also works on an SSLSocket without racing its TLS state:
-    # the blocked reader sees end-of-stream and fails.
-    with contextlib.suppress(OSError):
-        socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-
-_active_deadline: contextvars.ContextVar[_Deadline | None] = contextvars.ContextVar(
-    "tickwork_http_deadline", default=None
-)
-
-
-def _watch_connection(connection: HTTPConnection) -> None:
-    deadline = _active_deadline.get()
-    if deadline is not None and connection.sock is not None:
-        deadline.watch(connection.sock)
-
-
-class _WatchedHTTPConnection(HTTPConnection):
-    def connect(self) -> None:
-        super().connect()
-        _watch_connection(self)
-
-
-class _WatchedHTTPSConnection(HTTPSConnection):
-    def connect(self) -> None:
-        super().connect()
-        _watch_connection(self)
-
-
-class _WatchedHTTPPool(HTTPConnectionPool):
-    ConnectionCls = _WatchedHTTPConnection
-
-
-class _WatchedHTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _WatchedHTTPSConnection
-
-
-class _Adapter(HTTPAdapter):
-    """Registers every connection with the exchange's deadline and, for a URL pinned to a
-    vetted IP, sends the original hostname as TLS SNI and checks the certificate against it."""
-
-    def __init__(self, *, tls_hostname: str | None) -> None:
-        self._tls_hostname = tls_hostname
-        super().__init__(max_retries=0)
-
-    def init_poolmanager(self, *args: object, **pool_kwargs: object) -> None:
-        if self._tls_hostname:
-            pool_kwargs["server_hostname"] = self._tls_hostname
-            pool_kwargs["assert_hostname"] = self._tls_hostname
-        super().init_poolmanager(*args, **pool_kwargs)
-        self.poolmanager.pool_classes_by_scheme = {
-            "http": _WatchedHTTPPool,
-            "https": _WatchedHTTPSPool,
-        }
-
-
-def _session(tls_hostname: str | None) -> requests.Session:
-    session = requests.Session()
-    # No proxies, CA overrides or .netrc credentials from the environment: a proxy would
-    # undo the address pinning and .netrc could hand credentials to a tenant's endpoint.
-    session.trust_env = False
-    session.headers.clear()
-    adapter = _Adapter(tls_hostname=tls_hostname)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    return session

@@ -22,7 +22,7 @@ from django.conf import settings
 
 from jobs.models import Job
 from jobs.registry import Handler, JobError
-from notifications.services import Announced, Announcement, notifications_announce
+from notifications.announcements import Announced, Announcement, notifications_announce
 from onboarding.services import project_invitations_send
 from outbound.categories import ErrorCategory
 from outbound.http import HttpError, post

@@ -18,14 +18,9 @@ from django.utils.http import urlencode
 from django.utils.text import Truncator
 from django.utils.timezone import now as utc_now
 
-from notifications import services
-from notifications.models import (
-    Channel,
-    Delivery,
-    Notification,
-    NotificationQuerySet,
-    NotificationState,
-)
+from notifications import conflicts, services
+from notifications.models import Channel, Delivery, Notification, NotificationState
+from notifications.querysets import NotificationQuerySet
 from notifications.states import Move, allows
 from web.admin import ServiceSaveAdmin, StateButtonsAdmin, pretty_json
 
@@ -116,7 +111,7 @@ QUEUE_STATE_FIELDS = [
 class NotificationAdmin(StateButtonsAdmin, ServiceSaveAdmin):
     change_list_template = "admin/queue_change_list.html"
     form = NotificationForm
-    refusals = (services.NotificationClaimed, services.InvalidInput)
+    refusals = (conflicts.NotificationClaimed, services.InvalidInput)
     list_display = [
         "subject_or_placeholder",
         "tenant",
@@ -226,7 +221,7 @@ class NotificationAdmin(StateButtonsAdmin, ServiceSaveAdmin):
             services.notification_update(tenant=obj.tenant, notification_id=obj.pk, changes=changes)
 
     def refusal_message(self, exc: Exception) -> str:
-        if isinstance(exc, services.NotificationClaimed):
+        if isinstance(exc, conflicts.NotificationClaimed):
             return CLAIMED_REFUSAL
         return super().refusal_message(exc)
 
@@ -280,13 +275,13 @@ def _apply(action: Callable, notification: Notification) -> str:
     """Run a state-change service on `notification`; the reason it refused, or ""."""
     try:
         action(tenant=notification.tenant, notification_id=notification.id)
-    except services.NotificationClaimed:
+    except conflicts.NotificationClaimed:
         return "being delivered"
-    except services.NotificationNotParked:
+    except conflicts.NotificationNotParked:
         return "not parked"
-    except services.NotificationHealthy:
+    except conflicts.NotificationHealthy:
         return "not failing"
-    except services.ScheduleFinished:
+    except conflicts.ScheduleFinished:
         return "schedule finished"
     except Notification.DoesNotExist:
         return "deleted"

@@ -95,7 +95,7 @@ def test_once_stops_on_a_lost_database_with_one_error_line_and_leaves_the_batch_
 ):
     jobs = [make_job(alice.tenant, now=timezone.now() - timedelta(minutes=1)) for _ in range(2)]
     make_job(alice.tenant, now=timezone.now() + timedelta(minutes=1))
-    monkeypatch.setattr("jobs.consumer.jobs_complete", fail_with(session_ended()))
+    monkeypatch.setattr("jobs.processing.jobs_complete", fail_with(session_ended()))
     out = io.StringIO()
 
     with pytest.raises(CommandError) as raised:

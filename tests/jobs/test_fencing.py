@@ -6,8 +6,9 @@ from datetime import timedelta
 import pytest
 
 from dbqueue.clock import Clock
-from jobs.consumer import jobs_claim, jobs_drain, jobs_process
+from jobs.consumer import jobs_claim, jobs_drain
 from jobs.models import JobStatus
+from jobs.processing import jobs_process
 from jobs.registry import HANDLERS, Handler, JobError
 from jobs.services import Outcome
 from notifications.models import Notification

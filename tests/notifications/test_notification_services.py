@@ -1,4 +1,5 @@
-"""notifications.services: the rules every caller (API, admin, producers) goes through."""
+"""notifications.services (and the checks of notifications.validation they apply): the
+rules every caller (API, admin, producers) goes through."""
 
 import socket
 import threading
@@ -10,7 +11,7 @@ from django.utils import timezone
 
 from dbqueue.fences import fenced_update
 from dbqueue.models import ConcurrencySlot
-from notifications import services, webhook_endpoints
+from notifications import announcements, conflicts, services, webhook_endpoints
 from notifications.models import Notification, WebhookEndpoint
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
@@ -82,7 +83,7 @@ def test_update_racing_a_claim_is_a_conflict(tenant):
     stale = Notification.objects.get(pk=notification.pk)
     Notification.objects.filter(pk=notification.pk).update(claim_token=9, claimed_until=None)
 
-    with pytest.raises(services.NotificationClaimed):
+    with pytest.raises(conflicts.NotificationClaimed):
         services._guarded_update(stale, values={"subject": "X"}, now=NOW)
 
     assert Notification.objects.get(pk=notification.pk).subject == "Standup"
@@ -143,7 +144,7 @@ def test_unpark_resumes_a_recurring_row_at_its_next_occurrence(tenant):
 def test_unpark_refuses_rows_that_are_not_parked(tenant):
     notification = _email(tenant)
 
-    with pytest.raises(services.NotificationNotParked):
+    with pytest.raises(conflicts.NotificationNotParked):
         services.notification_unpark(tenant=tenant, notification_id=notification.id, now=NOW)
 
 
@@ -156,7 +157,7 @@ def test_unpark_of_a_finished_schedule_is_refused(tenant):
         recurrence_anchor=NOW - timedelta(days=9),
     )
 
-    with pytest.raises(services.ScheduleFinished):
+    with pytest.raises(conflicts.ScheduleFinished):
         services.notification_unpark(tenant=tenant, notification_id=notification.id, now=NOW)
 
 
@@ -338,7 +339,7 @@ def test_every_start_of_an_occurrence_sets_its_due_time(tenant):
 
 
 def test_announced_rows_are_due_now(tenant):
-    announcement = services.Announcement(
+    announcement = announcements.Announcement(
         addresses=["a@example.com"],
         email_subject="Welcome",
         email_body="",
@@ -346,8 +347,8 @@ def test_announced_rows_are_due_now(tenant):
         event_subject="activated",
     )
 
-    services.notifications_announce(
-        [services.Announced(tenant.id, None, "k", announcement)], now=NOW
+    announcements.notifications_announce(
+        [announcements.Announced(tenant.id, None, "k", announcement)], now=NOW
     )
 
     assert list(Notification.objects.values_list("due_at", "next_fire_at")) == [(NOW, NOW)]

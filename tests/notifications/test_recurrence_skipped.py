@@ -2,10 +2,10 @@
 
 from datetime import UTC, datetime, timedelta
 
-from notifications.recurrence import (
+from notifications.recurrence import next_occurrence
+from notifications.recurrence_skipped import (
     SKIP_COUNT_CAP,
     next_and_skipped,
-    next_occurrence,
     skipped_occurrences,
 )
 from tests.notifications.recurrence_support import GENEROUS, step_budget

@@ -3,8 +3,9 @@
 import pytest
 
 from dbqueue.clock import Clock
-from jobs.consumer import jobs_claim, jobs_drain, jobs_process
+from jobs.consumer import jobs_claim, jobs_drain
 from jobs.models import JobStatus
+from jobs.processing import jobs_process
 from jobs.services import Outcome
 from notifications.models import Channel, Notification
 from projects.models import ProjectStatus

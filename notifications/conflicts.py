@@ -1,0 +1,44 @@
+"""The conflicts a notification's services refuse a change with (409): the row is being
+delivered, or its state does not allow the move asked for."""
+
+from web.errors import Conflict
+
+
+class NotificationClaimed(Conflict):
+    """run_tick holds the row right now (or claimed it while the change was being made);
+    retry once its lease has ended."""
+
+    kind = "notification-claimed"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The notification is being delivered right now; try again when the delivery ends."
+        )
+
+
+class NotificationNotParked(Conflict):
+    """Only a parked or dead-lettered notification can be unparked."""
+
+    def __init__(self) -> None:
+        super().__init__("Only a parked or dead-lettered notification can be unparked.")
+
+
+class NotificationHealthy(Conflict):
+    """Retry is for a failing row: a scheduled (or completed) one is left as it is, since
+    retrying is not "fire now"."""
+
+    kind = "notification-not-retryable"
+
+    def __init__(self, state: str) -> None:
+        super().__init__(
+            "Only a dead-lettered, backing-off or parked notification can be retried; "
+            f"this one is {state}."
+        )
+        self.state = state
+
+
+class ScheduleFinished(Conflict):
+    """The recurring schedule has no occurrence left to resume at."""
+
+    def __init__(self) -> None:
+        super().__init__("The recurring schedule has no occurrence left to resume at.")

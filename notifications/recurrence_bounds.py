@@ -1,0 +1,59 @@
+"""What one period of a rule can hold, from its parts as parsed: whether its month days
+exist in its months, and at most how many occurrences one period holds (a BYSETPOS beyond
+that never matches). Pure arithmetic; the checks that refuse a rule live in
+``recurrence_rules``.
+"""
+
+from math import prod
+
+DAY_PARTS = frozenset({"BYWEEKNO", "BYYEARDAY", "BYMONTHDAY", "BYDAY"})
+# The time parts that subdivide one period of each frequency.
+_TIME_PARTS = {
+    "HOURLY": ("BYMINUTE", "BYSECOND"),
+    "MINUTELY": ("BYSECOND",),
+}
+_LONGEST_MONTH = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def month_days_exist(months: tuple[int, ...], month_days: tuple[int, ...]) -> bool:
+    """True when some day of `month_days` (negative: from the end) exists in some month."""
+    return any(abs(day) <= _LONGEST_MONTH[month] for month in months for day in month_days)
+
+
+def occurrences_bound(parts: dict[str, str], freq: str) -> int:
+    """An upper bound of the occurrences one period of the rule holds."""
+    return _days_bound(parts, freq) * _times_bound(parts, freq)
+
+
+def _times_bound(parts: dict[str, str], freq: str) -> int:
+    keys = _TIME_PARTS.get(freq, ("BYHOUR", "BYMINUTE", "BYSECOND"))
+    return prod(len(set(int_list(parts[key]))) if key in parts else 1 for key in keys)
+
+
+def _days_bound(parts: dict[str, str], freq: str) -> int:
+    """An upper bound of the days one period holds; each day part only narrows the set."""
+    if freq == "WEEKLY" and "BYDAY" in parts:
+        return len({item[-2:] for item in parts["BYDAY"].split(",")})
+    if freq not in ("YEARLY", "MONTHLY") or not parts.keys() & DAY_PARTS:
+        # One day per period, or per listed month: the day is inherited from the anchor.
+        return len(int_list(parts["BYMONTH"])) if freq == "YEARLY" and "BYMONTH" in parts else 1
+    size = {key: len(set(parts[key].split(","))) for key in parts}
+    # Numbered weekdays and month days count per month for MONTHLY, or for YEARLY with BYMONTH.
+    months = size["BYMONTH"] if freq == "YEARLY" and "BYMONTH" in parts else 1
+    per_month = freq == "MONTHLY" or "BYMONTH" in parts
+    bounds = [366 if freq == "YEARLY" else 31]
+    if "BYMONTHDAY" in parts:
+        bounds.append(size["BYMONTHDAY"] * (months if per_month else 12))
+    if "BYYEARDAY" in parts:
+        bounds.append(size["BYYEARDAY"])
+    if "BYWEEKNO" in parts:
+        bounds.append(7 * size["BYWEEKNO"])
+    if "BYDAY" in parts:
+        per_weekday = (1, 5) if per_month else (1, 53)  # (numbered, every such weekday)
+        weekdays = [per_weekday[len(item) == 2] for item in parts["BYDAY"].split(",")]
+        bounds.append(sum(weekdays) * months)
+    return min(bounds)
+
+
+def int_list(value: str) -> tuple[int, ...]:
+    return tuple(int(item) for item in value.split(","))

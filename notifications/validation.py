@@ -1,0 +1,135 @@
+"""The checks of a notification's input that tie fields together: channels and their
+recipients or endpoint, the recurrence rule and its time zone, the instant it first fires.
+
+Every caller (the API, the admin, producers' announcements) goes through them by way of
+the services; each raises `InvalidInput` with client-safe messages per field.
+"""
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+
+from notifications.models import Channel, WebhookEndpoint
+from notifications.recurrence import (
+    CpuBudget,
+    InvalidRecurrence,
+    RuleTooCostly,
+    admitted_first_occurrence,
+    validate_rrule,
+)
+from notifications.recurrence import validate_timezone as validate_tz_name
+from tenancy.models import Tenant
+from web.errors import InvalidInput
+
+MAX_RECIPIENTS = 50
+_ENDPOINT_MISSING = "No webhook endpoint with this id exists in this tenant."
+_NO_OCCURRENCE = (
+    "The rule has no occurrence at or after fire_at (for example, its COUNT or UNTIL ends "
+    "it before then)."
+)
+
+
+def checked_content(
+    *,
+    tenant: Tenant,
+    channels: Sequence[str],
+    email_to: Sequence[str],
+    webhook_endpoint_id: UUID | None,
+    rrule: str,
+    timezone: str,
+) -> dict[str, Any]:
+    """Validate delivery and recurrence together (they constrain each other) and return the
+    model field values; raises InvalidInput listing every problem found."""
+    errors: dict[str, list[str]] = {}
+    channels = list(channels)
+    if not channels:
+        errors["channels"] = ["At least one channel is required."]
+    elif not set(channels) <= set(Channel.values) or len(set(channels)) != len(channels):
+        errors["channels"] = [f"Channels must be distinct values among {Channel.values}."]
+    errors.update(recipient_errors(channels, list(email_to)))
+    if webhook_endpoint_id is not None:
+        if not WebhookEndpoint.objects.filter(pk=webhook_endpoint_id, tenant=tenant).exists():
+            errors["webhook_endpoint"] = [_ENDPOINT_MISSING]
+    elif Channel.WEBHOOK in channels:
+        errors["webhook_endpoint"] = ["The webhook channel needs a webhook endpoint."]
+    errors.update(_recurrence_errors(rrule, timezone))
+    if errors:
+        raise InvalidInput(errors)
+    return {
+        "channels": channels,
+        "email_to": list(email_to),
+        "webhook_endpoint_id": webhook_endpoint_id,
+        "rrule": rrule,
+        "timezone": timezone,
+    }
+
+
+def fire_instant(fire_at: datetime, timezone: str) -> datetime:
+    """`fire_at` as an aware instant in whole seconds: a naive value is wall-clock time in
+    the (checked) `timezone`, a time in a DST gap moving forward by the gap and a repeated
+    one meaning the first (fold=0)."""
+    if fire_at.tzinfo is None:
+        fire_at = fire_at.replace(tzinfo=ZoneInfo(timezone), fold=0)
+    return fire_at.astimezone(UTC).replace(microsecond=0)
+
+
+def first_fire_at(fire_at: datetime, schedule: Mapping[str, Any], *, now: datetime) -> datetime:
+    """When the checked `schedule` (rrule, timezone) anchored at `fire_at` first fires;
+    raises InvalidInput when its rule has no occurrence from `fire_at` on, or when its
+    occurrences cannot be found within RECURRENCE_BUDGET_MS (kind rrule_too_costly)."""
+    if not schedule["rrule"]:
+        return fire_at
+    try:
+        first = admitted_first_occurrence(
+            rrule=schedule["rrule"],
+            tz_name=schedule["timezone"],
+            anchor=fire_at,
+            now=now,
+            budget=recurrence_budget(),
+        )
+    except RuleTooCostly as exc:
+        raise too_costly(exc) from None
+    if first is None:
+        raise InvalidInput({"rrule": [_NO_OCCURRENCE]})
+    return first
+
+
+def recurrence_budget() -> CpuBudget:
+    return CpuBudget(limit_ms=settings.RECURRENCE_BUDGET_MS)
+
+
+def too_costly(exc: RuleTooCostly) -> InvalidInput:
+    return InvalidInput({"rrule": [str(exc)]}, message=str(exc), kind="rrule_too_costly")
+
+
+def _recurrence_errors(rrule: str, timezone: str) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    try:
+        validate_tz_name(timezone)
+    except InvalidRecurrence as exc:
+        errors["timezone"] = [str(exc)]
+    if rrule:
+        try:
+            validate_rrule(rrule)
+        except InvalidRecurrence as exc:
+            errors["rrule"] = [str(exc)]
+    return errors
+
+
+def recipient_errors(channels: list[str], email_to: list[str]) -> dict[str, list[str]]:
+    if Channel.EMAIL in channels and not email_to:
+        return {"email_to": ["The email channel needs at least one recipient."]}
+    if len(email_to) > MAX_RECIPIENTS:
+        return {"email_to": [f"At most {MAX_RECIPIENTS} recipients are allowed."]}
+    for address in email_to:
+        try:
+            validate_email(address)
+        except ValidationError:
+            return {"email_to": [f"{address[:100]!r} is not a valid email address."]}
+    return {}

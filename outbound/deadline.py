@@ -1,0 +1,80 @@
+"""An exchange's deadline: a watchdog that shuts down the sockets of one outbound HTTP
+exchange once its time is up. The exchange sets `active_deadline`; every connection of the
+watched pools registers its socket with it on connecting."""
+
+import contextlib
+import contextvars
+import socket
+import threading
+
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+
+class Deadline:
+    """Shuts down the sockets of one exchange once `seconds` have passed. requests' read
+    timeout restarts with every byte received, so a server dripping bytes would otherwise
+    hold a worker (and its lease) far beyond the channel timeout."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            expired = self.expired
+        if expired:
+            _shut_down(sock)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shut_down(sock)
+
+
+def _shut_down(sock: socket.socket) -> None:
+    # The plain-socket shutdown also works on an SSLSocket without racing its TLS state:
+    # the blocked reader sees end-of-stream and fails.
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+active_deadline: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar(
+    "tickwork_http_deadline", default=None
+)
+
+
+def _watch_connection(connection: HTTPConnection) -> None:
+    deadline = active_deadline.get()
+    if deadline is not None and connection.sock is not None:
+        deadline.watch(connection.sock)
+
+
+class _WatchedHTTPConnection(HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        _watch_connection(self)
+
+
+class _WatchedHTTPSConnection(HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()
+        _watch_connection(self)
+
+
+class WatchedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class WatchedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
