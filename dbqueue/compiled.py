@@ -17,19 +17,17 @@ shows, without a model instance per row.
 on PostgreSQL as one statement (data-modifying WITH), so a create of three rows is one round
 trip instead of five (BEGIN, three INSERTs, COMMIT).
 
-`CompiledPages` does the same for a list endpoint's cursor-paginated query: one compiled
-statement per page shape, whatever the tenant or position.
+`dbqueue.pages.CompiledPages` does the same for a list endpoint's cursor-paginated query.
 """
 
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, connections, models, router, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models.constants import LOOKUP_SEP
 from django.db.models.expressions import Expression
 from django.db.models.query import NamedValuesListIterable, get_related_populators
 from django.db.models.utils import create_namedtuple_class
@@ -245,76 +243,3 @@ def insert_together(objs: list[models.Model], using: str = DEFAULT_DB_ALIAS) -> 
             cursor.execute(sql, params)
     for obj in objs:
         obj._state.adding, obj._state.db = False, using
-
-
-# Shapes kept per CompiledPages: a page size (1-100) times two directions times with or
-# without a position covers every ordinary page; a crafted cursor's odd offset past this
-# is compiled for its one request and not kept.
-_MAX_PAGE_SHAPES = 1024
-_POSITION = "position"
-
-
-class CompiledPages(Generic[M]):
-    """A list query compiled once per page shape, for a cursor paginator.
-
-    `build(*static)` returns the list's queryset, its per-request values written as Params
-    (`static` picks among a few fixed variants, such as a filter's enum value). `of(*static,
-    **values)` stands in for that queryset where DRF's CursorPagination takes one: it
-    accepts what the paginator does to it — `order_by`, one `filter(<field>__lt|__gt=
-    position)`, a slice — and runs as one statement, compiled the first time its shape
-    (ordering, bound, slice) is seen rather than on every page.
-    """
-
-    def __init__(self, build: Callable[..., models.QuerySet[M]]) -> None:
-        self._build = build
-        self._shapes: dict[tuple, CompiledQuery[M]] = {}
-        self._model: type[models.Model] | None = None
-
-    def of(self, *static: Any, **values: Any) -> "_Page[M]":
-        return _Page(self, static, values)
-
-    def _run(self, page: "_Page[M]") -> list[M]:
-        key = (page.static, page.ordering, page.bound, page.window)
-        query = self._shapes.get(key)
-        if query is None:
-            query = CompiledQuery(lambda: page.applied_to(self._build(*page.static)))
-            if len(self._shapes) < _MAX_PAGE_SHAPES:
-                self._shapes[key] = query
-        if self._model is None:
-            self._model = self._build(*page.static).model
-        # A list page is an API read: a replica serves it when the request's routing says so.
-        return query.run(using=router.db_for_read(self._model), **page.values)
-
-
-@dataclass(frozen=True)
-class _Page(Generic[M]):
-    pages: CompiledPages[M]
-    static: tuple[Any, ...]
-    values: dict[str, Any]
-    ordering: tuple[str, ...] = ()
-    bound: str | None = None
-    window: tuple[int, int] | None = None
-
-    def order_by(self, *ordering: str) -> "_Page[M]":
-        return replace(self, ordering=ordering)
-
-    def filter(self, **lookup: Any) -> "_Page[M]":
-        ((bound, position),) = lookup.items()
-        return replace(self, bound=bound, values={**self.values, _POSITION: position})
-
-    def __getitem__(self, window: slice) -> "_Page[M]":
-        if window.step is not None or window.start is None or window.stop is None:
-            raise TypeError("a page is a slice [start:stop]")
-        return replace(self, window=(window.start, window.stop))
-
-    def __iter__(self) -> Iterator[M]:
-        return iter(self.pages._run(self))
-
-    def applied_to(self, queryset: models.QuerySet[M]) -> models.QuerySet[M]:
-        queryset = queryset.order_by(*self.ordering)
-        if self.bound is not None:
-            field = queryset.model._meta.get_field(self.bound.split(LOOKUP_SEP)[0])
-            queryset = queryset.filter(**{self.bound: Param(_POSITION, field)})
-        if self.window is not None:
-            queryset = queryset[self.window[0] : self.window[1]]
-        return queryset

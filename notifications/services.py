@@ -16,8 +16,9 @@ from django.db import models
 from django.db.models import QuerySet
 from django.utils.timezone import now as utc_now
 
-from dbqueue.compiled import CompiledPages, Param
+from dbqueue.compiled import Param
 from dbqueue.fences import guarded_update
+from dbqueue.pages import CompiledPages
 from notifications.conflicts import (
     NotificationClaimed,
     NotificationHealthy,
@@ -61,7 +62,7 @@ def notification_pages(*, tenant: Tenant, fields: Sequence[str], state: str | No
     """The tenant's notifications (in `state`, a NotificationState, if given) as named rows
     of `fields`, for GET /v1/notifications's cursor paginator (which orders by created_at).
     Without a state filter the SQL is compiled once per page shape
-    (dbqueue.compiled.CompiledPages); a state filter's SQL reads settings
+    (dbqueue.pages.CompiledPages); a state filter's SQL reads settings
     (NOTIFICATION_MAX_ATTEMPTS), so that queryset is compiled as usual."""
     if state is None:
         return _NOTIFICATION_PAGES.of(tuple(fields), tenant=tenant.id)
