@@ -31,7 +31,7 @@ from typing import Any
 from django.db import connection, models
 
 from dbqueue.compiled import bind
-from dbqueue.ranking import compiled_ranking
+from dbqueue.ranking import CompiledRanking, compiled_ranking
 
 # How many ready rows a PostgreSQL claim ranks per row it takes; the rest cover rows that
 # concurrent claimers hold locked, so up to OVERSAMPLE - 1 of them do not shrink a batch.
@@ -133,9 +133,8 @@ def claim_statement(
     capped = None if cap is None else len(cap_items)
     compiled = compiled_ranking(spec, skipped=len(skip), capped=capped)
     lease_until = now + lease
-    model = compiled.model
-    assignments, set_params = _assignments(
-        model,
+    assignments = _assignments(
+        compiled.model,
         {"claimed_until": lease_until, "claim_token": ClaimValue.INCREMENT, **spec.on_claim},
         now=now,
         lease_until=lease_until,
@@ -144,36 +143,62 @@ def claim_statement(
     values.update((f"skip{i}", value) for i, value in enumerate(skip))
     for i, (value, most) in enumerate(cap_items):
         values[f"cap_value{i}"], values[f"cap{i}"] = value, most
-    table = connection.ops.quote_name(model._meta.db_table)
-    pk = connection.ops.quote_name(model._meta.pk.column)
-    if connection.vendor == "postgresql":
-        sql = (
-            f"WITH ranked AS ({compiled.ranked_sql}), "
-            f"picked AS (SELECT {table}.{pk} FROM {table} "
-            f"JOIN ranked ON ranked.{pk} = {table}.{pk} WHERE {compiled.where_sql} "
-            f"ORDER BY ranked.fair_rank, {compiled.order_sql}, {table}.{pk} "
-            f"LIMIT %s FOR UPDATE OF {table} SKIP LOCKED), "
-            f"claimed AS (UPDATE {table} AS claimed SET {assignments} FROM picked "
-            f"WHERE claimed.{pk} = picked.{pk} RETURNING claimed.*) "
-            # The count comes back even when no row was claimed (one row of NULLs then).
-            "SELECT claimed.*, counted.candidates FROM "
-            "(SELECT count(*) AS candidates FROM ranked) AS counted "
-            "LEFT JOIN claimed ON TRUE"
-        )
-        params = [
-            *bind(compiled.ranked_params, values, connection),
-            OVERSAMPLE * limit,
-            *bind(compiled.where_params, values, connection),
-            limit,
-            *set_params,
-        ]
-        return model, sql, params
-    # The single writer lock serialises claimers, so the ranking itself is the pick.
+    build = _postgresql_claim if connection.vendor == "postgresql" else _sqlite_claim
+    sql, params = build(compiled, assignments, values=values, limit=limit)
+    return compiled.model, sql, params
+
+
+def _postgresql_claim(
+    compiled: CompiledRanking,
+    assignments: tuple[str, list[Any]],
+    *,
+    values: dict[str, Any],
+    limit: int,
+) -> tuple[str, list[Any]]:
+    table, pk = _quoted(compiled.model)
     sql = (
-        f"UPDATE {table} SET {assignments} WHERE {pk} IN "
+        f"WITH ranked AS ({compiled.ranked_sql}), "
+        f"picked AS (SELECT {table}.{pk} FROM {table} "
+        f"JOIN ranked ON ranked.{pk} = {table}.{pk} WHERE {compiled.where_sql} "
+        f"ORDER BY ranked.fair_rank, {compiled.order_sql}, {table}.{pk} "
+        f"LIMIT %s FOR UPDATE OF {table} SKIP LOCKED), "
+        f"claimed AS (UPDATE {table} AS claimed SET {assignments[0]} FROM picked "
+        f"WHERE claimed.{pk} = picked.{pk} RETURNING claimed.*) "
+        # The count comes back even when no row was claimed (one row of NULLs then).
+        "SELECT claimed.*, counted.candidates FROM "
+        "(SELECT count(*) AS candidates FROM ranked) AS counted "
+        "LEFT JOIN claimed ON TRUE"
+    )
+    params = [
+        *bind(compiled.ranked_params, values, connection),
+        OVERSAMPLE * limit,
+        *bind(compiled.where_params, values, connection),
+        limit,
+        *assignments[1],
+    ]
+    return sql, params
+
+
+def _sqlite_claim(
+    compiled: CompiledRanking,
+    assignments: tuple[str, list[Any]],
+    *,
+    values: dict[str, Any],
+    limit: int,
+) -> tuple[str, list[Any]]:
+    # The single writer lock serialises claimers, so the ranking itself is the pick.
+    table, pk = _quoted(compiled.model)
+    sql = (
+        f"UPDATE {table} SET {assignments[0]} WHERE {pk} IN "
         f"(SELECT {pk} FROM ({compiled.ranked_sql}) AS ranked) RETURNING *"
     )
-    return model, sql, [*set_params, *bind(compiled.ranked_params, values, connection), limit]
+    return sql, [*assignments[1], *bind(compiled.ranked_params, values, connection), limit]
+
+
+def _quoted(model: type[models.Model]) -> tuple[str, str]:
+    """The model's table and primary key column, quoted."""
+    quote = connection.ops.quote_name
+    return quote(model._meta.db_table), quote(model._meta.pk.column)
 
 
 def _padded(items: list) -> list:

@@ -25,7 +25,7 @@ COMPILED_MAX = 64
 
 
 @dataclass(frozen=True)
-class _Compiled:
+class CompiledRanking:
     """The parts of a claim statement that Django compiles, with Param placeholders:
     the fair ranking (ending in `LIMIT %s`, bound to the rows it ranks) and, for
     PostgreSQL, the ready predicate and the claim order on the locked table."""
@@ -38,10 +38,10 @@ class _Compiled:
     order_sql: str = ""
 
 
-_COMPILED: "OrderedDict[tuple, _Compiled]" = OrderedDict()
+_COMPILED: "OrderedDict[tuple, CompiledRanking]" = OrderedDict()
 
 
-def compiled_ranking(spec: "ClaimSpec", *, skipped: int, capped: int | None) -> _Compiled:
+def compiled_ranking(spec: "ClaimSpec", *, skipped: int, capped: int | None) -> CompiledRanking:
     """The compiled parts for this shape of claim, compiled on first use. `capped` is
     None without a cap, else how many values have their own cap. The key holds the ready
     predicate itself (its constants, e.g. a setting, included), so a different predicate
@@ -81,13 +81,13 @@ def _field(model: type[models.Model], name: str) -> models.Field:
     return field_.target_field if field_.is_relation else field_
 
 
-def _compile(spec: "ClaimSpec", ready: models.QuerySet, capped: int | None) -> _Compiled:
+def _compile(spec: "ClaimSpec", ready: models.QuerySet, capped: int | None) -> CompiledRanking:
     model = ready.model
     ranked_sql, ranked_params = _ranked(spec, ready, capped).query.sql_with_params()
     # The ranking's row count is a parameter, so one statement serves every batch size.
     ranked_sql += " LIMIT %s"
     if connection.vendor != "postgresql":
-        return _Compiled(model, ranked_sql, tuple(ranked_params))
+        return CompiledRanking(model, ranked_sql, tuple(ranked_params))
     # Django keeps (unreferenced) aliases for joins it trimmed, e.g. for a negated lookup
     # on a nullable foreign key: only joins still in use count.
     joined = {alias for alias, uses in ready.query.alias_refcount.items() if uses}
@@ -104,7 +104,9 @@ def _compile(spec: "ClaimSpec", ready: models.QuerySet, capped: int | None) -> _
         + (" DESC" if name.startswith("-") else "")
         for name in spec.order_by
     )
-    return _Compiled(model, ranked_sql, tuple(ranked_params), where_sql, tuple(where_params), order)
+    return CompiledRanking(
+        model, ranked_sql, tuple(ranked_params), where_sql, tuple(where_params), order
+    )
 
 
 def _ranked(spec: "ClaimSpec", ready: models.QuerySet, capped: int | None) -> models.QuerySet:

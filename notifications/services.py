@@ -98,16 +98,12 @@ def notification_create(
     )
     if project_id is not None and not _tenant_projects(tenant).filter(pk=project_id).exists():
         raise InvalidInput({"project_id": ["No project with this id exists in this tenant."]})
-    fire_at = fire_instant(fire_at or now, content["timezone"])
-    first = first_fire_at(fire_at, content, now=now)
     return Notification.objects.create(
         tenant=tenant,
         project_id=project_id,
         subject=subject,
         body=body,
-        recurrence_anchor=fire_at,
-        next_fire_at=first,
-        due_at=first,
+        **_schedule_from(fire_at or now, content, now=now),
         occurrence=1,
         state=after(None, Move.CREATE),
         created_at=now,
@@ -139,24 +135,13 @@ def notification_update(
     notification = Notification.objects.get(pk=notification_id, tenant=tenant)
     if notification.is_claimed(now=now):
         raise NotificationClaimed
-    merged = {
-        "channels": notification.channels,
-        "email_to": notification.email_to,
-        "webhook_endpoint_id": notification.webhook_endpoint_id,
-        "rrule": notification.rrule,
-        "timezone": notification.timezone,
-        **{key: value for key, value in changes.items() if key not in ("subject", "body")},
-    }
+    merged = _merged_content(notification, changes)
     fire_at = merged.pop("fire_at", None) or notification.recurrence_anchor or now
     values: dict[str, Any] = checked_content(tenant=tenant, **merged)
     values.update({key: changes[key] for key in ("subject", "body") if key in changes})
     if _SCHEDULE_FIELDS & set(changes):
-        fire_at = fire_instant(fire_at, values["timezone"])
-        first = first_fire_at(fire_at, values, now=now)
         values.update(
-            recurrence_anchor=fire_at,
-            next_fire_at=first,
-            due_at=first,
+            **_schedule_from(fire_at, values, now=now),
             error_count=0,
             dead_letter_reason="",
             unfinished_claims=0,
@@ -165,6 +150,28 @@ def notification_update(
         if notification.state == NotificationState.COMPLETED:
             values["occurrence"] = notification.occurrence + 1
     return _guarded_update(notification, values=values, now=now)
+
+
+def _merged_content(notification: Notification, changes: Mapping[str, Any]) -> dict[str, Any]:
+    """The row's checked content with `changes` over it (fire_at included, if changed)."""
+    return {
+        "channels": notification.channels,
+        "email_to": notification.email_to,
+        "webhook_endpoint_id": notification.webhook_endpoint_id,
+        "rrule": notification.rrule,
+        "timezone": notification.timezone,
+        **{key: value for key, value in changes.items() if key not in ("subject", "body")},
+    }
+
+
+def _schedule_from(
+    fire_at: datetime, content: Mapping[str, Any], *, now: datetime
+) -> dict[str, Any]:
+    """A schedule started afresh from `fire_at` (naive: wall-clock time in the content's
+    zone): its anchor, and its first occurrence, due then."""
+    anchor = fire_instant(fire_at, content["timezone"])
+    first = first_fire_at(anchor, content, now=now)
+    return {"recurrence_anchor": anchor, "next_fire_at": first, "due_at": first}
 
 
 def notification_delete(*, tenant: Tenant, notification_id: UUID) -> None:

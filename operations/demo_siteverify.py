@@ -102,22 +102,23 @@ def siteverify_server(
             fields = parse_fields(body, self.headers.get("Content-Type", ""))
             status = fault()
             if status is not None:
-                self._answer(status, failure("internal-error"))
+                _answer(self, status, failure("internal-error"))
             elif self.path.split("?")[0] != SITEVERIFY_PATH:
-                self._answer(404, {"success": False, "error-codes": ["bad-request"]})
+                _answer(self, 404, {"success": False, "error-codes": ["bad-request"]})
             elif fields is None:
-                self._answer(400, failure("bad-request"))
+                _answer(self, 400, failure("bad-request"))
             else:
-                self._answer(200, outcome(fields))
-
-        def _answer(self, status: int, document: dict[str, Any]) -> None:
-            payload = json.dumps(document).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            # The client may have given up waiting (a test of its timeout).
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                self.wfile.write(payload)
+                _answer(self, 200, outcome(fields))
 
     return ThreadingHTTPServer((host, port), Handler)
+
+
+def _answer(handler: BaseHTTPRequestHandler, status: int, document: dict[str, Any]) -> None:
+    payload = json.dumps(document).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    # The client may have given up waiting (a test of its timeout).
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        handler.wfile.write(payload)

@@ -68,7 +68,6 @@ def metrics_exposition(*, now: datetime) -> str:
 
 def _lines(now: datetime) -> Iterator[str]:
     notifications = notification_queue_stats(now=now)
-    jobs = job_queue_stats(now=now)
     yield from _family(
         "tickwork_notifications",
         "gauge",
@@ -90,6 +89,12 @@ def _lines(now: datetime) -> Iterator[str]:
         "How long the oldest occurrence being retried has been outstanding since it was due.",
         [({}, notifications["oldest_backing_off_age_seconds"])],
     )
+    yield from _job_and_circuit_families(now)
+    yield from _worker_families(worker_totals())
+
+
+def _job_and_circuit_families(now: datetime) -> Iterator[str]:
+    jobs = job_queue_stats(now=now)
     yield from _family(
         "tickwork_jobs",
         "gauge",
@@ -115,7 +120,6 @@ def _lines(now: datetime) -> Iterator[str]:
         "Webhook endpoints with consecutive transport failures and a closed circuit.",
         [({}, circuits["failing_endpoints"])],
     )
-    yield from _worker_families(worker_totals())
 
 
 def _worker_families(totals: dict[str, dict[str, tuple[int, datetime]]]) -> Iterator[str]:

@@ -130,8 +130,7 @@ def _exchange(
                 stream=True,
                 verify=ca_bundle or default_ca_bundle(),
             )
-            with response:
-                received = _read_capped(response, max_body)
+        received = _received(response, max_body)
         if deadline.expired:
             raise TimeoutError  # the watchdog cut the connection: the body may be truncated
     except (requests.RequestException, urllib3.exceptions.HTTPError, HTTPException, OSError) as exc:
@@ -142,6 +141,12 @@ def _exchange(
     return HttpResponse(
         status=response.status_code, headers=CaseInsensitiveDict(response.headers), body=received
     )
+
+
+def _received(response: requests.Response, max_body: int) -> bytes:
+    """The response's body (at most `max_body` bytes), its connection released."""
+    with response:
+        return _read_capped(response, max_body)
 
 
 def _prepare(

@@ -60,12 +60,9 @@ class BatchLane:
         self.waiting: list[Notification] = []  # emails waiting for a batch
         self.in_flight: dict[Future, OutgoingBatch] = {}
         self.exhausted = False
-        # When (monotonic) the shared budget may next have a slot within the horizon.
-        self.resume_at = 0.0
-        self.budget_seen = False
         # The budget's next slot lies beyond the tick's time: email rows are left due.
         self.stalled = False
-        self.holdoff = Holdoff()
+        self.budget = SendBudget(tick)
         self.mailer = executor(MAILERS, "tick-mail")
 
     @property
@@ -87,8 +84,8 @@ class BatchLane:
         within the horizon the rows' leases cover."""
         if self.exhausted or not self.tick.may_claim():
             return False
-        if not self.budget_seen:
-            self._look_at_send_budget()
+        if not self.budget.seen:
+            self.budget.look()
         paused = self.pause() is not None  # may find the wait outlasts the budget
         return not paused and not self.exhausted and len(self.in_flight) < MAX_BATCHES_IN_FLIGHT
 
@@ -99,7 +96,7 @@ class BatchLane:
         tick = self.tick
         if self.exhausted or not tick.may_claim():
             return None
-        pause = self.resume_at - time.monotonic()
+        pause = self.budget.wait()
         if pause <= 0:
             return None
         if pause >= tick.config.time_budget - tick.clock.elapsed():
@@ -107,21 +104,6 @@ class BatchLane:
             self.exhausted = self.stalled = True
             return None
         return pause
-
-    def _look_at_send_budget(self) -> None:
-        """Before the first email claim: leave the email rows due, unclaimed, while other
-        processes hold the budget's slots beyond the horizon."""
-        self.budget_seen = True
-        now = self.tick.clock.now()
-        try:
-            first_free = first_free_slot()
-        except DatabaseError as exc:
-            if self.tick.lose(exc):
-                return
-            raise
-        if first_free is not None:
-            ahead = (first_free - now).total_seconds() - self.tick.config.mail_horizon
-            self.resume_at = time.monotonic() + ahead
 
     def claim(self) -> None:
         """Claim one batch of rows whose only pending channel is email."""
@@ -165,7 +147,7 @@ class BatchLane:
             else:
                 self._submit(batch, now=now)
         if batches:
-            self._pause_until(max(b.slot for b in batches), now=now)
+            self.budget.pause_until(max(b.slot for b in batches), now=now)
 
     def _compose(self, rows: list[Notification], *, now: datetime) -> list[OutgoingBatch] | None:
         """The rows' batches, recorded and with their slots; None when the connection was
@@ -191,7 +173,7 @@ class BatchLane:
             latest=time.monotonic() + config.mail_lease_margin,
             sender=self.sender,
             timeout=config.channel_timeout,
-            holdoff=self.holdoff,
+            holdoff=self.budget.holdoff,
             stop=self.tick.stop,
             clock=self.tick.clock.now,
         )
@@ -212,14 +194,6 @@ class BatchLane:
             row, deferred={Channel.EMAIL: Deferral(until=now, reason=DeferralReason.SEND_BUDGET)}
         )
 
-    def _pause_until(self, last_slot: datetime, *, now: datetime) -> None:
-        """No email claim until the budget's next slot (after `last_slot`) is within the
-        horizon again."""
-        config = self.tick.config
-        next_slot = last_slot + timedelta(seconds=1 / config.mail_rate)
-        ahead = (next_slot - now).total_seconds() - config.mail_horizon
-        self.resume_at = max(self.resume_at, time.monotonic() + ahead)
-
     def collect(self, done: set[Future]) -> None:
         for future in done & self.in_flight.keys():
             self._answered(self.in_flight.pop(future), future)
@@ -239,14 +213,54 @@ class BatchLane:
                 self._not_sent(row, now=now)
         else:
             if answer.hold_seconds:
-                self._hold(answer.hold_seconds, now=now)
+                self.budget.hold(answer.hold_seconds, now=now)
             for row, _, index in batch.members:
                 self.joiner.settle(
                     row, results={Channel.EMAIL: answer.results[index]}, sent_at=batch.sent_at
                 )
         self.buffer.flush()
 
-    def _hold(self, seconds: float, *, now: datetime) -> None:
+
+class SendBudget:
+    """This tick's view of the send budget every tick process shares (mail.py): when it may
+    next have a slot within the horizon the email rows' leases cover, and the hold-off the
+    provider asked for."""
+
+    def __init__(self, tick: Tick) -> None:
+        self.tick = tick
+        # When (monotonic) the shared budget may next have a slot within the horizon.
+        self.resume_at = 0.0
+        self.seen = False
+        self.holdoff = Holdoff()
+
+    def wait(self) -> float:
+        """Seconds until the budget may have a slot within the horizon (0 or less: now)."""
+        return self.resume_at - time.monotonic()
+
+    def look(self) -> None:
+        """Before the first email claim: leave the email rows due, unclaimed, while other
+        processes hold the budget's slots beyond the horizon."""
+        self.seen = True
+        now = self.tick.clock.now()
+        try:
+            first_free = first_free_slot()
+        except DatabaseError as exc:
+            if self.tick.lose(exc):
+                return
+            raise
+        if first_free is not None:
+            ahead = (first_free - now).total_seconds() - self.tick.config.mail_horizon
+            self.resume_at = time.monotonic() + ahead
+
+    def pause_until(self, last_slot: datetime, *, now: datetime) -> None:
+        """No email claim until the budget's next slot (after `last_slot`) is within the
+        horizon again."""
+        config = self.tick.config
+        next_slot = last_slot + timedelta(seconds=1 / config.mail_rate)
+        ahead = (next_slot - now).total_seconds() - config.mail_horizon
+        self.resume_at = max(self.resume_at, time.monotonic() + ahead)
+
+    def hold(self, seconds: float, *, now: datetime) -> None:
         self.holdoff.extend(seconds)
         self.resume_at = max(self.resume_at, time.monotonic() + seconds)
         try:

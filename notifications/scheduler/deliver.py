@@ -6,7 +6,7 @@ becomes a failed DeliveryResult.
 """
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Executor, Future, wait
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -225,3 +225,63 @@ def _await_channels(
                 started=started,
             )
     return results
+
+
+class RowWorkers:
+    """The row lane's workers: at most `concurrency` rows in flight, each calling its
+    channels on a pool of its own (a channel that overran its deadline may still hold a
+    thread, so the channel pool is not shared with the row workers; two channels a row at
+    most)."""
+
+    def __init__(
+        self, *, concurrency: int, senders: Senders, timeout: float, executor: Callable[..., Any]
+    ) -> None:
+        self.concurrency, self.senders, self.timeout = concurrency, senders, timeout
+        # future -> (row, the endpoint whose slot it holds or None)
+        self.in_flight: dict[Future, tuple[Notification, Any]] = {}
+        self.rows = executor(concurrency, thread_name_prefix="tick-row")
+        self.channels = executor(2 * concurrency, "tick-channel")
+
+    @property
+    def full(self) -> bool:
+        return len(self.in_flight) >= self.concurrency
+
+    def start(
+        self,
+        row: Notification,
+        *,
+        endpoint: WebhookEndpoint | None,
+        slot_of: Any,
+        now: datetime,
+        deferred: Mapping[str, Deferral],
+        elsewhere: frozenset[str],
+    ) -> None:
+        """Deliver the row on a worker; `slot_of`: the endpoint whose slot it holds."""
+        future = self.rows.submit(
+            deliver_row,
+            row,
+            endpoint=endpoint,
+            now=now,
+            senders=self.senders,
+            pool=self.channels,
+            timeout=self.timeout,
+            deferred=deferred,
+            elsewhere=elsewhere,
+        )
+        self.in_flight[future] = (row, slot_of)
+
+    def back(
+        self, done: set[Future]
+    ) -> Iterator[tuple[Notification, Any, RowDelivery | Exception]]:
+        """The rows of `done` that were this lane's: each with the endpoint whose slot it
+        held and its delivery (or what it raised: one bad row must not stop the tick)."""
+        for future in done & self.in_flight.keys():
+            row, slot_of = self.in_flight.pop(future)
+            try:
+                yield row, slot_of, future.result()
+            except Exception as exc:
+                yield row, slot_of, exc
+
+    def close(self) -> None:
+        self.rows.shutdown(wait=False, cancel_futures=True)
+        self.channels.shutdown(wait=False, cancel_futures=True)

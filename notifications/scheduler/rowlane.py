@@ -3,29 +3,27 @@
 
 A row is claimed when a worker slot is free for it, or a place in the queue of a webhook
 endpoint that answers fast enough to start it well within its lease (`EndpointGate`). Each
-endpoint gets at most a few slots, shared by every tick process (`endpoints.Endpoints`), and
+endpoint gets at most a few slots, shared by every tick process (`slots.EndpointSlots`), and
 its circuit breaker defers its rows while it is down, so a dead receiver costs nobody else
 anything. A channel another lane carries (an email in a Resend batch) is handed to that
 lane, and the joiner writes the row back once both are known."""
 
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future
 from datetime import datetime
 from typing import Any
 
-from django.db import DatabaseError
 from django.db.models import Q
 
 from dbqueue.claims import Claimed
 from notifications.models import Channel, Notification, WebhookEndpoint
-from notifications.scheduler.breaker import Signal
 from notifications.scheduler.buffer import WriteBackBuffer
 from notifications.scheduler.deliver import (
     Deferral,
     RowDelivery,
+    RowWorkers,
     Senders,
-    deliver_row,
     pending_channels,
 )
 from notifications.scheduler.endpoints import Endpoints
@@ -33,6 +31,8 @@ from notifications.scheduler.gate import Admission
 from notifications.scheduler.joiner import Joiner
 from notifications.scheduler.lane import Carrier, Tick, may_start, release, without_poison
 from notifications.scheduler.outcomes import DeferralReason
+from notifications.scheduler.rowclaims import RowClaims
+from notifications.scheduler.slots import EndpointSlots
 
 
 class RowLane:
@@ -50,113 +50,67 @@ class RowLane:
     ) -> None:
         """`carriers`: the lanes that carry a channel instead of a row worker; `leave`: the
         rows this lane does not claim (those carriers claim them)."""
-        self.tick, self.senders, self.joiner, self.buffer = tick, senders, joiner, buffer
-        self.notification_claim, self.carriers, self.leave = claim, carriers, leave
+        self.tick, self.joiner, self.buffer = tick, joiner, buffer
+        self.carriers = carriers
+        self.slots = EndpointSlots(tick)
+        self.gate = self.slots.gate
+        self.endpoints = Endpoints(tick, self.gate)
+        self.claims = RowClaims(tick, gate=self.gate, claim=claim, leave=leave)
         config = tick.config
-        self.endpoints = Endpoints(tick)
-        self.gate = self.endpoints.gate
-        # future -> (row, the endpoint whose slot it holds or None)
-        self.in_flight: dict[Future, tuple[Notification, Any]] = {}
+        self.workers = RowWorkers(
+            concurrency=config.concurrency,
+            senders=senders,
+            timeout=config.channel_timeout,
+            executor=executor,
+        )
         # Rows waiting for a free worker (a claim may bring more than there are).
         self.queued: deque[Notification] = deque()
         # Rows about to start whose endpoint's slot is still to be taken (at step's end).
         self.wanting: list[Notification] = []
-        self.exhausted = False
-        # Rows of busy endpoints were left for later (not claimed, or released), so coming
-        # up short did not mean nothing is due: claim again once one of their slots frees.
-        self.left_for_later = False
-        self.rows = executor(config.concurrency, thread_name_prefix="tick-row")
-        # Two channels a row at most; a channel that overran its deadline may still hold
-        # a thread, so the channel pool is not shared with the row workers.
-        self.channels = executor(2 * config.concurrency, "tick-channel")
 
     @property
     def futures(self) -> Collection[Future]:
-        return self.in_flight.keys()
+        return self.workers.in_flight.keys()
 
     @property
     def drained(self) -> bool:
-        return self.exhausted
+        return self.claims.exhausted
 
     def pause(self) -> float | None:
         # While deliveries run, wake in time to renew the slots they hold.
-        return self.endpoints.pause(now=self.tick.clock.now()) if self.in_flight else None
+        return self.slots.pause(now=self.tick.clock.now()) if self.futures else None
 
     def close(self) -> None:
-        self.endpoints.close()
-        self.rows.shutdown(wait=False, cancel_futures=True)
-        self.channels.shutdown(wait=False, cancel_futures=True)
+        self.slots.close()
+        self.workers.close()
 
     def _free_slots(self) -> int:
-        return self.tick.config.concurrency - len(self.in_flight) - len(self.queued)
+        return self.tick.config.concurrency - len(self.futures) - len(self.queued)
 
     def wants_claim(self) -> bool:
-        free = self._free_slots()
-        return (
-            not self.exhausted
-            and self.tick.may_claim()
-            # Claim in batches (fewer statements), yet only for slots that are free now, or
-            # for the queue of a fast endpoint that runs low.
-            and (
-                (free > 0 and (free * 2 >= self.tick.config.concurrency or not self.in_flight))
-                or self._refills() > 0
-            )
+        return self.claims.wanted(
+            free=self._free_slots(), running=len(self.futures), queued=len(self.queued)
         )
-
-    def _refills(self) -> int:
-        # Rows queued for a worker mean the workers, not the endpoints, are the limit:
-        # claiming ahead for the endpoints' queues would only make rows wait longer here.
-        return 0 if self.queued else self.gate.refills(now=self.tick.clock.now())
 
     def claim(self) -> None:
         self.buffer.flush_releases()
+        claimed = self.claims.take(free=self._free_slots(), queued=len(self.queued))
+        if claimed is None:
+            return
         tick, now = self.tick, self.tick.clock.now()
-        # No more of one endpoint's rows than it can start or hold waiting; rows that wait
-        # for an endpoint with rows left need no free worker.
-        limits = self.gate.claim_limits(now=now)
-        extra = 0 if self.queued else limits.extra
-        wanted = tick.claim_room(min(max(self._free_slots(), 0) + extra, tick.config.batch))
-        try:
-            claimed = self.notification_claim(
-                now=now,
-                lease=tick.config.lease,
-                limit=wanted,
-                skip_endpoints=limits.skip,
-                per_endpoint=tick.config.endpoint_share,
-                endpoint_caps=limits.caps,
-                only=~self.leave if self.leave is not None else None,
-            )
-        except DatabaseError as exc:
-            if tick.lose(exc):
-                return
-            raise
-        per_endpoint = Counter(row.webhook_endpoint_id for row in claimed)
-        per_endpoint.pop(None, None)
-        # A short claim drained the queue only if no other tick took rows it ranked; one
-        # that took an endpoint's full share may have left more of its rows due.
-        short = len(claimed) < wanted
-        self.exhausted = short and claimed.drained
-        capped = self.gate.claimed(per_endpoint, limits, full=not short)
-        self.left_for_later = bool(limits.skip or capped)
-        tick.summary.claimed += len(claimed)
-        endpoints = self.endpoints
-        ids = {row.webhook_endpoint_id for row in claimed} - {None}
-        if endpoints.load(ids):
+        if self.endpoints.load({row.webhook_endpoint_id for row in claimed} - {None}):
             for row in without_poison(claimed, tick=tick, buffer=self.buffer, now=now):
                 self.start(row)
         else:
             tick.summary.errors += len(claimed)
-        # Short of rows, yet an endpoint that took its full share can take more at once
-        # (its rows were deferred, say): claim again rather than wait for its deliveries.
-        if any(self.gate.wants_more(endpoint_id, now=now) for endpoint_id in capped):
-            self.exhausted = False
+        self.claims.started()
 
     def start(self, row: Notification) -> None:
         """Send the row's pending channels, or defer, hold or release it as its webhook
         endpoint's gate says."""
         now = self.tick.clock.now()
         if not may_start(row, tick=self.tick, buffer=self.buffer, now=now):
-            self.left_for_later = True
+            self.claims.left_for_later = True
             return
         endpoint = self.endpoints.of(row)
         deferred: dict[str, Deferral] = {}
@@ -166,8 +120,7 @@ class RowLane:
                 self.gate.wait(endpoint.pk, row)
                 return
             if admission is Admission.RELEASE:
-                release(row, buffer=self.buffer)
-                self.left_for_later = True
+                self._give_back(row)
                 return
             if admission is Admission.DEFER:
                 until = self.gate.circuit(endpoint.pk).open_until
@@ -195,60 +148,42 @@ class RowLane:
         if len(away) == len(pending) and (away or deferred):
             self._expect(row, away, here=False, deferred=deferred, now=now)
             return
-        if len(self.in_flight) >= self.tick.config.concurrency:
+        if self.workers.full:
             self.queued.append(row)  # admitted again when a worker is free
             return
-        if gated is not None and not self.endpoints.slot_free(gated.pk, now=now):
-            if slot_taken:
-                self._hold_back(row, gated.pk)
-            else:
-                self.wanting.append(row)
+        if gated is not None and not self._on_a_slot(row, gated.pk, slot_taken, now=now):
             return
         self._expect(row, away, here=True, deferred=deferred, now=now)
         if gated is not None:
             self.gate.started(gated.pk)
-        future = self.rows.submit(
-            deliver_row,
+        self.workers.start(
             row,
             endpoint=self.endpoints.get(row.webhook_endpoint_id),
+            slot_of=gated.pk if gated is not None else None,
             now=now,
-            senders=self.senders,
-            pool=self.channels,
-            timeout=self.tick.config.channel_timeout,
             deferred=deferred,
             elsewhere=frozenset(away),
         )
-        self.in_flight[future] = (row, gated.pk if gated is not None else None)
 
     def _expect(
-        self,
-        row: Notification,
-        away: list[str],
-        *,
-        here: bool,
-        deferred: dict[str, Deferral],
-        now: datetime,
+        self, row: Notification, away: list[str], *, here: bool, deferred: dict, now: datetime
     ) -> None:
         self.joiner.expect(row, pieces=len(away) + here, at=now, deferred=deferred)
         for channel in away:
             self.carriers[channel].take(row)
 
     def collect(self, done: set[Future]) -> None:
-        for future in done & self.in_flight.keys():
-            row, endpoint_id = self.in_flight.pop(future)
-            try:
-                delivery = future.result()
-            except Exception as exc:  # one bad row must not stop the tick
-                self.joiner.broke(row, exc)
-                delivery = None
+        now = self.tick.clock.now()
+        for row, endpoint_id, outcome in self.workers.back(done):
+            delivery = outcome if isinstance(outcome, RowDelivery) else None
+            if delivery is None:
+                self.joiner.broke(row, outcome)
             signal = None
             if endpoint_id is not None:
-                signal = self._endpoint_done(endpoint_id, delivery)
-                # Claim again once an endpoint whose rows were left can take more: not on
-                # every delivery (each claim ranks every due row), but when its queue runs low.
-                now = self.tick.clock.now()
-                if self.left_for_later and self.gate.wants_more(endpoint_id, now=now):
-                    self.exhausted = False
+                # Free its slot here, apply the attempt to the circuit, start who waited.
+                signal = self.endpoints.finished(endpoint_id, delivery, now=now)
+                self._start_waiting(endpoint_id, now=now)
+                self.claims.finished(endpoint_id)
             if delivery is not None:
                 self.endpoints.settled(delivery)
                 self.joiner.settle(
@@ -256,10 +191,10 @@ class RowLane:
                 )
 
     def send(self) -> None:
-        while self.queued and len(self.in_flight) < self.tick.config.concurrency:
+        while self.queued and not self.workers.full:
             self.start(self.queued.popleft())
         self._take_slots()
-        self.endpoints.tend(queued=self.queued, now=self.tick.clock.now())
+        self.slots.tend(queued=self.queued, now=self.tick.clock.now())
 
     def _take_slots(self) -> None:
         """Take the slots the rows about to start want (and more of those endpoints whose
@@ -267,7 +202,7 @@ class RowLane:
         them back when their endpoint had no slot for them."""
         now = self.tick.clock.now()
         rows, self.wanting = self.wanting, []
-        grown = self.endpoints.take_for(rows, now=now)
+        grown = self.slots.take_for(rows, now=now)
         if grown is None:
             self.tick.summary.errors += len(rows)  # the connection is lost
             return
@@ -277,23 +212,24 @@ class RowLane:
         for endpoint_id in grown:
             self._start_waiting(endpoint_id, now=now)
 
-    def _hold_back(self, row: Notification, endpoint_id: Any) -> None:
-        """A row whose endpoint had no slot for it waits for one of those running here,
-        or goes back unattempted."""
-        if not self.endpoints.wait_for_slot(row, endpoint_id):
-            release(row, buffer=self.buffer)
-            self.left_for_later = True
+    def _on_a_slot(
+        self, row: Notification, endpoint_id: Any, slot_taken: bool, *, now: datetime
+    ) -> bool:
+        """Whether a slot this tick holds is free for the row's webhook. If not, the row
+        waits for the step's slot taking, or once that was tried, for a slot of those
+        running here, or goes back unattempted."""
+        if self.slots.slot_free(endpoint_id, now=now):
+            return True
+        if not slot_taken:
+            self.wanting.append(row)
+        elif not self.slots.wait_for_slot(row, endpoint_id):
+            self._give_back(row)
+        return False
+
+    def _give_back(self, row: Notification) -> None:
+        release(row, buffer=self.buffer)
+        self.claims.left_for_later = True
 
     def _start_waiting(self, endpoint_id: Any, *, now: datetime) -> None:
         while (row := self.gate.next_waiting(endpoint_id, now=now)) is not None:
             self.start(row)
-
-    def _endpoint_done(
-        self, endpoint_id: Any, delivery: RowDelivery | None
-    ) -> tuple[Any, Signal] | None:
-        """Free the endpoint's slot, apply the attempt to its circuit, start who waited;
-        the attempt's news for the circuit, if any, for the row's write-back."""
-        now = self.tick.clock.now()
-        signal = self.endpoints.finished(endpoint_id, delivery, now=now)
-        self._start_waiting(endpoint_id, now=now)
-        return (endpoint_id, signal) if signal is not None else None
