@@ -23,8 +23,8 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.api import (  # noqa: E402
-    TRANSACTION_CONTROL,
+from bench.api import TRANSACTION_CONTROL  # noqa: E402
+from bench.harness import (  # noqa: E402
     bench_env,
     drive,
     drop_postgres_database,

@@ -27,7 +27,7 @@ import psycopg
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.api import (
+from bench.harness import (
     PG_ADMIN_URL,
     bench_env,
     cpu_seconds,

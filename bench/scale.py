@@ -41,13 +41,8 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import replica_reads, scale_connections, scale_ticks
-from bench.api import (
-    LISTS,
-    PYTHON,
-    drop_postgres_database,
-    load,
-    seed_lists,
-)
+from bench.api import LISTS, seed_lists
+from bench.harness import PYTHON, drop_postgres_database, load
 from bench.scale_db import fresh_database
 
 SCENARIOS = ("ticks", "reads", "connections")

@@ -5,7 +5,7 @@ import os
 
 import psycopg
 
-from bench.api import PG_ADMIN_URL, bench_env, manage, recreate_postgres_database
+from bench.harness import PG_ADMIN_URL, bench_env, manage, recreate_postgres_database
 
 # The bench's own connections carry this application_name, so that neither its polling nor
 # its seeding is counted as the product's work or connections.

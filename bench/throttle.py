@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.api import drop_postgres_database, recreate_postgres_database  # noqa: E402
+from bench.harness import drop_postgres_database, recreate_postgres_database  # noqa: E402
 from tests.support.gunicorn import (  # noqa: E402
     Served,
     app_env,

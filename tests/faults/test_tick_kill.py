@@ -52,12 +52,8 @@ def test_sigkilled_tick_loses_nothing_and_its_rows_wait_for_their_lease(workers,
         wait_until(server.settled, timeout=30)
         before_kill = len(server.received())
 
-        # What the killed tick held: claimed, never written back.
-        held = Notification.objects.filter(claimed_until__isnull=False)
-        in_flight = {f"notification_{pk}_1" for pk in held.values_list("pk", flat=True)}
-        leases = held.aggregate(first=Min("claimed_until"), last=Max("claimed_until"))
+        in_flight, leases, dead_slots = what_the_killed_tick_held()
         written_back = Notification.objects.filter(state="completed").count()
-        dead_slots = held_slots()
 
         at_once = workers("run_tick", "--limit", str(ROWS), app="fault_kill_b", env=ENV)
         at_once_result = at_once.finish(timeout=60)
@@ -76,11 +72,6 @@ def test_sigkilled_tick_loses_nothing_and_its_rows_wait_for_their_lease(workers,
         requests = server.received()
 
     received = Counter(r.headers["webhook-id"] for r in requests)
-    ids_by_row: dict[str, set[str]] = defaultdict(set)
-    for request in requests:
-        ids_by_row[json.loads(request.body)["data"]["notification_id"]].add(
-            request.headers["webhook-id"]
-        )
     redelivered = {webhook_id for webhook_id, count in received.items() if count > 1}
     expected = {f"notification_{row.pk}_1" for row in rows}
     lost = len(expected - received.keys())
@@ -125,7 +116,7 @@ def test_sigkilled_tick_loses_nothing_and_its_rows_wait_for_their_lease(workers,
     assert len(redelivered) <= len(in_flight)
     assert max(received.values()) <= 2
     # A redelivery repeats the first attempt's webhook-id.
-    assert all(ids == {f"notification_{pk}_1"} for pk, ids in ids_by_row.items())
+    assert all(ids == {f"notification_{pk}_1"} for pk, ids in webhook_ids(requests).items())
     assert set(Notification.objects.values_list("state", "next_fire_at")) == {("completed", None)}
     assert Delivery.objects.filter(outcome="delivered").count() == ROWS
 
@@ -136,3 +127,20 @@ def held_slots() -> set[tuple]:
         (slot.scope, slot.slot, slot.holder, slot.held_until)
         for slot in ConcurrencySlot.objects.exclude(holder="")
     }
+
+
+def what_the_killed_tick_held() -> tuple[set[str], dict, set[tuple]]:
+    """The rows it had claimed and never written back (as webhook-ids), their leases (the
+    first and last to end), and the endpoint slots it held."""
+    held = Notification.objects.filter(claimed_until__isnull=False)
+    in_flight = {f"notification_{pk}_1" for pk in held.values_list("pk", flat=True)}
+    leases = held.aggregate(first=Min("claimed_until"), last=Max("claimed_until"))
+    return in_flight, leases, held_slots()
+
+
+def webhook_ids(requests: list) -> dict[str, set[str]]:
+    """The webhook-ids each row's requests carried."""
+    ids: dict[str, set[str]] = defaultdict(set)
+    for request in requests:
+        ids[json.loads(request.body)["data"]["notification_id"]].add(request.headers["webhook-id"])
+    return ids
