@@ -1,7 +1,7 @@
 """One clock for due checks and leases, shared by both queues."""
 
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import connection
 from django.utils import timezone
@@ -36,3 +36,17 @@ def database_now() -> datetime:
             cursor.execute("SELECT clock_timestamp()")
             return cursor.fetchone()[0]
     return timezone.now()
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def micros(moment: datetime) -> int:
+    """Microseconds since the Unix epoch: how the shared budgets and slots store a time, so
+    that one statement compares and moves it on either database."""
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def instant(micros: int) -> datetime:
+    """The aware UTC datetime `micros` (since the Unix epoch) stands for."""
+    return _EPOCH + timedelta(microseconds=micros)

@@ -1,10 +1,12 @@
 """The tables the queue machinery owns: the workers' cumulative counters, the shared send
 budgets, rate-limit counters and concurrency slots."""
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 from django.db import models
 from django.utils import timezone
+
+from dbqueue.clock import instant
 
 
 class WorkerTotal(models.Model):
@@ -82,4 +84,4 @@ class ConcurrencySlot(models.Model):
 
     @property
     def held_until(self) -> datetime:
-        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=self.held_until_us)
+        return instant(self.held_until_us)

@@ -9,13 +9,12 @@ share a slot and never retry. Slots may lie in the future: the caller waits for 
 `ratelimit-reset`).
 """
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
 
+from dbqueue.clock import instant, micros
 from dbqueue.models import PaceBudget
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def reserve_slots(name: str, *, rate: float, count: int, now: datetime) -> list[datetime]:
@@ -23,24 +22,24 @@ def reserve_slots(name: str, *, rate: float, count: int, now: datetime) -> list[
     second: the instants at which each request may go (the first is `now` when the budget
     is idle). One statement (two on the budget's first use)."""
     interval = round(1_000_000 / rate)
-    after = _take(name, now_us=_micros(now), interval=interval, count=count, now=now)
+    after = _take(name, now_us=micros(now), interval=interval, count=count, now=now)
     if after is None:
         _create(name, now=now)
-        after = _take(name, now_us=_micros(now), interval=interval, count=count, now=now)
+        after = _take(name, now_us=micros(now), interval=interval, count=count, now=now)
     first = after - interval * count
-    return [_instant(first + interval * i) for i in range(count)]
+    return [instant(first + interval * i) for i in range(count)]
 
 
 def next_slot(name: str) -> datetime | None:
     """The first free slot of `name`'s budget (None before its first use): one statement."""
-    micros = PaceBudget.objects.filter(name=name).values_list("next_slot_us", flat=True).first()
-    return None if micros is None else _instant(micros)
+    next_us = PaceBudget.objects.filter(name=name).values_list("next_slot_us", flat=True).first()
+    return None if next_us is None else instant(next_us)
 
 
 def hold_until(name: str, *, until: datetime, now: datetime) -> None:
     """No slot of `name` before `until` (the provider asked us to wait): one statement."""
-    PaceBudget.objects.filter(name=name, next_slot_us__lt=_micros(until)).update(
-        next_slot_us=_micros(until), updated_at=now
+    PaceBudget.objects.filter(name=name, next_slot_us__lt=micros(until)).update(
+        next_slot_us=micros(until), updated_at=now
     )
 
 
@@ -64,14 +63,6 @@ def _take(name: str, *, now_us: int, interval: int, count: int, now: datetime) -
 def _create(name: str, *, now: datetime) -> None:
     try:
         with transaction.atomic():
-            PaceBudget.objects.create(name=name, next_slot_us=_micros(now), updated_at=now)
+            PaceBudget.objects.create(name=name, next_slot_us=micros(now), updated_at=now)
     except IntegrityError:  # another process created it first
         pass
-
-
-def _micros(moment: datetime) -> int:
-    return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
-def _instant(micros: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=micros)

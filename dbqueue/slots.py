@@ -12,13 +12,12 @@ and never take the same slot; on SQLite the single writer lock gives the same gu
 
 import uuid
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.db import connection
 
+from dbqueue.clock import micros
 from dbqueue.models import ConcurrencySlot
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class SlotHolder:
@@ -100,7 +99,7 @@ class SlotHolder:
         ordered = sorted(wants)
         marks = ", ".join(["%s"] * len(ordered))
         free = f"scope IN ({marks}) AND slot < %s AND (holder = %s OR held_until_us <= %s)"
-        free_params = [*ordered, self.capacity, self.name, _micros(now)]
+        free_params = [*ordered, self.capacity, self.name, micros(now)]
         # Each scope's slots ranked: those already held first, then the lowest free ones.
         rank = (
             "ROW_NUMBER() OVER (PARTITION BY scope ORDER BY "
@@ -108,7 +107,7 @@ class SlotHolder:
         )
         wanted = "CASE scope " + " ".join(["WHEN %s THEN %s"] * len(ordered)) + " END"
         wanted_params = [value for scope in ordered for value in (scope, wants[scope])]
-        assign = [self.name, _micros(now + self.lease)]
+        assign = [self.name, micros(now + self.lease)]
         if connection.vendor == "postgresql":
             sql = (
                 f"WITH free AS (SELECT id, scope, slot, holder FROM {table} WHERE {free} "
@@ -147,7 +146,3 @@ def _create(scopes: list[str], *, capacity: int) -> None:
         [ConcurrencySlot(scope=scope, slot=n) for scope in scopes for n in range(capacity)],
         ignore_conflicts=True,
     )
-
-
-def _micros(moment: datetime) -> int:
-    return (moment - _EPOCH) // timedelta(microseconds=1)

@@ -10,10 +10,9 @@ query included.
 into (name, a getter of its source, its own `to_representation`, or the builtin that DRF's
 own string, integer, UUID and list fields apply); a datetime field's time zone is looked up
 once per call rather than once per value. A page is rendered column by column. What it
-returns is what the
-serializer returns, key order included. It takes output serializers whose fields read one
-attribute each (not a method) or are `SerializerMethodField`s, and use no context; any
-other field is refused when the first row is rendered.
+returns is what the serializer returns, key order included. It takes output serializers
+whose fields read one attribute each (not a method) or are `SerializerMethodField`s, and
+use no context; any other field is refused when the first row is rendered.
 """
 
 import operator
