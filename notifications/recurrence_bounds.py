@@ -12,12 +12,39 @@ _TIME_PARTS = {
     "HOURLY": ("BYMINUTE", "BYSECOND"),
     "MINUTELY": ("BYSECOND",),
 }
+# What dateutil's walk costs, in estimated microseconds of CPU (bench/recurrence.py
+# measures them): each occurrence it expands or yields, and each step from one period to
+# the next, which scans the new period's days against the BY parts (a year's 366 days cost
+# the most; a sub-daily step within a day, the least).
+OCCURRENCE_COST = 4
+_STEP_COST = {
+    "YEARLY": 45,
+    "MONTHLY": 10,
+    "WEEKLY": 5,
+    "DAILY": 3,
+    "HOURLY": 1,
+    "MINUTELY": 1,
+}
 _LONGEST_MONTH = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 def month_days_exist(months: tuple[int, ...], month_days: tuple[int, ...]) -> bool:
     """True when some day of `month_days` (negative: from the end) exists in some month."""
     return any(abs(day) <= _LONGEST_MONTH[month] for month in months for day in month_days)
+
+
+def period_cost(parts: dict[str, str], freq: str) -> int:
+    """What dateutil's walk may spend on one whole period: its scan and every occurrence
+    the period holds."""
+    return _STEP_COST[freq] + OCCURRENCE_COST * occurrences_bound(parts, freq)
+
+
+def step_cost(parts: dict[str, str], freq: str) -> int:
+    """What a step into the next period costs before it yields anything: the scan of its
+    days, and with BYSETPOS every occurrence of it (dateutil sorts the whole period's set
+    to pick positions from it). Each occurrence yielded is charged as it is yielded."""
+    expanded = occurrences_bound(parts, freq) if "BYSETPOS" in parts else 0
+    return _STEP_COST[freq] + OCCURRENCE_COST * expanded
 
 
 def occurrences_bound(parts: dict[str, str], freq: str) -> int:

@@ -13,10 +13,21 @@ from functools import lru_cache
 
 from dateutil.rrule import DAILY, HOURLY, MINUTELY, MONTHLY, WEEKLY, YEARLY, rrulestr
 
-from notifications.recurrence_bounds import int_list, month_days_exist, occurrences_bound
+from notifications.recurrence_bounds import (
+    int_list,
+    month_days_exist,
+    occurrences_bound,
+    period_cost,
+    step_cost,
+)
 
 MAX_COUNT = 10_000  # COUNT rules are walked from their anchor: this bounds the walk.
 MAX_INTERVAL = 10_000
+# The most occurrences one period of a rule may hold. dateutil expands a period's BY lists
+# in full (a YEARLY rule with every BYMINUTE and BYSECOND: 1.3 million candidates a year),
+# and a search expands up to two periods, so this is what keeps the cost of every rule
+# shape within RECURRENCE_BUDGET_MS; it is checked before dateutil sees the rule.
+MAX_PERIOD_OCCURRENCES = 1_000
 FREQUENCIES = {
     "YEARLY": YEARLY,
     "MONTHLY": MONTHLY,
@@ -55,6 +66,11 @@ class InvalidRecurrence(ValueError):
     """str(exc) is a clear, client-safe message."""
 
 
+class RuleTooCostly(InvalidRecurrence):
+    """The rule's occurrences could not be found within the budget, or one period of it
+    holds too many to search; str(exc) says why and is safe to show the client."""
+
+
 @dataclass(frozen=True)
 class RuleSpec:
     core: str  # the RRULE without UNTIL, for dateutil
@@ -64,6 +80,9 @@ class RuleSpec:
     parts: frozenset[str]
     months: tuple[int, ...]  # BYMONTH, or all twelve
     until: tuple[datetime, str] | None  # (naive value, "utc" | "local" | "date")
+    period: str  # what one period of FREQ is called: "year", "month"...
+    period_cost: int  # what dateutil may spend on one whole period (recurrence_cost)
+    step_cost: int  # what a step into a period costs before any occurrence is yielded
 
 
 def validate_rrule(text: str) -> None:
@@ -101,6 +120,9 @@ def parse_rule(text: str) -> RuleSpec:
         parts=frozenset(parts),
         months=int_list(parts.get("BYMONTH", _ALL_MONTHS)),
         until=_parse_until(parts["UNTIL"]) if "UNTIL" in parts else None,
+        period=_PERIOD_NAMES[parts["FREQ"]],
+        period_cost=period_cost(parts, parts["FREQ"]),
+        step_cost=step_cost(parts, parts["FREQ"]),
     )
 
 
@@ -162,6 +184,7 @@ def _check_parts(parts: dict[str, str]) -> None:
         raise InvalidRecurrence("BYMONTHDAY never falls in the BYMONTH months (like February 30)")
     if "BYSETPOS" in parts:
         _check_setpos_reachable(parts, freq)
+    _check_period_size(parts, freq)
 
 
 def _check_int(parts: dict[str, str], key: str, low: int, high: int) -> None:
@@ -217,6 +240,18 @@ def _check_setpos_reachable(parts: dict[str, str], freq: str) -> None:
                 f"BYSETPOS={position} never matches: one {_PERIOD_NAMES[freq]} of this rule "
                 f"holds at most {bound} occurrence{'s' if bound > 1 else ''}"
             )
+
+
+def _check_period_size(parts: dict[str, str], freq: str) -> None:
+    bound = occurrences_bound(parts, freq)
+    if bound > MAX_PERIOD_OCCURRENCES:
+        period = _PERIOD_NAMES[freq]
+        raise RuleTooCostly(
+            f"rrule is too costly: one {period} of it can hold {bound:,} occurrences (its BY "
+            f"lists multiply), more than the {MAX_PERIOD_OCCURRENCES:,} a {period} may hold. "
+            "Use a finer FREQ with shorter BY lists (for example FREQ=MINUTELY instead of "
+            "every BYMINUTE, or FREQ=HOURLY instead of every BYHOUR)."
+        )
 
 
 def _check_with_dateutil(core: str, parts: dict[str, str]) -> None:

@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from dateutil.rrule import DAILY, HOURLY, MINUTELY, MONTHLY, WEEKLY, YEARLY, rrule, rrulestr
 
-from notifications.recurrence_bounds import DAY_PARTS, month_days_exist
+from notifications.recurrence_bounds import DAY_PARTS, OCCURRENCE_COST, month_days_exist
 from notifications.recurrence_cost import CpuMeter, RuleTooCostly
 from notifications.recurrence_rules import RuleSpec, parse_rule
 from notifications.recurrence_zones import zone
@@ -50,19 +50,30 @@ def wall_times(
     start = frame.wall(anchor)
     if not _day_exists(spec, start):
         return iter(())
+    # Counted before dateutil expands anything: a first period over the allowance is
+    # refused unexpanded, and every later period is charged as the walk steps into it.
+    meter.admit_period(spec.period_cost, spec.period)
     template = rrulestr(spec.core, dtstart=start)
     rule = template.replace(until=_until_in_frame(spec.until, frame), wkst=spec.wkst)
     if "COUNT" not in spec.parts:
         rule = _reanchored(rule, spec, start, frame.wall(threshold) - frame.margin)
     interval = _MeteredInterval(spec.interval)
-    interval.meter = meter
+    interval.meter, interval.cost = meter, spec.step_cost
     metered = rule.replace(interval=interval)
     meter.check()  # building a rule with long BY lists is work too
-    return iter(metered)
+    return _charged(iter(metered), meter)
+
+
+def _charged(walls: Iterator[datetime], meter: CpuMeter) -> Iterator[datetime]:
+    """`walls`, each occurrence charged as it is yielded."""
+    for wall in walls:
+        meter.charge(OCCURRENCE_COST)
+        yield wall
 
 
 class _MeteredInterval(int):
-    """An INTERVAL that charges a CpuMeter at every step of dateutil's walk.
+    """An INTERVAL that charges a CpuMeter at every step of dateutil's walk with what the
+    period it steps into costs before it yields (``step_cost``).
 
     dateutil hands back only matches and compares UNTIL only with matches, so a rule that
     never matches walks period by period to the year 9999 (seconds of CPU) with no way to
@@ -71,13 +82,14 @@ class _MeteredInterval(int):
     """
 
     meter: CpuMeter
+    cost: int
 
     def __radd__(self, other: int) -> int:
-        self.meter.charge()
+        self.meter.charge(self.cost)
         return other + int(self)
 
     def __mul__(self, other: int) -> int:
-        self.meter.charge()
+        self.meter.charge(self.cost)
         return int(self) * other
 
 

@@ -117,6 +117,8 @@ def _recurrence_errors(rrule: str, timezone: str) -> dict[str, list[str]]:
     if rrule:
         try:
             validate_rrule(rrule)
+        except RuleTooCostly as exc:
+            raise too_costly(exc) from None
         except InvalidRecurrence as exc:
             errors["rrule"] = [str(exc)]
     return errors

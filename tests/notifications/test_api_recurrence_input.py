@@ -1,7 +1,8 @@
-"""The API's side of §3/§4 for schedules: costly rules refused (400 rrule_too_costly) at
-create and PATCH, non-ASCII digits in an RRULE a clear 400, fire_at without offset read as
-wall-clock time in the notification's zone and kept in whole seconds, and rules naming the
-time of day firing at second 0."""
+"""The API's side of §3/§4/§11 for schedules: costly rules, and rules whose BY lists
+multiply inside a period, refused (400 rrule_too_costly) at create and PATCH, non-ASCII
+digits in an RRULE a clear 400, fire_at without offset read as wall-clock time in the
+notification's zone and kept in whole seconds, and rules naming the time of day firing at
+second 0."""
 
 import uuid
 from datetime import UTC, datetime
@@ -11,6 +12,7 @@ import pytest
 from notifications.models import Notification
 from notifications.recurrence import next_occurrence
 from tests.notifications.factories import make_notification
+from tests.notifications.recurrence_support import MULTIPLIED
 
 EMAIL = {"channels": ["email"], "email_to": ["ops@example.com"], "subject": "Hi", "body": "B"}
 # The issue's rule: COUNT is walked from fire_at, one day per occurrence, 10,000 of them.
@@ -40,6 +42,25 @@ def _assert_too_costly(response):
 def test_a_costly_rule_is_refused_at_create(alice):
     _assert_too_costly(_create(alice, **COSTLY))
     assert not Notification.objects.exists()
+
+
+@pytest.mark.parametrize("rule", MULTIPLIED)
+def test_a_rule_whose_periods_multiply_is_refused_at_create_and_patch(alice, rule):
+    # The issue's shapes: accepted before, 5-12 s of CPU per create or PATCH.
+    shape = {"rrule": rule, "fire_at": "1970-01-01T00:00:00Z"}
+    created = _create(alice, rrule="FREQ=DAILY", fire_at="2031-05-01T09:00:00Z").json()
+
+    refused_create = _create(alice, **shape)
+    refused_patch = alice.client().patch(f"/v1/notifications/{created['id']}", shape, format="json")
+
+    for response in (refused_create, refused_patch):
+        assert response.status_code == 400
+        body = response.json()
+        assert body["type"].endswith("/rrule_too_costly")
+        assert body["detail"].startswith("rrule is too costly: one ")
+    assert Notification.objects.count() == 1
+    row = Notification.objects.get(pk=created["id"])
+    assert (row.rrule, row.next_fire_at) == ("FREQ=DAILY", datetime(2031, 5, 1, 9, tzinfo=UTC))
 
 
 def test_a_costly_rule_is_refused_at_patch_and_the_row_is_untouched(alice):

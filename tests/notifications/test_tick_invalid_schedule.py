@@ -9,6 +9,7 @@ import pytest
 from notifications.models import Delivery, DeliveryOutcome, Notification
 from notifications.scheduler.tick import run_tick
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
+from tests.notifications.recurrence_support import MULTIPLIED
 from tests.support.http_server import recording_server
 
 pytestmark = pytest.mark.usefixtures("local_channels")
@@ -82,6 +83,28 @@ def test_a_costly_row_written_before_the_check_does_not_hold_other_tenants(tenan
         assert row.dead_letter_reason == "invalid_schedule"
         assert _dead_letters(row) == [(1, "invalid_schedule")]
     assert summary.dead_lettered == 3
+
+
+def test_a_multiplied_rule_written_before_the_check_is_dead_lettered_unexpanded(tenant, expanded):
+    # 1.3 million candidates a year: the tick refuses it from its text, expanding none.
+    rule = MULTIPLIED[0]
+    with recording_server() as server:
+        row = make_notification(
+            tenant=tenant,
+            endpoint=make_endpoint(tenant=tenant, url=server.url),
+            next_fire_at=MONDAY,
+            rrule=rule,
+            recurrence_anchor=datetime(1970, 1, 1, tzinfo=UTC),
+        )
+
+        summary = run_tick(now=MONDAY)
+
+        assert len(server.received()) == 1
+    row.refresh_from_db()
+    assert row.dead_letter_reason == "invalid_schedule"
+    assert row.last_error.startswith("invalid_schedule: rrule is too costly: one year")
+    assert _dead_letters(row) == [(1, "invalid_schedule")]
+    assert (summary.dead_lettered, expanded()) == (1, 0)
 
 
 def test_a_failed_occurrence_of_an_uncomputable_schedule_is_dead_lettered_too(tenant):
