@@ -9,6 +9,13 @@ within 5 s of due) and the tick's CPU per row spent finding next occurrences, p5
 (goal: p99 under the budget). Then the issue's rule (4.2 s per row before the bound) written
 straight to the table, as a row from before the check would be: 12 rows, the same figures,
 and how the rows ended.
+
+Then every FREQ with BY lists that multiply inside a period (DESIGN §11): for each FREQ the
+longest list the create check admits (bisection through notification_create), the CPU of a
+create through the API (in process, bearer token; goal p99 ≤ 25 ms), and one tick over 120
+rows of those rules beside another tenant's row (goal: tick CPU per row p99 ≤ 20 ms, that
+row within 5 s). Last, the shapes the issue found (5-12 s per create before) written
+straight to the table: what the tick spends on them, and how they ended.
 """
 
 import statistics
@@ -96,6 +103,149 @@ def _tick_figures(db: str, label: str, quiet_row, due: datetime, log: Path) -> N
     )
 
 
+SECONDS = ",".join(map(str, range(60)))
+HOURS = ",".join(map(str, range(24)))
+DAYS = "MO,TU,WE,TH,FR,SA,SU"
+
+
+MONTH_DAYS = ",".join(map(str, range(1, 32)))
+
+
+def _first(count: int) -> str:
+    return ",".join(map(str, range(count)))
+
+
+# For each FREQ, a rule whose last BY list takes its first n values: the longer, the costlier.
+LONG_LISTS = {
+    "YEARLY": (lambda n: f"FREQ=YEARLY;BYDAY={DAYS};BYHOUR={_first(n)}", 24),
+    "MONTHLY": (
+        lambda n: f"FREQ=MONTHLY;BYMONTHDAY={MONTH_DAYS};BYHOUR={_first(n)}",
+        24,
+    ),
+    "WEEKLY": (lambda n: f"FREQ=WEEKLY;BYDAY={DAYS};BYHOUR={HOURS};BYMINUTE={_first(n)}", 60),
+    "DAILY": (lambda n: f"FREQ=DAILY;BYHOUR={HOURS};BYMINUTE={_first(n)}", 60),
+    "HOURLY": (lambda n: f"FREQ=HOURLY;BYMINUTE={SECONDS};BYSECOND={_first(n)}", 60),
+    "MINUTELY": (lambda n: f"FREQ=MINUTELY;BYSECOND={_first(n)}", 60),
+}
+# The issue's shapes: accepted before, seconds of CPU per create, PATCH and tick.
+MULTIPLIED = (
+    f"FREQ=YEARLY;BYDAY={DAYS};BYMINUTE={SECONDS};BYSECOND={SECONDS}",
+    f"FREQ=YEARLY;BYDAY={DAYS};BYHOUR=0,1;BYMINUTE={SECONDS};BYSECOND={SECONDS}",
+    f"FREQ=MONTHLY;BYMONTHDAY={MONTH_DAYS};BYMINUTE={SECONDS};BYSECOND={SECONDS}",
+    f"FREQ=DAILY;BYMINUTE={SECONDS};BYSECOND={SECONDS}",
+    f"FREQ=YEARLY;BYMONTH=1,2,3,4,5,6,7,8,9,10,11,12;BYHOUR={HOURS};BYMINUTE={SECONDS}",
+)
+
+
+def _longest_admitted(tenant, endpoint, build, most: int) -> tuple[str, int] | None:
+    """The rule of `build` with the longest list notification_create admits from 1970."""
+    low, high = 0, most + 1  # low admitted (0: none yet), high refused
+    while high - low > 1:
+        middle = (low + high) // 2
+        row = _accepted(tenant, endpoint, build(middle), EPOCH)
+        if row is not None:
+            row.delete()
+            low = middle
+        else:
+            high = middle
+    return (build(low), low) if low else None
+
+
+def _create_cpu(actor_token: str, tenant_id, endpoint_id, rrule: str, creates: int) -> list[float]:
+    """Thread CPU of each POST /v1/notifications, in process, through the whole stack."""
+    import uuid
+
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {actor_token}", HTTP_X_TENANT_ID=str(tenant_id))
+    spent = []
+    # The first request of a process imports and compiles what every later one reuses.
+    for _ in range(creates + 1):
+        body = {
+            "channels": ["webhook"],
+            "webhook_endpoint": str(endpoint_id),
+            "subject": "Long lists",
+            "body": "",
+            "fire_at": "1970-01-01T00:00:00Z",
+            "rrule": rrule,
+        }
+        started = time.thread_time()
+        response = client.post(
+            "/v1/notifications", body, format="json", headers={"Idempotency-Key": str(uuid.uuid4())}
+        )
+        spent.append((time.thread_time() - started) * 1000)
+        assert response.status_code == 201, response.content
+    return spent[1:]
+
+
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
+def long_list_rules(db: str, url: str, log: Path) -> None:
+    from django.conf import settings
+    from django.utils import timezone
+
+    from notifications.models import Notification
+    from tenancy.models import Tenant
+    from tenancy.services import tenant_create
+
+    settings.THROTTLE_RATE_USER = "100000000/s"
+    grant = tenant_create(name="lists", owner_email="lists@example.com")
+    quiet = Tenant.objects.create(name="quiet lists")
+    endpoint, quiet_endpoint = _endpoint(grant.tenant, url), _endpoint(quiet, url)
+    admitted = {}
+    for freq, (build, most) in LONG_LISTS.items():
+        found = _longest_admitted(grant.tenant, endpoint, build, most)
+        if found is None:
+            print(f"[{db}] long_lists: {freq}: no list length admitted")
+            continue
+        rule, length = found
+        spent = _create_cpu(grant.token, grant.tenant.pk, endpoint.pk, rule, creates=40)
+        admitted[freq] = rule
+        print(
+            f"[{db}] long_lists: {freq}: longest admitted last list {length} of {most}; "
+            f"create CPU p50 {statistics.median(spent):.1f} ms, p99 {_p99(spent):.1f} ms, "
+            f"max {max(spent):.1f} ms over {len(spent)} creates"
+        )
+    Notification.objects.all().delete()
+    due = timezone.now().replace(microsecond=0)
+    rules = list(admitted.values())
+    for index in range(120):
+        _accepted(grant.tenant, endpoint, rules[index % len(rules)], EPOCH)
+    Notification.objects.update(next_fire_at=due, due_at=due)
+    quiet_row = _accepted(quiet, quiet_endpoint, "", due)
+    _tick_figures(db, "120 rows of the longest admitted lists", quiet_row, due, log)
+
+    Notification.objects.all().delete()
+    due = timezone.now().replace(microsecond=0)
+    Notification.objects.bulk_create(
+        [
+            Notification(
+                tenant=grant.tenant,
+                channels=["webhook"],
+                webhook_endpoint=endpoint,
+                subject="Before the check",
+                rrule=MULTIPLIED[index % len(MULTIPLIED)],
+                recurrence_anchor=EPOCH,
+                next_fire_at=due,
+                due_at=due,
+            )
+            for index in range(12)
+        ]
+    )
+    quiet_row = _accepted(quiet, quiet_endpoint, "", due)
+    _tick_figures(db, "12 rows of the issue's multiplied shapes", quiet_row, due, log)
+    reasons = set(
+        Notification.objects.filter(tenant=grant.tenant).values_list(
+            "dead_letter_reason", flat=True
+        )
+    )
+    print(f"[{db}] long_lists: those rows ended dead-lettered as {sorted(reasons)}")
+
+
 def costly_rules(db: str) -> None:
     from django.conf import settings
     from django.utils import timezone
@@ -159,6 +309,8 @@ def costly_rules(db: str) -> None:
             Notification.objects.filter(tenant=noisy).values_list("dead_letter_reason", flat=True)
         )
         print(f"[{db}] costly_rules: those rows ended dead-lettered as {sorted(reasons)}")
+        Notification.objects.all().delete()
+        long_list_rules(db, url, log)
     finally:
         sink.kill()
         sink.wait()

@@ -21,6 +21,7 @@ occurrences a late schedule skips in ``recurrence_skipped``.
 """
 
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 from notifications.recurrence_cost import CpuBudget, RuleTooCostly
 from notifications.recurrence_rules import InvalidRecurrence, parse_rule, validate_rrule
@@ -38,12 +39,8 @@ __all__ = [
     "validate_timezone",
 ]
 
-# At create and PATCH a search may use this share of the budget: the tick's searches of an
-# admitted rule then stay within the whole budget despite a machine's jitter and gaps between
-# occurrences that vary (Friday the 13th is 1 to 14 months away).
-ADMISSION_SHARE = 0.5
-# How many occurrences after the first the admission check finds, each within its share.
-ADMISSION_PROBES = 3
+# How many occurrences after the first the admission check finds, all within one budget.
+ADMISSION_PROBES = 2
 # Past every instant a schedule can have: a search after it walks a COUNT rule to its end.
 _END_OF_TIME = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
 
@@ -85,22 +82,30 @@ def first_occurrence(
     """
     if anchor.tzinfo is None:
         raise ValueError("anchor must be timezone-aware")
-    # dateutil drops DTSTART's microseconds, so the anchor's own instance is its whole second.
-    just_before = anchor.replace(microsecond=0) - timedelta(microseconds=1)
     meter = (budget or CpuBudget()).meter()
-    return occurrence_after(rrule, tz_name, anchor, threshold=just_before, meter=meter)
+    return occurrence_after(rrule, tz_name, anchor, threshold=_just_before(anchor), meter=meter)
+
+
+def _just_before(anchor: datetime) -> datetime:
+    # dateutil drops DTSTART's microseconds, so the anchor's own instance is its whole second.
+    return anchor.replace(microsecond=0) - timedelta(microseconds=1)
 
 
 def admitted_first_occurrence(
     *, rrule: str, tz_name: str, anchor: datetime, now: datetime, budget: CpuBudget
 ) -> datetime | None:
     """first_occurrence, for a schedule about to be stored: raises RuleTooCostly unless the
-    tick will find its occurrences within `budget`. Each search here gets ADMISSION_SHARE
-    of it: the first occurrence, then the next ADMISSION_PROBES after max(first, now) — or,
-    for a COUNT rule, the walk through all its occurrences, the most any later search of it
-    can cost."""
-    share = budget.share(ADMISSION_SHARE)
-    first = first_occurrence(rrule=rrule, tz_name=tz_name, anchor=anchor, budget=share)
+    first occurrence and the next ADMISSION_PROBES after max(first, now) — or, for a COUNT
+    rule, the walk through all its occurrences, the most any later search of it can cost —
+    are all found within one `budget`. A create or PATCH so costs at most the budget, and
+    each of the tick's searches, which has the whole budget to itself, has room for gaps
+    between occurrences several times the ones probed (Friday the 13th is 1 to 14 months
+    away)."""
+    if anchor.tzinfo is None or now.tzinfo is None:
+        raise ValueError("anchor and now must be timezone-aware")
+    meter = budget.meter()
+    search = partial(occurrence_after, rrule, tz_name, anchor, meter=meter)
+    first = search(threshold=_just_before(anchor))
     if first is None:
         return None
     if "COUNT" in parse_rule(rrule).parts:
@@ -109,9 +114,7 @@ def admitted_first_occurrence(
         probes = [max(first, now)] * ADMISSION_PROBES
     found: datetime | None = probes[0]
     for _ in probes:
-        found = next_occurrence(
-            rrule=rrule, tz_name=tz_name, anchor=anchor, after=found, budget=share
-        )
+        found = search(threshold=max(found, anchor))
         if found is None:
             break
     return first
