@@ -24,7 +24,12 @@ from notifications.models import (
 )
 from notifications.recurrence_skipped import SKIP_COUNT_CAP
 from notifications.validation import MAX_RECIPIENTS
-from web.fields import NullableCharField, StrictBooleanField, StrictUUIDField
+from web.fields import (
+    EmailAddressField,
+    NullableCharField,
+    StrictBooleanField,
+    StrictUUIDField,
+)
 from web.representation import Representation
 from web.serializers import NoBodySerializer, RejectsUndeclaredFields
 
@@ -58,7 +63,7 @@ class NotificationWriteSerializer(RejectsUndeclaredFields, serializers.Serialize
         max_length=2,
     )
     email_to = serializers.ListField(
-        child=serializers.EmailField(max_length=254), max_length=MAX_RECIPIENTS, required=False
+        child=EmailAddressField(), max_length=MAX_RECIPIENTS, required=False
     )
     subject = serializers.CharField(max_length=200)
     body = serializers.CharField(max_length=10_000, allow_blank=True, trim_whitespace=False)

@@ -13,7 +13,6 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import validate_email
 
 from notifications.models import Channel, WebhookEndpoint
 from notifications.recurrence import (
@@ -26,6 +25,7 @@ from notifications.recurrence import (
 from notifications.recurrence import validate_timezone as validate_tz_name
 from tenancy.models import Tenant
 from web.errors import InvalidInput
+from web.fields import validate_email_address
 
 MAX_RECIPIENTS = 50
 _ENDPOINT_MISSING = "No webhook endpoint with this id exists in this tenant."
@@ -129,7 +129,7 @@ def recipient_errors(channels: list[str], email_to: list[str]) -> dict[str, list
         return {"email_to": [f"At most {MAX_RECIPIENTS} recipients are allowed."]}
     for address in email_to:
         try:
-            validate_email(address)
+            validate_email_address(address)
         except ValidationError:
             return {"email_to": [f"{address[:100]!r} is not a valid email address."]}
     return {}
