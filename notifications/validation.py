@@ -28,6 +28,9 @@ from web.errors import InvalidInput
 from web.fields import validate_email_address
 
 MAX_RECIPIENTS = 50
+# A subject becomes an email's Subject header, where a line break or NUL cannot go: the
+# send would fail every time and the row end dead-lettered.
+_NOT_IN_SUBJECT = frozenset("\r\n\x00")
 _ENDPOINT_MISSING = "No webhook endpoint with this id exists in this tenant."
 _NO_OCCURRENCE = (
     "The rule has no occurrence at or after fire_at (for example, its COUNT or UNTIL ends "
@@ -120,6 +123,13 @@ def _recurrence_errors(rrule: str, timezone: str) -> dict[str, list[str]]:
         except InvalidRecurrence as exc:
             errors["rrule"] = [str(exc)]
     return errors
+
+
+def subject_error(subject: str) -> str | None:
+    """Why `subject` cannot be sent as an email subject, or None when it can."""
+    if _NOT_IN_SUBJECT.intersection(subject):
+        return "Must not contain a line break (CR, LF) or NUL."
+    return None
 
 
 def recipient_errors(channels: list[str], email_to: list[str]) -> dict[str, list[str]]:
