@@ -21,6 +21,7 @@ from rest_framework import serializers
 
 from tenancy.permissions import IsTenantMember
 from web.problems import PROBLEM_CONTENT_TYPE
+from web.query import query_filters
 
 COMMON_PROBLEM_STATUSES = (400, 401, 403, 404, 405, 406, 413, 415, 429, 500, 503)
 
@@ -166,6 +167,8 @@ class TickworkAutoSchema(AutoSchema):
         parameters += [BOOKMARK_PARAMETER, CONSISTENCY_PARAMETER]
         if any(isinstance(p, IsTenantMember) for p in self.view.get_permissions()):
             parameters.append(TENANT_HEADER)
+        if self.method == "GET" and self._is_list_view():
+            parameters += query_filters(self.view)
         if self.method == "POST":
             required = self.method in getattr(self.view, "idempotency_key_required", ())
             parameters.append(idempotency_key_parameter(required=required))
