@@ -150,7 +150,9 @@ def idempotency_key_parameter(*, required: bool) -> OpenApiParameter:
         required=required,
         description=(
             f"{'Required' if required else 'Optional'}: 1-255 printable ASCII characters, "
-            'bare (`abc`) or as a structured-field string (`"abc"`). Scoped to the tenant. A '
+            'bare (`abc`) or as a structured-field string (`"abc"`); sent once, and a comma '
+            "only inside the quotes (a repeated header arrives joined with commas: 400). "
+            "Scoped to the tenant. A "
             "retry with the same key and request replays the first answer byte for byte "
             "(`Idempotent-Replayed: true`) and changes nothing; an answer that held a secret "
             "is not replayed (409 naming the resource); the same key with another request "
