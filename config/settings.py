@@ -150,6 +150,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["tenancy.permissions.IsTenantMember"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["web.parsers.StrictJSONParser"],
+    "DEFAULT_FILTER_BACKENDS": ["web.query.KnownQueryParameters"],
     "DEFAULT_THROTTLE_CLASSES": [
         "tenancy.throttling.AddressRateThrottle",
         "tenancy.throttling.UserRateThrottle",

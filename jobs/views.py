@@ -29,20 +29,18 @@ def tenant_jobs(request: Request) -> QuerySet[Job]:
     return Job.objects.filter(tenant=request.tenant)
 
 
-@extend_schema(
-    parameters=[
+class JobListView(generics.ListAPIView):
+    serializer_class = JobSerializer
+    pagination_class = NewestFirstCursorPagination
+    query_filters = (
         OpenApiParameter(
             "status",
             OpenApiTypes.STR,
             OpenApiParameter.QUERY,
             enum=JobStatus.values,
             description="Only jobs in this status; an unknown value is a 400.",
-        )
-    ]
-)
-class JobListView(generics.ListAPIView):
-    serializer_class = JobSerializer
-    pagination_class = NewestFirstCursorPagination
+        ),
+    )
 
     def get_queryset(self) -> QuerySet[Job]:
         jobs = tenant_jobs(self.request)

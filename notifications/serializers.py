@@ -23,8 +23,13 @@ from notifications.models import (
     WebhookEndpoint,
 )
 from notifications.recurrence_skipped import SKIP_COUNT_CAP
-from notifications.validation import MAX_RECIPIENTS
-from web.fields import NullableCharField, StrictBooleanField, StrictUUIDField
+from notifications.validation import MAX_RECIPIENTS, subject_error
+from web.fields import (
+    EmailAddressField,
+    NullableCharField,
+    StrictBooleanField,
+    StrictUUIDField,
+)
 from web.representation import Representation
 from web.serializers import NoBodySerializer, RejectsUndeclaredFields
 
@@ -38,6 +43,15 @@ class _UniqueChannels(serializers.ListField):
         if len(set(channels)) != len(channels):
             raise serializers.ValidationError("Channels must not repeat.")
         return channels
+
+
+class _SubjectField(serializers.CharField):
+    """A subject checked as sent: the default trimming would hide a trailing line break."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if isinstance(data, str) and (error := subject_error(data)) is not None:
+            raise serializers.ValidationError(error)
+        return super().to_internal_value(data)
 
 
 class _WallClockDateTimeField(serializers.DateTimeField):
@@ -58,9 +72,9 @@ class NotificationWriteSerializer(RejectsUndeclaredFields, serializers.Serialize
         max_length=2,
     )
     email_to = serializers.ListField(
-        child=serializers.EmailField(max_length=254), max_length=MAX_RECIPIENTS, required=False
+        child=EmailAddressField(), max_length=MAX_RECIPIENTS, required=False
     )
-    subject = serializers.CharField(max_length=200)
+    subject = _SubjectField(max_length=200)
     body = serializers.CharField(max_length=10_000, allow_blank=True, trim_whitespace=False)
     webhook_endpoint = StrictUUIDField(required=False, allow_null=True)
     fire_at = _WallClockDateTimeField(

@@ -13,7 +13,6 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import validate_email
 
 from notifications.models import Channel, WebhookEndpoint
 from notifications.recurrence import (
@@ -26,8 +25,12 @@ from notifications.recurrence import (
 from notifications.recurrence import validate_timezone as validate_tz_name
 from tenancy.models import Tenant
 from web.errors import InvalidInput
+from web.fields import validate_email_address
 
 MAX_RECIPIENTS = 50
+# A subject becomes an email's Subject header, where a line break or NUL cannot go: the
+# send would fail every time and the row end dead-lettered.
+_NOT_IN_SUBJECT = frozenset("\r\n\x00")
 _ENDPOINT_MISSING = "No webhook endpoint with this id exists in this tenant."
 _NO_OCCURRENCE = (
     "The rule has no occurrence at or after fire_at (for example, its COUNT or UNTIL ends "
@@ -124,6 +127,13 @@ def _recurrence_errors(rrule: str, timezone: str) -> dict[str, list[str]]:
     return errors
 
 
+def subject_error(subject: str) -> str | None:
+    """Why `subject` cannot be sent as an email subject, or None when it can."""
+    if _NOT_IN_SUBJECT.intersection(subject):
+        return "Must not contain a line break (CR, LF) or NUL."
+    return None
+
+
 def recipient_errors(channels: list[str], email_to: list[str]) -> dict[str, list[str]]:
     if Channel.EMAIL in channels and not email_to:
         return {"email_to": ["The email channel needs at least one recipient."]}
@@ -131,7 +141,7 @@ def recipient_errors(channels: list[str], email_to: list[str]) -> dict[str, list
         return {"email_to": [f"At most {MAX_RECIPIENTS} recipients are allowed."]}
     for address in email_to:
         try:
-            validate_email(address)
+            validate_email_address(address)
         except ValidationError:
             return {"email_to": [f"{address[:100]!r} is not a valid email address."]}
     return {}

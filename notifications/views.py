@@ -57,6 +57,7 @@ class NotificationListView(RepresentedListView):
     serializer_class = NotificationSerializer
     representation = NOTIFICATIONS
     idempotency_key_required = ("POST",)
+    query_filters = (OpenApiParameter("state", enum=NotificationState.values, required=False),)
 
     def get_queryset(self) -> Any:
         state = single_query_param(self.request, "state")
@@ -68,7 +69,6 @@ class NotificationListView(RepresentedListView):
 
     @extend_schema(
         operation_id="notifications_list",
-        parameters=[OpenApiParameter("state", enum=NotificationState.values, required=False)],
         responses={200: NotificationSerializer(many=True)},
     )
     def get(self, request: Request) -> Response:
@@ -155,10 +155,10 @@ class NotificationDeliveriesView(ListAPIView):
 class DeliveryListView(ListAPIView):
     pagination_class = DeliveryPagination
     serializer_class = DeliverySerializer
+    query_filters = (OpenApiParameter("notification_id", type=uuid.UUID, required=False),)
 
     @extend_schema(
         operation_id="deliveries_list",
-        parameters=[OpenApiParameter("notification_id", type=uuid.UUID, required=False)],
         responses={200: DeliverySerializer(many=True)},
     )
     def get(self, request: Request) -> Response:

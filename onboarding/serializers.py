@@ -5,7 +5,7 @@ from rest_framework import serializers
 
 from onboarding.turnstile import TOKEN_MAX_LENGTH
 from tenancy.models import Invitation, InvitationStatus, Role
-from web.fields import StrictCharField
+from web.fields import EmailAddressField, StrictCharField
 from web.serializers import RejectsUndeclaredFields
 
 # Our own tokens are 43 characters; anything much longer is not one.
@@ -19,7 +19,7 @@ class SignupAcceptedSerializer(serializers.Serializer):
 class SignupSerializer(RejectsUndeclaredFields, serializers.Serializer):
     representation = SignupAcceptedSerializer
 
-    email = serializers.EmailField()
+    email = EmailAddressField()
     tenant_name = StrictCharField(max_length=200)
     captcha_token = StrictCharField(
         max_length=TOKEN_MAX_LENGTH, help_text="The Turnstile widget's response token."
@@ -55,7 +55,7 @@ class InvitationSerializer(serializers.Serializer):
 class InvitationCreateSerializer(RejectsUndeclaredFields, serializers.Serializer):
     representation = InvitationSerializer
 
-    email = serializers.EmailField()
+    email = EmailAddressField()
     role = serializers.ChoiceField(choices=Role.choices)
 
 

@@ -132,6 +132,7 @@ class InvitationListView(ListAPIView):
     extra_problem_statuses = {"POST": (409,)}
     serializer_class = InvitationSerializer
     pagination_class = NewestFirstCursorPagination
+    query_filters = (OpenApiParameter("status", enum=InvitationStatus.values, required=False),)
 
     def get_serializer_context(self) -> dict[str, Any]:
         return {**super().get_serializer_context(), "now": timezone.now()}
@@ -142,7 +143,6 @@ class InvitationListView(ListAPIView):
 
     @extend_schema(
         operation_id="invitations_list",
-        parameters=[OpenApiParameter("status", enum=InvitationStatus.values, required=False)],
         responses={200: InvitationSerializer(many=True)},
     )
     def get(self, request: Request) -> Response:

@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from projects.models import Project, ProjectStatus
-from web.fields import FieldsBoundOnce, StrictCharField
+from web.fields import EmailAddressField, FieldsBoundOnce, StrictCharField
 from web.representation import Representation
 from web.serializers import RejectsUndeclaredFields
 
@@ -51,7 +51,7 @@ class ProjectCreateSerializer(RejectsUndeclaredFields, FieldsBoundOnce, serializ
 
     name = StrictCharField(max_length=200)
     invite = serializers.ListField(
-        child=serializers.EmailField(),
+        child=EmailAddressField(),
         required=False,
         default=list,
         max_length=MAX_INVITES,

@@ -21,6 +21,7 @@ from tenancy import oidc
 from tenancy.identities import JwtCredential, jwt_user
 from tenancy.services import AddressBlocked, TokenRejected, token_authenticate
 from tenancy.throttling import AuthFailures, too_many_failures
+from web.headers import refuse_repeated_headers
 from web.problems import ProblemError
 
 # The issuer is asked again at most once a minute (tenancy.oidc.IssuerKeys).
@@ -55,6 +56,7 @@ class BearerTokenAuthentication(BaseAuthentication):
             raise too_many_failures(exc.seconds_left) from None
         except (TokenRejected, oidc.JwtRejected) as exc:
             raise failures.refuse(str(exc)) from None
+        refuse_repeated_headers(request)
         refuse_malformed_routing(request)
         return authenticated
 

@@ -39,6 +39,7 @@ from dbqueue.batches import delete_in_batches
 from tenancy.idempotency_keys import idempotency_key_parse, request_fingerprint
 from tenancy.models import OperationKey, Tenant
 from web.errors import Conflict, Unprocessable
+from web.headers import single_header
 
 REPLAYED_HEADER = "Idempotent-Replayed"
 _PURGE_BATCH = 5000
@@ -116,7 +117,7 @@ class Idempotency:
         return cls(
             tenant=request.tenant if scope is None else None,
             scope=scope or "",
-            key=idempotency_key_parse(request.headers.get("Idempotency-Key")),
+            key=idempotency_key_parse(single_header(request, "Idempotency-Key")),
             fingerprint=request_fingerprint(method=request.method, path=request.path, body=body),
             now=timezone.now(),
         )

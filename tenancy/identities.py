@@ -11,14 +11,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, models, transaction
 
 from dbqueue.ratelimit import blocked_for_us, blocked_seconds
 from tenancy.models import ExternalIdentity
 from tenancy.services import AddressBlocked, FailureLimit, TokenRejected, _user_get_or_create
+from web.fields import validate_email_address
 
 _MAX_SUBJECT = ExternalIdentity._meta.get_field("subject").max_length
-_MAX_EMAIL = 150  # the user name a new user gets is their email
 
 
 @dataclass(frozen=True)
@@ -59,10 +60,19 @@ def jwt_user(*, claims: dict[str, Any], issuer: str, failures: FailureLimit) -> 
     return identity.user
 
 
+def _usable_address(email: Any) -> bool:
+    if not isinstance(email, str):
+        return False
+    try:
+        validate_email_address(email)
+    except ValidationError:
+        return False
+    return True
+
+
 def _first_sight(issuer: str, subject: str, claims: dict[str, Any]) -> ExternalIdentity:
     email = claims.get("email")
-    usable = isinstance(email, str) and "@" in email and len(email) <= _MAX_EMAIL
-    if claims.get("email_verified") is not True or not usable:
+    if claims.get("email_verified") is not True or not _usable_address(email):
         raise TokenRejected(
             "The identity provider has not verified this token's email address, and its "
             "subject is not known here."

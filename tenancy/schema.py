@@ -21,6 +21,7 @@ from rest_framework import serializers
 
 from tenancy.permissions import IsTenantMember
 from web.problems import PROBLEM_CONTENT_TYPE
+from web.query import query_filters
 
 COMMON_PROBLEM_STATUSES = (400, 401, 403, 404, 405, 406, 413, 415, 429, 500, 503)
 
@@ -149,7 +150,9 @@ def idempotency_key_parameter(*, required: bool) -> OpenApiParameter:
         required=required,
         description=(
             f"{'Required' if required else 'Optional'}: 1-255 printable ASCII characters, "
-            'bare (`abc`) or as a structured-field string (`"abc"`). Scoped to the tenant. A '
+            'bare (`abc`) or as a structured-field string (`"abc"`); sent once, and a comma '
+            "only inside the quotes (a repeated header arrives joined with commas: 400). "
+            "Scoped to the tenant. A "
             "retry with the same key and request replays the first answer byte for byte "
             "(`Idempotent-Replayed: true`) and changes nothing; an answer that held a secret "
             "is not replayed (409 naming the resource); the same key with another request "
@@ -166,6 +169,8 @@ class TickworkAutoSchema(AutoSchema):
         parameters += [BOOKMARK_PARAMETER, CONSISTENCY_PARAMETER]
         if any(isinstance(p, IsTenantMember) for p in self.view.get_permissions()):
             parameters.append(TENANT_HEADER)
+        if self.method == "GET" and self._is_list_view():
+            parameters += query_filters(self.view)
         if self.method == "POST":
             required = self.method in getattr(self.view, "idempotency_key_required", ())
             parameters.append(idempotency_key_parameter(required=required))

@@ -1,5 +1,6 @@
 """Token checks, tenant resolution and the operator commands' writes."""
 
+import hashlib
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -206,11 +207,22 @@ def membership_resolve(
     return found[0]
 
 
+def _username_for(email: str) -> str:
+    """A new user's user name: their address, or a digest of it when the address is longer
+    than the column (150; an address may have 254). Users are found by their email, so the
+    name only has to be unique, as the address is."""
+    limit = get_user_model()._meta.get_field("username").max_length
+    if len(email) <= limit:
+        return email
+    return "sha256:" + hashlib.sha256(email.encode()).hexdigest()
+
+
 def _user_get_or_create(email: str) -> AbstractBaseUser:
     user_model = get_user_model()
     user = user_model.objects.filter(email__iexact=email).first()
     if user is None:
-        user = user_model.objects.create_user(username=email.lower(), email=email.lower())
+        email = email.lower()
+        user = user_model.objects.create_user(username=_username_for(email), email=email)
         user.set_unusable_password()
         user.save(update_fields=["password"])
     return user

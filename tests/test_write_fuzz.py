@@ -13,7 +13,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from tests.onboarding.test_address_lengths import address
 from tests.web.write_endpoints import WRITES, assert_problem, seed_targets, send, stored_state
+from web.headers import SINGLE_VALUE_HEADERS
 
 # Signup is fuzzed like every write: on (it is off by default).
 pytestmark = pytest.mark.usefixtures("public_dns", "signup_on")
@@ -134,5 +136,51 @@ def test_no_body_breaks_a_write(alice, write):
             assert stored_state(targets) == before, raw
         if _undeclared(raw, write):
             assert response.status_code == 400, (raw, response.content)
+
+    check()
+
+
+# Input the store and the headers cannot hold (DESIGN §11): each is a 400 on any write that
+# takes it, whatever else the body holds, and writes nothing.
+_ADDRESS_FIELDS = {"email": str, "invite": list, "email_to": list}
+_OVERLONG_ADDRESS = st.integers(255, 320).map(address)
+_BROKEN_SUBJECT = st.tuples(_TEXT, st.sampled_from(["\r", "\n", "\r\n"]), _TEXT).map("".join)
+_FOLDED = st.sampled_from(SINGLE_VALUE_HEADERS).flatmap(
+    lambda name: st.tuples(st.just(name), st.sampled_from(["a,b", '"a","b"', "0/0,0/0"]))
+)
+
+
+@st.composite
+def unholdable(draw, write) -> tuple[dict, dict[str, str]]:
+    """A body with one value the store cannot hold, or a repeated single-value header."""
+    fields = [name for name in sorted(write.writable) if name in _ADDRESS_FIELDS]
+    fields += ["subject"] if "subject" in write.writable else []
+    body = {"name": "P"} if "name" in write.writable else {}
+    if not fields or draw(st.booleans()):
+        name, value = draw(_FOLDED)
+        return body, {name: value}
+    field = draw(st.sampled_from(fields))
+    if field == "subject":
+        return {**body, "subject": draw(_BROKEN_SUBJECT)}, {}
+    overlong = draw(_OVERLONG_ADDRESS)
+    return {**body, field: [overlong] if _ADDRESS_FIELDS[field] is list else overlong}, {}
+
+
+@pytest.mark.parametrize("write", WRITES, ids=lambda write: write.name)
+def test_what_the_store_and_headers_cannot_hold_is_a_400(alice, write):
+    targets = seed_targets(alice)
+    path = targets.path(write)
+
+    @settings(FUZZ, max_examples=15)
+    @given(shape=unholdable(write))
+    def check(shape: tuple[dict, dict[str, str]]) -> None:
+        body, headers = shape
+        before = stored_state(targets)
+
+        response = send(alice, write.method, path, _encode(body).encode(), **headers)
+
+        assert response.status_code == 400, (body, headers, response.content)
+        assert_problem(response)
+        assert stored_state(targets) == before
 
     check()

@@ -1,9 +1,16 @@
-"""Query parameters of the list endpoints: each takes one value, so a repeat is refused
-rather than one of the values being picked silently."""
+"""Query parameters of the list endpoints: a list takes its pagination's and the filters it
+declares, each once; an unknown or repeated one is refused rather than ignored or one of
+the values picked silently (`?project_id=` answering the whole list reads as filtered)."""
 
 import uuid
+from collections.abc import Sequence
+from typing import Any
 
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework.filters import BaseFilterBackend
 from rest_framework.request import Request
+from rest_framework.settings import api_settings
 
 from web.errors import InvalidInput
 
@@ -27,3 +34,37 @@ def uuid_query_param(request: Request, name: str) -> uuid.UUID | None:
         return uuid.UUID(raw)
     except ValueError:
         raise InvalidInput({name: ["Must be a UUID."]}) from None
+
+
+_SHOWN_NAME = 100  # characters of an unknown name echoed back
+
+
+def query_filters(view: Any) -> Sequence[OpenApiParameter]:
+    """The filters a list view declares (`query_filters`); the OpenAPI document publishes
+    them (tenancy.schema) and KnownQueryParameters accepts them."""
+    return getattr(view, "query_filters", ())
+
+
+class KnownQueryParameters(BaseFilterBackend):
+    """Every list's guard (DEFAULT_FILTER_BACKENDS): a query parameter that is neither the
+    paginator's, a declared filter nor DRF's format override is a 400 naming it. Views
+    without a paginator (details) are not lists and are left alone."""
+
+    def filter_queryset(self, request: Request, queryset: QuerySet[Any], view: Any) -> Any:
+        paginator = getattr(view, "paginator", None)
+        if paginator is None:
+            return queryset
+        accepted = {
+            paginator.cursor_query_param,
+            paginator.page_size_query_param,
+            api_settings.URL_FORMAT_OVERRIDE,
+            *(parameter.name for parameter in query_filters(view)),
+        }
+        unknown = sorted(name[:_SHOWN_NAME] for name in set(request.query_params) - accepted)
+        if unknown:
+            takes = ", ".join(sorted(name for name in accepted if name))
+            raise InvalidInput(
+                {name: [f"Unknown query parameter; this list takes {takes}."] for name in unknown},
+                message=f"Unknown query parameter: {', '.join(unknown)}.",
+            )
+        return queryset

@@ -393,3 +393,29 @@ def test_list_and_detail_query_counts_are_pinned(alice, django_assert_num_querie
         assert len(client.get("/v1/notifications").json()["results"]) == 5
     with django_assert_num_queries(3):
         assert client.get(f"/v1/notifications/{notifications[0].id}").status_code == 200
+
+
+@pytest.mark.parametrize("subject", ["Hi\r\nBcc: all@example.com", "Hi\n", "\rHi", "Hi\r"])
+def test_a_subject_with_a_line_break_is_400_at_create_and_patch(alice, subject):
+    created = _create(alice, subject=subject)
+    assert created.status_code == 400
+    assert created.json()["errors"] == {
+        "subject": ["Must not contain a line break (CR, LF) or NUL."]
+    }
+    assert Notification.objects.count() == 0
+
+    path = _create(alice)["Location"]
+    patched = alice.client().patch(path, {"subject": subject}, format="json")
+    assert patched.status_code == 400
+    assert "subject" in patched.json()["errors"]
+    assert Notification.objects.get().subject == "Hi"
+
+
+def test_a_subject_with_nul_is_400_at_create_and_patch(alice):
+    # NUL is refused anywhere in a body, before the fields are read (web.parsers).
+    assert _create(alice, subject="Hi\x00there").status_code == 400
+    assert Notification.objects.count() == 0
+    path = _create(alice)["Location"]
+    patched = alice.client().patch(path, {"subject": "Hi\x00"}, format="json")
+    assert patched.status_code == 400
+    assert Notification.objects.get().subject == "Hi"

@@ -17,8 +17,10 @@ from rest_framework.test import APIClient
 from dbqueue.models import RateWindow
 from tenancy import oidc
 from tenancy.models import ExternalIdentity
+from tests.onboarding.test_address_lengths import address
 from tests.support.oidc_issuer import ec_key, local_issuer, rsa_key
 from tests.web.write_endpoints import assert_problem
+from web.fields import MAX_EMAIL_LENGTH
 
 pytestmark = pytest.mark.django_db
 
@@ -104,6 +106,17 @@ def test_an_unverified_email_of_a_new_subject_is_401_and_creates_nothing(issuer,
         assert_refused(bearer(issuer.token(**claims)).get("/v1/me"))
     assert not ExternalIdentity.objects.exists()
     assert list(get_user_model().objects.values_list("email", flat=True)) == ["alice@example.com"]
+
+
+def test_a_verified_email_the_columns_cannot_hold_is_refused_and_the_longest_is_taken(issuer):
+    overlong = address(MAX_EMAIL_LENGTH + 1)
+    assert_refused(bearer(issuer.token(sub="long", email=overlong)).get("/v1/me"))
+    assert not get_user_model().objects.exists()
+
+    longest = address(MAX_EMAIL_LENGTH)
+    response = bearer(issuer.token(sub="longest", email=longest)).get("/v1/me")
+    assert response.status_code == 200, response.content
+    assert response.json()["user"]["email"] == longest
 
 
 def _b64(document: dict) -> str:

@@ -76,3 +76,57 @@ def test_an_empty_filter_is_a_400_too(alice, path, name):
 
     assert response.status_code == 400
     assert name in assert_problem(response)["errors"]
+
+
+# Every list route, members, tokens and invitations included.
+ALL_LISTS = (*LISTS, "/v1/members", "/v1/tokens", "/v1/invitations")
+UNKNOWN = "Unknown query parameter"
+
+
+@pytest.fixture
+def all_lists(alice, lists):
+    return [*lists, "/v1/members", "/v1/tokens", "/v1/invitations"]
+
+
+@pytest.mark.parametrize("query", ["project_id=1", "webhook_endpoint=x", "Limit=5", "status[]=a"])
+def test_an_unknown_query_parameter_is_a_400_naming_it_on_every_list(alice, all_lists, query):
+    name = query.split("=")[0]
+    for path in all_lists:
+        response = _get(alice, path, f"{query}&limit=5")
+
+        assert response.status_code == 400, (path, response.content)
+        problem = assert_problem(response)
+        assert list(problem["errors"]) == [name], path
+        assert problem["errors"][name][0].startswith(UNKNOWN)
+        assert name in problem["detail"]
+
+
+def test_the_reported_filters_no_list_takes_are_refused(alice):
+    make_notification(tenant=alice.tenant, next_fire_at=None)
+    jobs = _get(alice, "/v1/jobs", f"project_id={uuid.uuid4()}")
+    notifications = _get(alice, "/v1/notifications", f"webhook_endpoint={uuid.uuid4()}")
+
+    assert (jobs.status_code, notifications.status_code) == (400, 400)
+    assert "project_id" in jobs.json()["errors"]
+    assert "webhook_endpoint" in notifications.json()["errors"]
+
+
+def test_format_is_taken_as_drf_takes_it(alice, all_lists):
+    for path in all_lists:
+        assert _get(alice, path, "format=json").status_code == 200, path
+
+
+def test_the_schema_documents_exactly_what_each_list_takes(alice, client, all_lists):
+    schema = client.get("/v1/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    templates = dict(zip(ALL_LISTS, all_lists, strict=True))
+    for template, operations in schema["paths"].items():
+        listed = template.replace("{id}", "{notification}")
+        if "get" not in operations or listed not in templates:
+            continue
+        documented = {p["name"] for p in operations["get"]["parameters"] if p["in"] == "query"}
+        assert {"cursor", "limit"} <= documented, template
+        for name in documented:
+            response = _get(alice, templates[listed], f"{name}=x")
+            errors = response.json().get("errors", {}) if response.status_code == 400 else {}
+            assert not str(errors.get(name, "")).count(UNKNOWN), (template, name)
+    assert {t.replace("{notification}", "{id}") for t in ALL_LISTS} <= set(schema["paths"])

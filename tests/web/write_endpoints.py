@@ -146,12 +146,14 @@ def seed_targets(actor) -> Targets:
     )
 
 
-def send(actor, method: str, path: str, body: bytes):
+def send(actor, method: str, path: str, body: bytes, **extra: str):
     """`body` sent byte for byte (an escape such as `\\ud800` reaches the parser as such);
-    every POST carries a fresh Idempotency-Key, as a careful client's does."""
+    every POST carries a fresh Idempotency-Key, as a careful client's does; `extra`
+    headers are sent over these."""
     headers = {"Authorization": f"Bearer {actor.token}", "X-Tenant-ID": str(actor.tenant.id)}
     if method == "POST":
         headers["Idempotency-Key"] = str(uuid.uuid4())
+    headers.update(extra)
     return Client().generic(method, path, body, content_type="application/json", headers=headers)
 
 

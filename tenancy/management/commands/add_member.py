@@ -6,10 +6,10 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.core.validators import validate_email
 
 from tenancy.models import Role, Tenant
 from tenancy.services import member_add
+from web.fields import validate_email_address
 
 
 class Command(BaseCommand):
@@ -31,7 +31,7 @@ class Command(BaseCommand):
             raise CommandError(f"No tenant has the id {tenant_id}.")
         email = options["email"].strip()
         try:
-            validate_email(email)
+            validate_email_address(email)
         except ValidationError:
             raise CommandError(f"EMAIL is not a valid email address: {email!r}") from None
         grant = member_add(tenant=tenant, email=email, role=options["role"])

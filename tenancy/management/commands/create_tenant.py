@@ -5,9 +5,9 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.core.validators import validate_email
 
 from tenancy.services import tenant_create
+from web.fields import validate_email_address
 
 MAX_NAME_LENGTH = 200
 
@@ -26,7 +26,7 @@ class Command(BaseCommand):
             raise CommandError(f"NAME must be 1-{MAX_NAME_LENGTH} characters.")
         email = options["owner"].strip()
         try:
-            validate_email(email)
+            validate_email_address(email)
         except ValidationError:
             raise CommandError(f"--owner is not a valid email address: {email!r}") from None
         grant = tenant_create(name=name, owner_email=email)
