@@ -42,27 +42,33 @@ TOKENS_PER_SECOND_PER_CLIENT = 60
 
 def token_pool(kind: str, count: int, tenant_id: str) -> list[str]:
     """`count` unspent verification or invitation tokens."""
+    from django.conf import settings
     from django.utils import timezone
 
+    from tenancy import link_tokens
     from tenancy.invitations import invitation_issue
     from tenancy.models import Tenant
     from tenancy.signups import signup_request_record
 
     now, tenant = timezone.now(), Tenant.objects.get(pk=tenant_id)
+    addresses = [f"{uuid.uuid4().hex}@example.com" for _ in range(count)]
     if kind == "verify":
-        return [
-            signup_request_record(
-                email=f"{uuid.uuid4().hex}@example.com", tenant_name="b", address="", now=now
-            )
-            for _ in range(count)
+        references = [
+            signup_request_record(email=email, tenant_name="b", address="", now=now)
+            for email in addresses
         ]
+    else:
+        references = [
+            invitation_issue(
+                tenant=tenant, email=email, role="member", invited_by=None, now=now
+            ).link
+            for email in addresses
+        ]
+    # The tokens the emails would carry, derived as the tick does when it sends them.
     return [
-        invitation_issue(
-            tenant=tenant, email=f"{uuid.uuid4().hex}@example.com", role="member",
-            invited_by=None, now=now,
-        ).token
-        for _ in range(count)
-    ]  # fmt: skip
+        link_tokens.render(reference, recipients=[email], secret=settings.SECRET_KEY)
+        for reference, email in zip(references, addresses, strict=True)
+    ]
 
 
 def statements(call) -> tuple[int, int]:

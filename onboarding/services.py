@@ -3,8 +3,10 @@ emails that carry their single-use tokens.
 
 The rows are tenancy's (tenancy.signups, tenancy.invitations); this app sits above the
 notifications app, so it can queue each email as a one-shot email notification due now
-(run_tick delivers it) in the same transaction as the token the email carries: a token is
-never stored without its email, nor an email sent with a token that was rolled back. The
+(run_tick delivers it) in the same transaction as the digest its token is checked against:
+a digest is never stored without its email, nor an email sent for a digest that was rolled
+back. The stored email holds a link reference where the token goes; the tick derives the
+token when it sends the email (tenancy.link_tokens), so no stored body carries one. The
 emails are kept in tenancy.front_door's account-mail tenant, away from every API caller.
 """
 
@@ -47,12 +49,12 @@ def signup_request(*, email: str, tenant_name: str, address: str, now: datetime)
     same whatever happened here, so nothing tells it whether the address is known."""
     email = email.strip().lower()
     with transaction.atomic():
-        token = signup_request_record(
+        reference = signup_request_record(
             email=email, tenant_name=tenant_name, address=address, now=now
         )
-        if token is None:
+        if reference is None:
             return
-        link = settings.SIGNUP_VERIFY_URL.replace("{token}", token)
+        link = settings.SIGNUP_VERIFY_URL.replace("{token}", reference)
         hours = settings.SIGNUP_TOKEN_TTL_SECONDS / 3600
         _email(
             email,
@@ -67,7 +69,7 @@ def signup_request(*, email: str, tenant_name: str, address: str, now: datetime)
 def _send_invitation(issued: IssuedInvitation, tenant: Tenant, *, now: datetime) -> None:
     invitation = issued.invitation
     inviter = invitation.invited_by.email if invitation.invited_by is not None else "Someone"
-    link = settings.INVITATION_ACCEPT_URL.replace("{token}", issued.token)
+    link = settings.INVITATION_ACCEPT_URL.replace("{token}", issued.link)
     _email(
         invitation.email,
         f'You are invited to "{tenant.name}" on Tickwork',

@@ -2,10 +2,10 @@
 the tenant that holds the emails carrying their tokens.
 
 Those emails are one-shot notifications like every email the product sends, so run_tick
-delivers them with its pacing, retries and delivery log. They are kept in a tenant of their
-own that nobody is a member of: a token in a notification body would otherwise be readable
-through the inviting tenant's `GET /v1/notifications`, and an owner who read an invitee's
-token could accept it anonymously as that person. A signup has no tenant yet anyway.
+delivers them with its pacing, retries and delivery log. Their stored bodies hold a link
+reference, not the token (tenancy.link_tokens), and they are kept in a tenant of their own
+that nobody is a member of, away from the inviting tenant's `GET /v1/notifications`. A
+signup has no tenant yet anyway.
 """
 
 import uuid
@@ -28,7 +28,7 @@ class InvalidToken(DomainError):
 
 def account_mail_tenant() -> Tenant:
     """The tenant (made on first use) whose notifications carry signup and invitation
-    tokens; it has no members, so no API caller can read them."""
+    links; it has no members, so no API caller can read them."""
     tenant, _ = Tenant.objects.get_or_create(
         id=ACCOUNT_MAIL_TENANT_ID, defaults={"name": ACCOUNT_MAIL_TENANT_NAME}
     )

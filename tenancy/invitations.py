@@ -1,6 +1,7 @@
-"""Invitations into a tenant (DESIGN §3a): issued with a hashed single-use token, re-issued
-for an address already pending, revoked, and accepted once into a membership. Emailing the
-token is the onboarding app's part, in the same transaction as the token it carries.
+"""Invitations into a tenant (DESIGN §3a): issued with the digest of a single-use link token
+(tenancy.link_tokens), re-issued for an address already pending, revoked, and accepted once
+into a membership. Emailing the link is the onboarding app's part, in the same transaction
+as the digest its token is checked against.
 
 A token is looked up by its SHA-256 digest: what the database compares is the digest, so
 the time a lookup takes says nothing about the token itself.
@@ -16,6 +17,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 
+from tenancy import link_tokens
 from tenancy.front_door import InvalidToken
 from tenancy.models import (
     ApiToken,
@@ -23,7 +25,6 @@ from tenancy.models import (
     InvitationStatus,
     Membership,
     Tenant,
-    single_use_token,
     token_digest,
 )
 from tenancy.services import _user_get_or_create
@@ -51,8 +52,11 @@ class NotTheInvitee(Forbidden):
 
 @dataclass(frozen=True)
 class IssuedInvitation:
+    """An invitation and the link reference its email carries where the token goes (the
+    token itself is derived when the email is sent: tenancy.link_tokens)."""
+
     invitation: Invitation
-    token: str
+    link: str
 
 
 @dataclass(frozen=True)
@@ -81,17 +85,17 @@ def invitation_issue(
     invited_by: AbstractBaseUser | None,
     now: datetime,
 ) -> IssuedInvitation:
-    """A pending invitation of `email` with a fresh token: a new one, or the address's
-    pending one re-issued (new token, role and expiry; its old token stops working).
-    AlreadyMember when the address is a member."""
+    """A pending invitation of `email` with a fresh link token for an email to `email`: a
+    new one, or the address's pending one re-issued (new token, role and expiry; its old
+    token stops working). AlreadyMember when the address is a member."""
     email = email.strip().lower()
     if _member_emails(tenant.id, [email]):
         raise AlreadyMember
-    plaintext, digest = single_use_token()
+    link = link_tokens.issue("invitation", recipients=[email], secret=settings.SECRET_KEY)
     fields = {
         "role": role,
         "invited_by": invited_by,
-        "token_digest": digest,
+        "token_digest": link.digest,
         "expires_at": now + timedelta(seconds=settings.INVITATION_TTL_SECONDS),
     }
     pending = Invitation.objects.select_for_update().filter(
@@ -108,11 +112,11 @@ def invitation_issue(
             invitation = pending.first()  # a concurrent invitation of this address won
             if invitation is None:
                 raise
-    if invitation.token_digest != digest:
+    if invitation.token_digest != link.digest:
         for name, value in fields.items():
             setattr(invitation, name, value)
         invitation.save(update_fields=[*fields])
-    return IssuedInvitation(invitation=invitation, token=plaintext)
+    return IssuedInvitation(invitation=invitation, link=link.reference)
 
 
 def invitations_of(tenant: Tenant, *, status: str | None, now: datetime) -> QuerySet[Invitation]:

@@ -2,7 +2,6 @@
 
 import hashlib
 import hmac
-import secrets
 import uuid
 from datetime import datetime
 
@@ -10,7 +9,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from tenancy import token_format
+from tenancy import link_tokens, token_format
 
 
 class Tenant(models.Model):
@@ -174,18 +173,13 @@ class ExternalIdentity(models.Model):
 
 
 # --- The front door: invitations and signup requests ----------------------------------------
-# Their single-use tokens are kept as SHA-256 digests (`_digest`) only; the plaintext lives
-# in the email that carries it.
-
-
-def single_use_token() -> tuple[str, str]:
-    """A fresh single-use token (256 random bits) and the digest to store for it."""
-    plaintext = secrets.token_urlsafe(32)
-    return plaintext, _digest(plaintext)
+# Their single-use link tokens are kept as digests (tenancy.link_tokens) only; the token is
+# derived with SECRET_KEY when the email carrying it is sent, and stored nowhere.
 
 
 def token_digest(plaintext: str) -> str:
-    return _digest(plaintext)
+    """The digest a presented link token is looked up by."""
+    return link_tokens.digest(plaintext)
 
 
 class InvitationStatus(models.TextChoices):

@@ -1,13 +1,15 @@
-"""Signup requests: recorded with a hashed single-use token, verified once into a tenant,
-its owner and an API token (DESIGN §3a). Emailing the token is the onboarding app's part."""
+"""Signup requests: recorded with the digest of a single-use link token (tenancy.link_tokens),
+verified once into a tenant, its owner and an API token (DESIGN §3a). Emailing the link is
+the onboarding app's part."""
 
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from tenancy import link_tokens
 from tenancy.front_door import InvalidToken
-from tenancy.models import SignupRequest, single_use_token, token_digest
+from tenancy.models import SignupRequest, token_digest
 from tenancy.services import Grant, tenant_create
 
 # A repeat signup for a pending address re-sends its email at most this often.
@@ -17,15 +19,16 @@ RESEND_INTERVAL = timedelta(minutes=1)
 def signup_request_record(
     *, email: str, tenant_name: str, address: str, now: datetime
 ) -> str | None:
-    """Record a signup for `email` and return the token to email, or None when nothing is
-    to be sent: the address's pending request was sent less than RESEND_INTERVAL ago (or a
-    concurrent request for it is being recorded). A repeat reuses the pending request with a
-    new token, so the link of an earlier email stops working."""
+    """Record a signup for `email` and return the link reference its email to `email` carries
+    where the token goes (tenancy.link_tokens), or None when nothing is to be sent: the
+    address's pending request was sent less than RESEND_INTERVAL ago (or a concurrent request
+    for it is being recorded). A repeat reuses the pending request with a new token, so the
+    link of an earlier email stops working."""
     email = email.strip().lower()
-    plaintext, digest = single_use_token()
+    link = link_tokens.issue("signup", recipients=[email], secret=settings.SECRET_KEY)
     fields = {
         "tenant_name": tenant_name,
-        "token_digest": digest,
+        "token_digest": link.digest,
         "expires_at": now + timedelta(seconds=settings.SIGNUP_TOKEN_TTL_SECONDS),
         "sent_at": now,
         "requester_address": address,
@@ -43,11 +46,11 @@ def signup_request_record(
                     SignupRequest.objects.create(email=email, created_at=now, **fields)
             except IntegrityError:
                 return None  # a concurrent signup for this address committed first
-            return plaintext
+            return link.reference
         if pending.sent_at > now - RESEND_INTERVAL:
             return None
         SignupRequest.objects.filter(pk=pending.pk).update(**fields)
-        return plaintext
+        return link.reference
 
 
 @transaction.atomic

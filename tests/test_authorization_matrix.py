@@ -22,7 +22,7 @@ from tenancy.invitations import invitation_issue
 from tenancy.models import ApiToken, Tenant
 from tenancy.signups import signup_request_record
 from tests.authz import RouteSpec, build_world, check_case, matrix_cases
-from tests.conftest import make_member
+from tests.conftest import link_token, make_member
 from tests.jobs.factories import make_job
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_project
@@ -107,19 +107,21 @@ def _invitation_id(actor):
 
 
 def _verification_body():
-    token = signup_request_record(
-        email=_fresh_email(), tenant_name="Matrix", address="", now=timezone.now()
+    email = _fresh_email()
+    reference = signup_request_record(
+        email=email, tenant_name="Matrix", address="", now=timezone.now()
     )
-    return {"token": token}
+    return {"token": link_token(reference, email)}
 
 
 def _acceptance_body():
     """An invitation of a new address (no caller is its invitee: signed in is 403)."""
     tenant, _ = Tenant.objects.get_or_create(name="Matrix inviter")
+    email = _fresh_email()
     issued = invitation_issue(
-        tenant=tenant, email=_fresh_email(), role="member", invited_by=None, now=timezone.now()
+        tenant=tenant, email=email, role="member", invited_by=None, now=timezone.now()
     )
-    return {"token": issued.token}
+    return {"token": link_token(issued.link, email)}
 
 
 NOTIFICATION_BODY = {

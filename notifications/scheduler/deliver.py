@@ -5,17 +5,21 @@ endpoint) was loaded by the claim loop. Never raises: a channel that raises or o
 becomes a failed DeliveryResult.
 """
 
+import dataclasses
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, wait
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
+
 from notifications.models import Channel, Notification, WebhookEndpoint
 from notifications.scheduler.outcomes import DeferralReason
 from notifications.transports.base import DeliveryResult, EmailMessage, WebhookMessage
 from outbound.categories import ErrorCategory
+from tenancy import link_tokens
 
 Sender = Callable[..., DeliveryResult]  # sender(message, *, timeout=seconds)
 
@@ -32,8 +36,6 @@ class Senders:
 
 
 def default_senders() -> Senders:
-    from django.conf import settings
-
     from notifications.transports.email import send_email
     from notifications.transports.resend import send_batch
     from notifications.transports.webhook import send_webhook
@@ -133,12 +135,25 @@ def _call(sender: Sender, message: Any, timeout: float) -> DeliveryResult:
 
 
 def email_message(notification: Notification) -> EmailMessage:
+    """The row's email as stored: link references where link tokens go (what a recorded
+    batch holds)."""
     return EmailMessage(
         to=tuple(notification.email_to or ()),
         subject=notification.subject,
         body=notification.body,
         idempotency_key=occurrence_id(notification),
     )
+
+
+def with_links(text: str, recipients: Sequence[str]) -> str:
+    """`text` as it goes out to `recipients`: its link references rendered into tokens
+    (tenancy.link_tokens). Only the transport sees the result; nothing stores it."""
+    return link_tokens.render(text, recipients=recipients, secret=settings.SECRET_KEY)
+
+
+def email_to_send(notification: Notification) -> EmailMessage:
+    message = email_message(notification)
+    return dataclasses.replace(message, body=with_links(message.body, message.to))
 
 
 def _channel_call(
@@ -151,7 +166,7 @@ def _channel_call(
 ) -> tuple[Sender, Any] | DeliveryResult:
     """The sender and message for `channel`, or a ready result when no call can help."""
     if channel == Channel.EMAIL:
-        return senders.email, email_message(notification)
+        return senders.email, email_to_send(notification)
     if channel == Channel.WEBHOOK:
         if endpoint is None or not endpoint.enabled:
             state = "missing" if endpoint is None else "disabled"

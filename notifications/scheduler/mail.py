@@ -5,6 +5,10 @@ budget. No network I/O happens here; `send_when_due` runs in a mailer thread.
 A row whose email is already in a recorded batch (its earlier send got no answer, or a "later")
 goes again in that identical batch, under the same key: Resend replays its first answer
 instead of sending twice. Every other email goes in a new batch with a new key.
+
+A recorded batch holds the emails as stored, link references where link tokens go; the
+tokens are rendered into the body only on its way out (`send_when_due`), the same bytes on
+every send of it (tenancy.link_tokens).
 """
 
 import threading
@@ -19,8 +23,14 @@ from django.db import transaction
 from dbqueue import pacing
 from dbqueue.fences import fenced_update_many
 from notifications.models import EmailBatch, Notification
-from notifications.scheduler.deliver import email_message
-from notifications.transports.resend import BATCH_LIMIT, PROVIDER, BatchAnswer, batch_body
+from notifications.scheduler.deliver import email_message, with_links
+from notifications.transports.resend import (
+    BATCH_LIMIT,
+    PROVIDER,
+    BatchAnswer,
+    batch_body,
+    batch_texts_mapped,
+)
 
 BatchSender = Callable[..., BatchAnswer]  # sender(body=, size=, key=, timeout=)
 
@@ -160,5 +170,8 @@ def send_when_due(
     batch.sent_at = clock()
     record = batch.record
     return sender(
-        body=record.body, size=len(record.members), key=record.idempotency_key, timeout=timeout
+        body=batch_texts_mapped(record.body, with_links),
+        size=len(record.members),
+        key=record.idempotency_key,
+        timeout=timeout,
     )

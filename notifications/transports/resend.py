@@ -11,7 +11,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -53,6 +53,15 @@ def batch_body(messages: Sequence[EmailMessage]) -> str:
         }
         for message in messages
     ]
+    return json.dumps(emails, separators=(",", ":"), ensure_ascii=False)
+
+
+def batch_texts_mapped(body: str, text_for: Callable[[str, Sequence[str]], str]) -> str:
+    """A recorded batch `body` with each email's text replaced by text_for(text, to), in
+    the JSON batch_body writes; the same `body` and `text_for` always give the same bytes."""
+    emails = json.loads(body)
+    for email in emails:
+        email["text"] = text_for(email["text"], email["to"])
     return json.dumps(emails, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -9,9 +9,11 @@ from django.core.management import call_command
 
 from notifications.models import Notification
 from tenancy.front_door import ACCOUNT_MAIL_TENANT_ID
+from tests.conftest import link_token
 from tests.support.fake_siteverify import fake_siteverify
 
 TOKEN_IN_LINK = re.compile(r"token=([A-Za-z0-9_-]+)")
+LINK_REFERENCE = re.compile(r"\{\{link:[a-z]+:[A-Za-z0-9_-]+\}\}")
 
 
 @pytest.fixture(autouse=True)
@@ -40,8 +42,14 @@ def account_emails(address: str | None = None) -> list[Notification]:
 
 
 def emailed_token(address: str) -> str:
-    """The token in the latest link emailed to `address`."""
-    return TOKEN_IN_LINK.search(account_emails(address)[-1].body).group(1)
+    """The token of the latest email queued to `address`, once the email backend received
+    it (a tick sends what is due first: no stored row holds a token). Which email is the
+    latest is read from the queue: one tick may send two in either order."""
+    received = [email.body for email in deliver_mail() if email.to == [address]]
+    reference = LINK_REFERENCE.search(account_emails(address)[-1].body).group(0)
+    token = link_token(reference, address)
+    assert any(f"token={token}" in body for body in received)
+    return token
 
 
 def deliver_mail() -> list:

@@ -10,6 +10,7 @@ from rest_framework import serializers
 from tenancy.invitations import invitation_issue
 from tenancy.models import Tenant
 from tenancy.signups import signup_request_record
+from tests.conftest import link_token
 from tests.web.write_endpoints import WRITES, assert_problem, seed_targets, send, stored_state
 from web.serializers import READ_ONLY_FIELD, UNKNOWN_FIELD, RejectsUndeclaredFields
 
@@ -35,10 +36,10 @@ VALID = {
 
 
 def _verification() -> dict:
-    token = signup_request_record(
+    reference = signup_request_record(
         email="new@example.com", tenant_name="New", address="", now=timezone.now()
     )
-    return {"token": token}
+    return {"token": link_token(reference, "new@example.com")}
 
 
 def _invitation_of_alice() -> dict:
@@ -51,7 +52,7 @@ def _invitation_of_alice() -> dict:
         invited_by=None,
         now=timezone.now(),
     )
-    return {"token": issued.token}
+    return {"token": link_token(issued.link, "alice@example.com")}
 
 
 # Their valid bodies carry a token made for the request.
