@@ -45,6 +45,7 @@ class _UniqueChannels(serializers.ListField):
         return channels
 
 
+@extend_schema_field({"type": "string", "maxLength": 200, "pattern": "^[^\\r\\n\\x00]*$"})
 class _SubjectField(serializers.CharField):
     """A subject checked as sent: the default trimming would hide a trailing line break."""
 
