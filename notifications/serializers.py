@@ -22,7 +22,7 @@ from notifications.models import (
     NotificationState,
     WebhookEndpoint,
 )
-from notifications.recurrence_skipped import SKIP_COUNT_CAP
+from notifications.recurrence.skipped import SKIP_COUNT_CAP
 from notifications.validation import MAX_RECIPIENTS, subject_error
 from web.fields import (
     EmailAddressField,
