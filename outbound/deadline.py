@@ -1,6 +1,7 @@
 """An exchange's deadline: a watchdog that shuts down the sockets of one outbound HTTP
 exchange once its time is up. The exchange sets `active_deadline`; every connection of the
-watched pools registers its socket with it on connecting."""
+watched pools registers its socket with it on connecting, and a kept-alive connection when
+an exchange takes it from its pool."""
 
 import contextlib
 import contextvars
@@ -18,6 +19,7 @@ class Deadline:
 
     def __init__(self, seconds: float) -> None:
         self.expired = False
+        self.reused = False  # the exchange went out on a kept-alive connection
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self._expire)
@@ -72,9 +74,25 @@ class _WatchedHTTPSConnection(HTTPSConnection):
         _watch_connection(self)
 
 
+def _taken(connection: HTTPConnection) -> HTTPConnection:
+    """A connection just taken from a pool: a kept-alive one is watched by the exchange
+    taking it (a new one registers itself on connecting)."""
+    deadline = active_deadline.get()
+    if deadline is not None and connection.sock is not None:
+        deadline.reused = True
+        deadline.watch(connection.sock)
+    return connection
+
+
 class WatchedHTTPPool(HTTPConnectionPool):
     ConnectionCls = _WatchedHTTPConnection
+
+    def _get_conn(self, timeout: float | None = None) -> HTTPConnection:
+        return _taken(super()._get_conn(timeout))
 
 
 class WatchedHTTPSPool(HTTPSConnectionPool):
     ConnectionCls = _WatchedHTTPSConnection
+
+    def _get_conn(self, timeout: float | None = None) -> HTTPConnection:
+        return _taken(super()._get_conn(timeout))
