@@ -86,6 +86,9 @@ class RecordingServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
             timeout = idle_timeout
+            # Headers and body are two writes: with Nagle on, a kept-alive connection would
+            # wait for the client's delayed ACK (40 ms) before every body.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: object) -> None:
                 pass
