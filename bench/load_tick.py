@@ -120,7 +120,8 @@ def burst(db: str, *, rows: int = 10_000) -> None:
         quiet_endpoint = _endpoint(quiet, url)
         [quiet_row] = _rows(tenant=quiet, endpoint=quiet_endpoint, count=1, due_at=quiet_due)
         started, ticks, delivered = time.time(), [], 0
-        while Notification.objects.exists() and len(ticks) < 60:
+        # Finished rows are kept (completed, next_fire_at NULL): drained means none is due.
+        while Notification.objects.filter(next_fire_at__isnull=False).exists() and len(ticks) < 60:
             summary = run_tick()
             ticks.append(summary)
             delivered += summary.delivered

@@ -3,11 +3,11 @@
     /work/venv/bin/python bench/tick.py [--db sqlite|postgres|both] [--rows N]
         [--concurrency C] [--filler N] [--filler-due N]
 
-For each database (a fresh SQLite file, or a PostgreSQL database tw_bench_tick it creates
-and drops) it prints:
+For each database (a fresh SQLite file, or a PostgreSQL database tw_bench_tick, or the one
+BENCH_TICK_DB names, that it creates and drops) it prints:
   1. deliveries/s of one tick over N due one-shot webhook rows, and the ratio to a bare loop
-     posting the same requests through the same send_webhook with the same concurrency and
-     no database;
+     posting the same requests through the same send_webhook, on connections kept alive as
+     the tick keeps them, with the same concurrency and no database;
   2. SQL statements per delivered row (CaptureQueriesContext, in-process);
   3. tick time over --filler-due due rows with --filler parked and future rows in the table,
      divided by the same tick with none;
@@ -40,9 +40,11 @@ def start_sink() -> tuple[subprocess.Popen, str]:
 
 
 def bare_loop(*, url: str, secret: str, rows: int, concurrency: int) -> float:
-    """Deliveries/s of the same signed POSTs with no database at all."""
+    """Deliveries/s of the same signed POSTs with no database at all, on connections kept
+    alive the way a tick keeps them."""
     from notifications.transports.base import WebhookMessage
     from notifications.transports.webhook import send_webhook
+    from outbound.connections import Connections
 
     messages = [
         WebhookMessage(
@@ -54,8 +56,8 @@ def bare_loop(*, url: str, secret: str, rows: int, concurrency: int) -> float:
         for i in range(rows)
     ]
     started = time.monotonic()
-    with ThreadPoolExecutor(concurrency) as pool:
-        results = list(pool.map(lambda m: send_webhook(m, timeout=10), messages))
+    with ThreadPoolExecutor(concurrency) as pool, Connections(per_origin=concurrency) as kept:
+        results = list(pool.map(lambda m: send_webhook(m, timeout=10, connections=kept), messages))
     elapsed = time.monotonic() - started
     assert all(result.ok for result in results), "the sink refused a bare request"
     return rows / elapsed

@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-PG_BENCH_DB = "tw_bench_tick"
+# BENCH_TICK_DB names another database (several people benching on one server).
+PG_BENCH_DB = os.environ.get("BENCH_TICK_DB", "tw_bench_tick")
 SQLITE_PATH = Path(tempfile.gettempdir()) / "tw_bench_tick.sqlite3"
 
 

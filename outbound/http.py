@@ -4,8 +4,8 @@ the identity provider's discovery document and keys are read with `get`.
 Guarantees: an explicit timeout that bounds the whole exchange (not just each socket read),
 no redirects, a capped response body, no proxies or credentials picked up from the
 environment, and, when asked, SSRF vetting of the address actually connected to. The
-watchdog behind the timeout lives in `outbound.deadline`, the session every exchange runs
-on in `outbound.sessions`.
+watchdog behind the timeout lives in `outbound.deadline`, the connections every exchange
+runs on (kept alive per host and vetted address by their owner) in `outbound.connections`.
 """
 
 from collections.abc import Mapping
@@ -19,8 +19,8 @@ from requests.certs import where as default_ca_bundle
 from requests.structures import CaseInsensitiveDict
 
 from .categories import ErrorCategory
+from .connections import Connections, Origin, OriginAdapter
 from .deadline import Deadline, active_deadline
-from .sessions import new_session
 from .ssrf import is_public_address, resolve_addresses
 
 USER_AGENT = "Tickwork/1.0"
@@ -74,16 +74,18 @@ def post(
     vet_addresses: bool,
     max_body: int = 4096,
     ca_bundle: str | None = None,
+    connections: Connections | None = None,
 ) -> HttpResponse:
     """POST `body` to `url` and return the response (any status, 3xx included: redirects are
     never followed). `timeout` bounds connecting and the whole exchange. With
     `vet_addresses`, the host is resolved once, every address must pass
     ssrf.is_public_address, and the connection goes to the vetted address while the Host
     header, TLS SNI and certificate check stay bound to the hostname. `ca_bundle` replaces
-    the default trusted CAs (private CAs, tests). Raises HttpError."""
-    return _exchange(
-        "POST", url, body, headers, timeout, vet_addresses, max_body=max_body, ca_bundle=ca_bundle
-    )
+    the default trusted CAs (private CAs, tests). With `connections`, the connection is
+    kept alive there for the next exchange with the same host and vetted address; without,
+    it is closed after this one. Raises HttpError."""
+    exchange = _Exchange(method="POST", body=body, max_body=max_body, ca_bundle=ca_bundle)
+    return exchange.run(url, headers, timeout, vet_addresses, connections)
 
 
 def get(
@@ -94,59 +96,116 @@ def get(
     vet_addresses: bool,
     max_body: int = 4096,
     ca_bundle: str | None = None,
+    connections: Connections | None = None,
 ) -> HttpResponse:
     """GET `url`, with `post`'s guarantees and arguments. Raises HttpError."""
-    return _exchange(
-        "GET", url, None, headers, timeout, vet_addresses, max_body=max_body, ca_bundle=ca_bundle
-    )
+    exchange = _Exchange(method="GET", body=None, max_body=max_body, ca_bundle=ca_bundle)
+    return exchange.run(url, headers, timeout, vet_addresses, connections)
 
 
-def _exchange(
-    method: str,
-    url: str,
-    body: bytes | None,
-    headers: Mapping[str, str],
-    timeout: float,
-    vet_addresses: bool,
-    *,
-    max_body: int,
-    ca_bundle: str | None,
-) -> HttpResponse:
-    target = _parse(url)
-    address = _vetted_address(target) if vet_addresses else None
-    request_url, request_headers = _prepare(url, target, headers, address)
-    tls_hostname = target.host if address and target.parts.scheme == "https" else None
-    deadline = Deadline(timeout)
-    token = active_deadline.set(deadline)
-    try:
-        with new_session(tls_hostname) as session:
-            response = session.request(
-                method,
-                request_url,
-                data=body,
-                headers=request_headers,
-                timeout=(timeout, timeout),
-                allow_redirects=False,
-                stream=True,
-                verify=ca_bundle or default_ca_bundle(),
-            )
-        received = _received(response, max_body)
+@dataclass(frozen=True)
+class _Exchange:
+    method: str
+    body: bytes | None
+    max_body: int
+    ca_bundle: str | None
+
+    def run(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        timeout: float,
+        vet_addresses: bool,
+        connections: Connections | None,
+    ) -> HttpResponse:
+        target = _parse(url)
+        address = _vetted_address(target) if vet_addresses else None
+        origin = Origin(target.parts.scheme, target.host, target.port, address, self.ca_bundle)
+        request = self._prepared(url, target, headers, address)
+        adapter = connections.adapter(origin) if connections is not None else None
+        if adapter is not None:
+            return self._bounded(request, adapter, target, timeout)
+        own = OriginAdapter(origin, keep=1)  # this exchange's alone: closed after it
+        try:
+            return self._bounded(request, own, target, timeout)
+        finally:
+            own.close()
+
+    def _prepared(
+        self, url: str, target: _Target, headers: Mapping[str, str], address: str | None
+    ) -> requests.PreparedRequest:
+        request_url, request_headers = _prepare(url, target, headers, address)
+        request = requests.PreparedRequest()
+        request.prepare_method(self.method)
+        request.prepare_url(request_url, None)
+        request.prepare_headers(request_headers)
+        request.prepare_body(self.body, None)
+        return request
+
+    def _bounded(
+        self,
+        request: requests.PreparedRequest,
+        adapter: OriginAdapter,
+        target: _Target,
+        timeout: float,
+    ) -> HttpResponse:
+        """The request sent under one deadline. A kept-alive connection that the receiver
+        closed before answering costs one new connection, within the same deadline (what
+        browsers do; the webhook-id lets a receiver drop a repeat)."""
+        deadline = Deadline(timeout)
+        token = active_deadline.set(deadline)
+        try:
+            try:
+                return self._send(request, adapter, timeout, deadline)
+            except requests.ConnectionError as exc:
+                stale = deadline.reused and not isinstance(exc, requests.Timeout)
+                if not stale or deadline.expired:
+                    raise
+            deadline.reused = False
+            return self._send(request, adapter, timeout, deadline)
+        except _FAILURES as exc:
+            raise _classify(exc, target=target, timeout=timeout, deadline=deadline) from None
+        finally:
+            deadline.cancel()
+            active_deadline.reset(token)
+
+    def _send(
+        self,
+        request: requests.PreparedRequest,
+        adapter: OriginAdapter,
+        timeout: float,
+        deadline: Deadline,
+    ) -> HttpResponse:
+        response = adapter.send(
+            request,
+            stream=True,
+            timeout=(timeout, timeout),
+            verify=self.ca_bundle or default_ca_bundle(),
+            proxies={},
+        )
+        received = _received(response, self.max_body, deadline)
         if deadline.expired:
             raise TimeoutError  # the watchdog cut the connection: the body may be truncated
-    except (requests.RequestException, urllib3.exceptions.HTTPError, HTTPException, OSError) as exc:
-        raise _classify(exc, target=target, timeout=timeout, deadline=deadline) from None
-    finally:
-        deadline.cancel()
-        active_deadline.reset(token)
-    return HttpResponse(
-        status=response.status_code, headers=CaseInsensitiveDict(response.headers), body=received
-    )
+        return HttpResponse(
+            status=response.status_code,
+            headers=CaseInsensitiveDict(response.headers),
+            body=received,
+        )
 
 
-def _received(response: requests.Response, max_body: int) -> bytes:
-    """The response's body (at most `max_body` bytes), its connection released."""
-    with response:
+_FAILURES = (requests.RequestException, urllib3.exceptions.HTTPError, HTTPException, OSError)
+
+
+def _received(response: requests.Response, max_body: int, deadline: Deadline) -> bytes:
+    """The response's body (at most `max_body` bytes), its connection back in its pool:
+    kept alive when the body was read to its end, closed otherwise (the rest unread, or
+    cut by the deadline)."""
+    try:
         return _read_capped(response, max_body)
+    finally:
+        if not response.raw.closed or deadline.expired:
+            response.raw.close()
+        response.raw.release_conn()
 
 
 def _prepare(

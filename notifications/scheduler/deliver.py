@@ -6,6 +6,7 @@ becomes a failed DeliveryResult.
 """
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, wait
@@ -19,6 +20,7 @@ from notifications.models import Channel, Notification, WebhookEndpoint
 from notifications.scheduler.outcomes import DeferralReason
 from notifications.transports.base import DeliveryResult, EmailMessage, WebhookMessage
 from outbound.categories import ErrorCategory
+from outbound.connections import Connections
 from tenancy import link_tokens
 
 Sender = Callable[..., DeliveryResult]  # sender(message, *, timeout=seconds)
@@ -35,13 +37,19 @@ class Senders:
     email_batch: Callable[..., Any] | None = None
 
 
-def default_senders() -> Senders:
+def default_senders(connections: Connections | None = None) -> Senders:
+    """The transports, sending on connections kept alive in `connections` (the tick's)."""
     from notifications.transports.email import send_email
     from notifications.transports.resend import send_batch
     from notifications.transports.webhook import send_webhook
 
-    batches = send_batch if settings.RESEND_API_KEY else None
-    return Senders(email=send_email, webhook=send_webhook, email_batch=batches)
+    webhook = functools.partial(send_webhook, connections=connections)
+    batches = functools.partial(send_batch, connections=connections)
+    return Senders(
+        email=send_email,
+        webhook=webhook,
+        email_batch=batches if settings.RESEND_API_KEY else None,
+    )
 
 
 @dataclass(frozen=True)

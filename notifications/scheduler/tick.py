@@ -32,6 +32,11 @@ from notifications.scheduler.lanes import build_lanes
 from notifications.scheduler.lateness import due_rows_left
 from notifications.scheduler.summary import TickConfig, TickSummary
 from notifications.scheduler.writeback import write_back
+from outbound.connections import Connections
+
+# Origins (endpoint host and vetted address) a tick keeps connections to; beyond, the
+# least recently used one is closed.
+_ORIGINS = 256
 
 DUE = ClaimSpec(
     ready=lambda now: Notification.objects.due(now=now),
@@ -91,7 +96,9 @@ def run_tick(
         max_rows=max_rows, time_budget=time_budget, concurrency=concurrency
     )
     tick = _Tick(config, Clock(now), stop or threading.Event())
-    summary = tick.run(senders or default_senders())
+    # Connections are kept alive per endpoint and vetted address for this tick only.
+    with Connections(per_origin=config.concurrency, origins=_ORIGINS) as connections:
+        summary = tick.run(senders or default_senders(connections))
     summary.add_to_totals(now=tick.clock.now())
     return summary
 

@@ -18,6 +18,7 @@ from django.conf import settings
 
 from outbound import http
 from outbound.categories import ErrorCategory
+from outbound.connections import Connections
 from outbound.statuses import parse_retry_after, status_category
 
 from .base import DeliveryResult, EmailMessage, http_error_result, internal_error_result
@@ -65,12 +66,16 @@ def batch_texts_mapped(body: str, text_for: Callable[[str, Sequence[str]], str])
     return json.dumps(emails, separators=(",", ":"), ensure_ascii=False)
 
 
-def send_batch(*, body: str, size: int, key: str, timeout: float) -> BatchAnswer:
-    """POST a recorded batch under its idempotency key and read the answer per email. Never
-    raises."""
+def send_batch(
+    *, body: str, size: int, key: str, timeout: float, connections: Connections | None = None
+) -> BatchAnswer:
+    """POST a recorded batch under its idempotency key and read the answer per email, on
+    a connection kept in `connections` when given. Never raises."""
     started = time.monotonic()
     try:
-        answer = _post_batch(body=body, size=size, key=key, timeout=timeout)
+        answer = _post_batch(
+            body=body, size=size, key=key, timeout=timeout, connections=connections
+        )
     except Exception:
         failed = internal_error_result("email", logger=logger, secrets=[settings.RESEND_API_KEY])
         answer = BatchAnswer(results=[failed] * size)
@@ -79,7 +84,9 @@ def send_batch(*, body: str, size: int, key: str, timeout: float) -> BatchAnswer
     return dataclasses.replace(answer, results=results)
 
 
-def _post_batch(*, body: str, size: int, key: str, timeout: float) -> BatchAnswer:
+def _post_batch(
+    *, body: str, size: int, key: str, timeout: float, connections: Connections | None
+) -> BatchAnswer:
     headers = {
         "Authorization": f"Bearer {settings.RESEND_API_KEY}",
         "Content-Type": "application/json",
@@ -96,6 +103,7 @@ def _post_batch(*, body: str, size: int, key: str, timeout: float) -> BatchAnswe
             # The operator configures this URL; it is not tenant input.
             vet_addresses=False,
             max_body=_MAX_ANSWER_BYTES,
+            connections=connections,
         )
     except http.HttpError as exc:
         return BatchAnswer(results=[http_error_result(exc)] * size)

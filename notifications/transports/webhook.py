@@ -12,6 +12,7 @@ from django.conf import settings
 
 from outbound import http
 from outbound.categories import ErrorCategory
+from outbound.connections import Connections
 from outbound.statuses import TRANSIENT_4XX, parse_retry_after, status_category
 
 from .base import (
@@ -25,15 +26,18 @@ from .signing import sign
 logger = logging.getLogger(__name__)
 
 
-def send_webhook(message: WebhookMessage, *, timeout: float) -> DeliveryResult:
-    """Deliver `message.payload` to `message.url` and classify the outcome. Never raises.
+def send_webhook(
+    message: WebhookMessage, *, timeout: float, connections: Connections | None = None
+) -> DeliveryResult:
+    """Deliver `message.payload` to `message.url` and classify the outcome, on a connection
+    kept in `connections` when given (outbound.connections). Never raises.
 
     webhook-id is `message.msg_id` (identical on every retry, so receivers deduplicate);
     webhook-timestamp is this attempt's time; the signature covers exactly the bytes sent.
     """
     started = time.monotonic()
     try:
-        result = _deliver(message, timeout=timeout)
+        result = _deliver(message, timeout=timeout, connections=connections)
     except Exception:
         result = internal_error_result(
             f"webhook to {_origin(message.url)}", logger=logger, secrets=message.secrets
@@ -42,7 +46,9 @@ def send_webhook(message: WebhookMessage, *, timeout: float) -> DeliveryResult:
     return dataclasses.replace(result, duration_ms=duration_ms)
 
 
-def _deliver(message: WebhookMessage, *, timeout: float) -> DeliveryResult:
+def _deliver(
+    message: WebhookMessage, *, timeout: float, connections: Connections | None
+) -> DeliveryResult:
     allow_private = settings.WEBHOOK_ALLOW_PRIVATE_TARGETS
     if not allow_private and urlsplit(message.url).scheme != "https":
         return DeliveryResult(
@@ -74,6 +80,7 @@ def _deliver(message: WebhookMessage, *, timeout: float) -> DeliveryResult:
             headers=headers,
             timeout=timeout,
             vet_addresses=not allow_private,
+            connections=connections,
         )
     except http.HttpError as exc:
         return http_error_result(exc)

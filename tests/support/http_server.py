@@ -45,6 +45,7 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
         self._accepting = threading.Lock()
         self._open_connections = 0
+        self.accepted = 0  # connections accepted so far
         super().__init__(address, handler)
 
     def _handle_request_noblock(self) -> None:
@@ -55,6 +56,7 @@ class _Server(ThreadingHTTPServer):
 
     def process_request(self, request: object, client_address: object) -> None:
         self._open_connections += 1
+        self.accepted += 1
         super().process_request(request, client_address)
 
     def shutdown_request(self, request: socket.socket) -> None:
@@ -70,7 +72,12 @@ class _Server(ThreadingHTTPServer):
 
 
 class RecordingServer:
-    def __init__(self, responder: Responder | None = None) -> None:
+    """`idle_timeout`: seconds a kept-alive connection may wait for its next request before
+    the server closes it (None: never)."""
+
+    def __init__(
+        self, responder: Responder | None = None, *, idle_timeout: float | None = None
+    ) -> None:
         self.responder: Responder = responder or (lambda request: Reply())
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
@@ -78,6 +85,10 @@ class RecordingServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            timeout = idle_timeout
+            # Headers and body are two writes: with Nagle on, a kept-alive connection would
+            # wait for the client's delayed ACK (40 ms) before every body.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -127,6 +138,11 @@ class RecordingServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
+    @property
+    def accepted(self) -> int:
+        """Connections accepted so far."""
+        return self._httpd.accepted
+
     def settled(self) -> bool:
         """True once every connection made so far is handled: each complete request is
         recorded, each cut-off one dropped. With its clients gone (killed), that is final."""
@@ -138,8 +154,10 @@ class RecordingServer:
 
 
 @contextmanager
-def recording_server(responder: Responder | None = None) -> Iterator[RecordingServer]:
-    server = RecordingServer(responder).start()
+def recording_server(
+    responder: Responder | None = None, *, idle_timeout: float | None = None
+) -> Iterator[RecordingServer]:
+    server = RecordingServer(responder, idle_timeout=idle_timeout).start()
     try:
         yield server
     finally:
