@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ImproperlyConfigured
 
 from config.databases import configured_database, postgres_url, replica_databases
-from config.environment import env, flag, http_url, positive, rate, read, token_url
+from config.environment import env, flag, http_url, origins, positive, rate, read, token_url
 
 # The workers' settings are settings too: Django reads only this module.
 from config.worker_settings import *  # noqa: F403
@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "corsheaders",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -52,6 +53,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Before everything: a preflight is answered before authentication, and every answer to
+    # an allowed origin (a 401, a 413 or a 429 too) carries its CORS headers.
+    "corsheaders.middleware.CorsMiddleware",
     # Outermost: every /v1/ answer, a refused one too, carries its Tickwork-Bookmark.
     "dbqueue.bookmarks.BookmarkMiddleware",
     "web.problems.RequestSizeLimitMiddleware",
@@ -174,6 +178,22 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
 }
+
+# --- CORS: a browser front end on another origin (DESIGN §3b) ----------------------------
+# Empty (the default): no CORS header at all. No cookies are used, so none are allowed.
+CORS_ALLOWED_ORIGINS = origins("CORS_ALLOWED_ORIGINS")
+CORS_ALLOW_CREDENTIALS = False
+CORS_ALLOW_METHODS = ("GET", "POST", "PATCH", "PUT", "DELETE")
+CORS_ALLOW_HEADERS = (
+    "authorization",
+    "content-type",
+    "idempotency-key",
+    "x-tenant-id",
+    "tickwork-bookmark",
+    "tickwork-consistency",
+)
+CORS_EXPOSE_HEADERS = ("Location", "Retry-After", "Idempotent-Replayed", "Tickwork-Bookmark")
+CORS_PREFLIGHT_MAX_AGE = 600
 
 # --- Idempotency -------------------------------------------------------------------------
 IDEMPOTENCY_KEY_TTL_SECONDS = int(
