@@ -242,6 +242,15 @@ INVITATION_TTL_SECONDS = int(
     positive("INVITATION_TTL_SECONDS", read("INVITATION_TTL_SECONDS", env.int, 604_800))
 )
 
+# --- Signing in and sessions (DESIGN §3b) ----------------------------------------------
+SIGNIN_URL = token_url("SIGNIN_URL", "http://localhost:3000/signin/verify?token={token}")
+SIGNIN_RATE_IP = rate("SIGNIN_RATE_IP", "10/hour")
+# Session tokens (signin, signup verify, an anonymous invitation accept) end this long after
+# they are handed out; API tokens (POST /v1/tokens) live as long as their maker says.
+SESSION_TTL_SECONDS = int(
+    positive("SESSION_TTL_SECONDS", read("SESSION_TTL_SECONDS", env.int, 7 * 86_400))
+)
+
 # --- Observability (GET /metrics) ---------------------------------------------------------
 METRICS_ENABLED = flag("METRICS_ENABLED", False)
 METRICS_TOKEN = read("METRICS_TOKEN", env.str, "")

@@ -33,7 +33,8 @@ class TokenSerializer(RejectsUndeclaredFields, serializers.Serializer):
 class SignupVerifiedSerializer(serializers.Serializer):
     tenant_id = serializers.UUIDField()
     user_email = serializers.EmailField()
-    token = serializers.CharField(help_text="An API token of the new owner, shown once.")
+    token = serializers.CharField(help_text="A session token of the new owner, shown once.")
+    expires_at = serializers.DateTimeField(help_text="When the session token ends.")
 
 
 class InvitationSerializer(serializers.Serializer):
@@ -64,5 +65,9 @@ class InvitationAcceptedSerializer(serializers.Serializer):
     user_email = serializers.EmailField(source="user.email")
     role = serializers.ChoiceField(choices=Role.choices)
     token = serializers.CharField(
-        allow_null=True, help_text="An API token of the invitee, shown once; null when signed in."
+        allow_null=True,
+        help_text="A session token of the invitee, shown once; null when signed in.",
+    )
+    expires_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the session token ends; null when signed in."
     )

@@ -106,8 +106,9 @@ class SignupVerifyView(_SignupView):
         operation_id="signup_verify",
         request=TokenSerializer,
         responses={201: SignupVerifiedSerializer},
-        description="Creates the tenant, its owner and an API token (shown once). A used, "
-        "expired or unknown token is 400 `invalid_token`.",
+        description="Creates the tenant, its owner and a session token (shown once; it ends "
+        "at `expires_at`, SESSION_TTL_SECONDS later). A used, expired or unknown token is "
+        "400 `invalid-token`.",
     )
     def post(self, request: Request) -> HttpResponse:
         serializer = TokenSerializer(data=request.data)
@@ -116,7 +117,9 @@ class SignupVerifyView(_SignupView):
         def verify() -> Answer:
             grant = signup_verify(token=serializer.validated_data["token"], now=timezone.now())
             body = {"tenant_id": grant.tenant.id, "user_email": grant.user.email}
-            data = SignupVerifiedSerializer({**body, "token": grant.token}).data
+            data = SignupVerifiedSerializer(
+                {**body, "token": grant.token, "expires_at": grant.expires_at}
+            ).data
             # The answer shows the owner's API token once: a replay names the membership.
             resource = f"/v1/members/{grant.user.pk}"
             return Answer.of(status.HTTP_201_CREATED, data, resource=resource, shows_secret=True)
@@ -196,9 +199,10 @@ class InvitationAcceptView(_PublicView):
         operation_id="invitations_accept",
         request=TokenSerializer,
         responses={200: InvitationAcceptedSerializer},
-        description="Public with the emailed token (the answer carries an API token of "
-        "the invitee, shown once), or signed in as the invited address (403 otherwise; no "
-        "token in the answer). Used, revoked, expired or unknown: 400 `invalid_token`.",
+        description="Public with the emailed token (the answer carries a session token of "
+        "the invitee, shown once, ending at `expires_at`), or signed in as the invited "
+        "address (403 otherwise; no token in the answer). Used, revoked, expired or "
+        "unknown: 400 `invalid-token`.",
     )
     def post(self, request: Request) -> HttpResponse:
         serializer = TokenSerializer(data=request.data)
