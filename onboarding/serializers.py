@@ -71,3 +71,51 @@ class InvitationAcceptedSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField(
         allow_null=True, help_text="When the session token ends; null when signed in."
     )
+
+
+# --- Signing in and invitation previews (DESIGN §3b) ----------------------------------------
+
+
+class SigninAcceptedSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["link_sent"])
+
+
+class SigninSerializer(RejectsUndeclaredFields, serializers.Serializer):
+    representation = SigninAcceptedSerializer
+
+    email = EmailAddressField()
+    captcha_token = StrictCharField(
+        max_length=TOKEN_MAX_LENGTH, help_text="The Turnstile widget's response token."
+    )
+
+
+class SignedInUserSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    email = serializers.EmailField()
+    name = serializers.CharField(source="first_name")
+
+
+class SignedInSerializer(serializers.Serializer):
+    token = serializers.CharField(
+        source="session.plaintext", help_text="A session token, shown once."
+    )
+    expires_at = serializers.DateTimeField(
+        source="session.expires_at", help_text="When the session token ends."
+    )
+    user = SignedInUserSerializer()
+
+
+class SigninVerifySerializer(TokenSerializer):
+    representation = SignedInSerializer
+
+
+class InvitationPreviewSerializer(serializers.Serializer):
+    tenant_name = serializers.CharField(source="tenant.name")
+    email = serializers.EmailField()
+    role = serializers.ChoiceField(choices=Role.choices)
+    invited_by = serializers.EmailField(source="invited_by.email", default=None, allow_null=True)
+    expires_at = serializers.DateTimeField()
+
+
+class InvitationPreviewRequestSerializer(TokenSerializer):
+    representation = InvitationPreviewSerializer

@@ -150,6 +150,19 @@ def invitation_revoke(*, tenant: Tenant, invitation_id: uuid.UUID) -> None:
         invitation.save(update_fields=["status"])
 
 
+def invitation_preview(*, token: str, now: datetime) -> Invitation:
+    """The pending invitation a token opens, with its tenant and inviter, left as it is;
+    InvalidToken for exactly the tokens accept refuses (used, revoked, expired, unknown)."""
+    invitation = (
+        Invitation.objects.select_related("tenant", "invited_by")
+        .filter(token_digest=token_digest(token))
+        .first()
+    )
+    if invitation is None or invitation.status_at(now) != InvitationStatus.PENDING:
+        raise InvalidToken
+    return invitation
+
+
 @transaction.atomic
 def invitation_accept(
     *, token: str, user: AbstractBaseUser | None, now: datetime

@@ -293,3 +293,23 @@ class SignupRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.email} ({'used' if self.used_at else 'pending'})"
+
+
+class SigninLink(models.Model):
+    """A single-use link that signs an existing user in (DESIGN §3b), valid for minutes.
+    Only the digest of its token is kept (tenancy.link_tokens, purpose `signin`)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="signin_links"
+    )
+    token_digest = models.CharField(max_length=64, unique=True, editable=False)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    requester_address = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "-created_at"], name="signin_link_user_idx")]
+
+    def __str__(self) -> str:
+        return f"signin of {self.user_id} ({'used' if self.used_at else 'unused'})"

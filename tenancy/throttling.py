@@ -138,3 +138,13 @@ class SignupAddressThrottle(_CountingThrottle):
 
     def rate(self) -> Rate:
         return parse_rate(settings.SIGNUP_RATE_IP)
+
+
+class SigninAddressThrottle(_CountingThrottle):
+    """Signin attempts per client address (`SIGNIN_RATE_IP`), whoever the caller is."""
+
+    def key(self, request: Request) -> str | None:
+        return f"signin:{client_address(request)}"
+
+    def rate(self) -> Rate:
+        return parse_rate(settings.SIGNIN_RATE_IP)

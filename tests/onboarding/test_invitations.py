@@ -43,8 +43,10 @@ def test_an_owner_invites_and_the_invitee_gets_an_accept_link(alice):
     )
     assert body["invited_by"] == "alice@example.com"
     [sent] = deliver_mail()
-    assert sent.to == ["dana@example.com"] and "Tenant A" in sent.subject
+    assert sent.to == ["dana@example.com"]
+    assert sent.subject == 'You are invited to the team "Tenant A" on Tickwork'
     assert "https://app.example.com/join?token=" in sent.body
+    assert "project" not in sent.body  # made directly, not by a project's invite list
 
 
 def test_the_idempotency_key_is_required_and_a_retry_replays(alice):
