@@ -186,7 +186,7 @@ curl -s -H 'Content-Type: application/json' -X POST "$API/v1/signup/verify" \
 curl -s -H "$H" -H 'Content-Type: application/json' \
      -H "Idempotency-Key: $(python3 -c 'import uuid; print(uuid.uuid4())')" \
      -X POST "$API/v1/invitations" -d '{{"email": "teammate@example.com", "role": "member"}}'
-# its link ends in token=<invitation token>; accepting answers the teammate's API token:
+# its link ends in token=<invitation token>; accepting answers the teammate's session token:
 curl -s -H 'Content-Type: application/json' -X POST "$API/v1/invitations/accept" \
      -d '{{"token": "<invitation token>"}}'
 """
