@@ -77,7 +77,9 @@ def token_authenticate(
     tenant_header: str | None = None,
     failures: FailureLimit = _NO_FAILURE_LIMIT,
 ) -> tuple[AbstractBaseUser, ApiToken]:
-    """The user behind a bearer token; raises TokenRejected without saying which check failed.
+    """The user behind a bearer token; raises TokenRejected without saying which check failed,
+    except TokenExpired (a TokenRejected) for a genuine, unrevoked token past its end: only
+    its holder can present it, and they need to know to sign in again.
 
     The statement that reads the token also reads the memberships `membership_resolve` needs
     for `tenant_header` and leaves them on the token as `tenant_candidates`: authentication

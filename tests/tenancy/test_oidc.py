@@ -306,3 +306,22 @@ def test_keys_older_than_an_hour_are_fetched_again_and_kept_if_that_fails():
 )
 def test_the_jwt_shape_is_three_base64url_parts(bearer_value):
     assert oidc.looks_like_jwt(bearer_value) is (bearer_value in ("a.b.c", "a.b.", "eyJ.eyJ.sig"))
+
+
+def test_signing_out_with_a_jwt_is_409_the_provider_ends_it(issuer):
+    token = issuer.token(issuer.published[0])
+
+    response = bearer(token).delete("/v1/tokens/current")
+
+    assert response.status_code == 409
+    assert assert_problem(response)["type"].endswith("/token-not-revocable")
+    assert bearer(token).get("/v1/me").status_code == 200
+
+
+def test_a_jwt_user_names_themself(issuer):
+    token = issuer.token(issuer.published[0])
+
+    response = bearer(token).patch("/v1/me", {"name": "Jo"}, format="json")
+
+    assert response.status_code == 200
+    assert response.json()["name"] == "Jo"
