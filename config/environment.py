@@ -111,3 +111,19 @@ def token_url(name: str, default: str) -> str:
             f"{name} must be an http(s) URL containing {{token}}, e.g. {default!r}"
         )
     return url
+
+
+def origins(name: str) -> list[str]:
+    """Comma-separated web origins (`scheme://host[:port]`, no path); empty is none."""
+    raw = read(name, env.str, "")
+    found = [part.strip() for part in raw.split(",") if part.strip()]
+    for origin in found:
+        parts = urlsplit(origin)
+        problem = _url_problem(origin)
+        if problem is None and (parts.path or parts.query or parts.fragment):
+            problem = "must be an origin only (no path, query or trailing slash)"
+        if problem:
+            raise ImproperlyConfigured(
+                f"{name}: {origin!r} {problem}, e.g. http://localhost:3000,https://app.example.com"
+            )
+    return found

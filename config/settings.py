@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ImproperlyConfigured
 
 from config.databases import configured_database, postgres_url, replica_databases
-from config.environment import env, flag, http_url, positive, rate, read, token_url
+from config.environment import env, flag, http_url, origins, positive, rate, read, token_url
 
 # The workers' settings are settings too: Django reads only this module.
 from config.worker_settings import *  # noqa: F403
@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "corsheaders",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -54,6 +55,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Before everything: a preflight is answered before authentication, and every answer to
+    # an allowed origin (a 401, a 413 or a 429 too) carries its CORS headers.
+    "corsheaders.middleware.CorsMiddleware",
     # Outermost: every /v1/ answer, a refused one too, carries its Tickwork-Bookmark.
     "dbqueue.bookmarks.BookmarkMiddleware",
     "web.problems.RequestSizeLimitMiddleware",
@@ -177,6 +181,22 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
+# --- CORS: a browser front end on another origin (DESIGN §3b) ----------------------------
+# Empty (the default): no CORS header at all. No cookies are used, so none are allowed.
+CORS_ALLOWED_ORIGINS = origins("CORS_ALLOWED_ORIGINS")
+CORS_ALLOW_CREDENTIALS = False
+CORS_ALLOW_METHODS = ("GET", "POST", "PATCH", "PUT", "DELETE")
+CORS_ALLOW_HEADERS = (
+    "authorization",
+    "content-type",
+    "idempotency-key",
+    "x-tenant-id",
+    "tickwork-bookmark",
+    "tickwork-consistency",
+)
+CORS_EXPOSE_HEADERS = ("Location", "Retry-After", "Idempotent-Replayed", "Tickwork-Bookmark")
+CORS_PREFLIGHT_MAX_AGE = 600
+
 # --- Idempotency -------------------------------------------------------------------------
 IDEMPOTENCY_KEY_TTL_SECONDS = int(
     positive("IDEMPOTENCY_KEY_TTL_SECONDS", read("IDEMPOTENCY_KEY_TTL_SECONDS", env.int, 86_400))
@@ -222,6 +242,15 @@ INVITATION_ACCEPT_URL = token_url(
 )
 INVITATION_TTL_SECONDS = int(
     positive("INVITATION_TTL_SECONDS", read("INVITATION_TTL_SECONDS", env.int, 604_800))
+)
+
+# --- Signing in and sessions (DESIGN §3b) ----------------------------------------------
+SIGNIN_URL = token_url("SIGNIN_URL", "http://localhost:3000/signin/verify?token={token}")
+SIGNIN_RATE_IP = rate("SIGNIN_RATE_IP", "10/hour")
+# Session tokens (signin, signup verify, an anonymous invitation accept) end this long after
+# they are handed out; API tokens (POST /v1/tokens) live as long as their maker says.
+SESSION_TTL_SECONDS = int(
+    positive("SESSION_TTL_SECONDS", read("SESSION_TTL_SECONDS", env.int, 7 * 86_400))
 )
 
 # --- Observability (GET /metrics) ---------------------------------------------------------

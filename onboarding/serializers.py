@@ -33,7 +33,8 @@ class TokenSerializer(RejectsUndeclaredFields, serializers.Serializer):
 class SignupVerifiedSerializer(serializers.Serializer):
     tenant_id = serializers.UUIDField()
     user_email = serializers.EmailField()
-    token = serializers.CharField(help_text="An API token of the new owner, shown once.")
+    token = serializers.CharField(help_text="A session token of the new owner, shown once.")
+    expires_at = serializers.DateTimeField(help_text="When the session token ends.")
 
 
 class InvitationSerializer(serializers.Serializer):
@@ -64,5 +65,57 @@ class InvitationAcceptedSerializer(serializers.Serializer):
     user_email = serializers.EmailField(source="user.email")
     role = serializers.ChoiceField(choices=Role.choices)
     token = serializers.CharField(
-        allow_null=True, help_text="An API token of the invitee, shown once; null when signed in."
+        allow_null=True,
+        help_text="A session token of the invitee, shown once; null when signed in.",
     )
+    expires_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the session token ends; null when signed in."
+    )
+
+
+# --- Signing in and invitation previews (DESIGN §3b) ----------------------------------------
+
+
+class SigninAcceptedSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["link_sent"])
+
+
+class SigninSerializer(RejectsUndeclaredFields, serializers.Serializer):
+    representation = SigninAcceptedSerializer
+
+    email = EmailAddressField()
+    captcha_token = StrictCharField(
+        max_length=TOKEN_MAX_LENGTH, help_text="The Turnstile widget's response token."
+    )
+
+
+class SignedInUserSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    email = serializers.EmailField()
+    name = serializers.CharField(source="first_name")
+
+
+class SignedInSerializer(serializers.Serializer):
+    token = serializers.CharField(
+        source="session.plaintext", help_text="A session token, shown once."
+    )
+    expires_at = serializers.DateTimeField(
+        source="session.expires_at", help_text="When the session token ends."
+    )
+    user = SignedInUserSerializer()
+
+
+class SigninVerifySerializer(TokenSerializer):
+    representation = SignedInSerializer
+
+
+class InvitationPreviewSerializer(serializers.Serializer):
+    tenant_name = serializers.CharField(source="tenant.name")
+    email = serializers.EmailField()
+    role = serializers.ChoiceField(choices=Role.choices)
+    invited_by = serializers.EmailField(source="invited_by.email", default=None, allow_null=True)
+    expires_at = serializers.DateTimeField()
+
+
+class InvitationPreviewRequestSerializer(TokenSerializer):
+    representation = InvitationPreviewSerializer

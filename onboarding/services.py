@@ -20,10 +20,11 @@ from django.db import transaction
 
 from notifications.models import Channel
 from notifications.services import notification_create
-from onboarding.turnstile import captcha_verify
+from onboarding.turnstile import SIGNIN_ACTION, captcha_verify
 from tenancy.front_door import account_mail_tenant
 from tenancy.invitations import IssuedInvitation, invitation_issue, invitations_issue_missing
 from tenancy.models import Invitation, Tenant
+from tenancy.signins import LINK_TTL, signin_link_record
 from tenancy.signups import signup_request_record
 
 
@@ -66,16 +67,46 @@ def signup_request(*, email: str, tenant_name: str, address: str, now: datetime)
         )
 
 
-def _send_invitation(issued: IssuedInvitation, tenant: Tenant, *, now: datetime) -> None:
+def signin_captcha_check(*, captcha_token: str, address: str) -> None:
+    """The signin's CAPTCHA (action `signin`), checked before anything is recorded."""
+    captcha_verify(
+        captcha_token, remote_ip=address if "/" not in address else None, action=SIGNIN_ACTION
+    )
+
+
+def signin_request(*, email: str, address: str, now: datetime) -> None:
+    """Email a single-use signin link to the account of `email`, if there is one and the
+    address is within its limit. The caller hears the same whatever happened here."""
+    with transaction.atomic():
+        issued = signin_link_record(email=email, address=address, now=now)
+        if issued is None:
+            return
+        link = settings.SIGNIN_URL.replace("{token}", issued.reference)
+        minutes = int(LINK_TTL.total_seconds() // 60)
+        _email(
+            issued.user.email.lower(),
+            "Your Tickwork sign-in link",
+            f"Sign in to Tickwork:\n\n{link}\n\nThe link works once, for {minutes} minutes. "
+            "If you did not ask to sign in, ignore this email: nobody can sign in without it.",
+            now=now,
+        )
+
+
+def _send_invitation(
+    issued: IssuedInvitation, tenant: Tenant, *, now: datetime, project_name: str | None = None
+) -> None:
+    """The email carrying an invitation's accept link: it names the team and, for an
+    invitation a project's `invite` list made, that project."""
     invitation = issued.invitation
     inviter = invitation.invited_by.email if invitation.invited_by is not None else "Someone"
     link = settings.INVITATION_ACCEPT_URL.replace("{token}", issued.link)
+    project = f' to work on the project "{project_name}"' if project_name else ""
     _email(
         invitation.email,
-        f'You are invited to "{tenant.name}" on Tickwork',
-        f'{inviter} invited you to join "{tenant.name}" on Tickwork as {invitation.role}. '
-        f"Accept the invitation:\n\n{link}\n\nThe link works once, until "
-        f"{invitation.expires_at:%Y-%m-%d %H:%M} UTC.",
+        f'You are invited to the team "{tenant.name}" on Tickwork',
+        f'{inviter} invited you to join the team "{tenant.name}" on Tickwork as '
+        f"{invitation.role}{project}. Accept the invitation:\n\n{link}\n\nThe link works "
+        f"once, until {invitation.expires_at:%Y-%m-%d %H:%M} UTC.",
         now=now,
     )
 
@@ -96,14 +127,17 @@ def project_invitations_send(
     tenant_id: uuid.UUID,
     emails: Iterable[str],
     invited_by: AbstractBaseUser | None,
+    project_name: str,
     now: datetime,
 ) -> list[str]:
     """A project's invite list, inside the provision job's transaction: invitations (role
-    member) with their emails for addresses that are neither members nor pending; returns
-    the addresses that are members, who get the project's plain announcement instead."""
+    member) with their emails, naming the project, for addresses that are neither members
+    nor pending; returns the addresses that are members, who get the project's plain
+    announcement instead."""
     issued, members = invitations_issue_missing(
         tenant_id=tenant_id, emails=emails, invited_by=invited_by, now=now
     )
     for invitation in issued:
-        _send_invitation(invitation, invitation.invitation.tenant, now=now)
+        tenant = invitation.invitation.tenant
+        _send_invitation(invitation, tenant, now=now, project_name=project_name)
     return members

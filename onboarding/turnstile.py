@@ -15,10 +15,10 @@ always fails, `3x0000000000000000000000000000000AA` answers a "token already spe
 (`timeout-or-duplicate`).
 
 Only `success: true` from a host we serve (ALLOWED_HOSTS or TURNSTILE_HOSTNAMES) for the
-`signup` action (when the widget names one) lets a signup through. No answer, a 5xx or
-`internal-error` is not a verdict: the signup is refused with 503 and Retry-After, never
-let through. A misconfigured secret is the operator's problem, logged and answered 503.
-Neither the secret nor the token is ever logged.
+request's action (`signup` or `signin`, when the widget names one) lets it through. No
+answer, a 5xx or `internal-error` is not a verdict: the request is refused with 503 and
+Retry-After, never let through. A misconfigured secret is the operator's problem, logged
+and answered 503. Neither the secret nor the token is ever logged.
 """
 
 import json
@@ -37,6 +37,7 @@ logger = logging.getLogger(__name__)
 
 TOKEN_MAX_LENGTH = 2048
 SIGNUP_ACTION = "signup"
+SIGNIN_ACTION = "signin"
 TIMEOUT_SECONDS = 5.0
 RETRY_AFTER_SECONDS = 30
 # Siteverify failing, or refusing our own configuration: no verdict on the visitor.
@@ -60,11 +61,12 @@ class CaptchaUnavailable(Unavailable):
         )
 
 
-def captcha_verify(token: str, *, remote_ip: str | None) -> None:
+def captcha_verify(token: str, *, remote_ip: str | None, action: str = SIGNUP_ACTION) -> None:
     """Pass, or raise CaptchaFailed (a verdict against the visitor) or CaptchaUnavailable
     (no verdict). Without TURNSTILE_SECRET_KEY (DEBUG only: settings refuse it otherwise)
     there is nothing to check. One transport failure or 5xx is retried with the same
-    idempotency key, which siteverify answers like the first attempt."""
+    idempotency key, which siteverify answers like the first attempt. A widget that names
+    its action must name `action` (a signup's token does not sign anyone in)."""
     if not settings.TURNSTILE_SECRET_KEY:
         return
     form = {
@@ -77,7 +79,7 @@ def captcha_verify(token: str, *, remote_ip: str | None) -> None:
     outcome = _siteverify(urlencode(form).encode()) or _siteverify(urlencode(form).encode())
     if outcome is None:
         raise CaptchaUnavailable
-    _judge(outcome)
+    _judge(outcome, action)
 
 
 def _siteverify(body: bytes) -> dict[str, Any] | None:
@@ -106,7 +108,7 @@ def _siteverify(body: bytes) -> dict[str, Any] | None:
     return outcome
 
 
-def _judge(outcome: dict[str, Any]) -> None:
+def _judge(outcome: dict[str, Any], expected_action: str) -> None:
     codes = outcome.get("error-codes")
     codes = [str(code) for code in codes] if isinstance(codes, list) else []
     if outcome.get("success") is not True:
@@ -121,6 +123,6 @@ def _judge(outcome: dict[str, Any]) -> None:
         logger.info("turnstile check failed: the challenge was solved on another host")
         raise CaptchaFailed
     action = outcome.get("action")
-    if action not in (None, "", SIGNUP_ACTION):
+    if action not in (None, "", expected_action):
         logger.info("turnstile check failed: the token is for another action")
         raise CaptchaFailed

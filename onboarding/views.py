@@ -19,20 +19,39 @@ from rest_framework.views import APIView
 from onboarding.serializers import (
     InvitationAcceptedSerializer,
     InvitationCreateSerializer,
+    InvitationPreviewRequestSerializer,
+    InvitationPreviewSerializer,
     InvitationSerializer,
+    SignedInSerializer,
+    SigninAcceptedSerializer,
+    SigninSerializer,
+    SigninVerifySerializer,
     SignupAcceptedSerializer,
     SignupSerializer,
     SignupVerifiedSerializer,
     TokenSerializer,
 )
-from onboarding.services import invitation_send, signup_captcha_check, signup_request
+from onboarding.services import (
+    invitation_send,
+    signin_captcha_check,
+    signin_request,
+    signup_captcha_check,
+    signup_request,
+)
 from tenancy.idempotency import Answer, answer_once
-from tenancy.invitations import invitation_accept, invitation_revoke, invitations_of
+from tenancy.invitations import (
+    invitation_accept,
+    invitation_preview,
+    invitation_revoke,
+    invitations_of,
+)
 from tenancy.models import Invitation, InvitationStatus
 from tenancy.schema import location_header
+from tenancy.signins import signin_verify
 from tenancy.signups import signup_verify
 from tenancy.throttling import (
     AddressRateThrottle,
+    SigninAddressThrottle,
     SignupAddressThrottle,
     UserRateThrottle,
     client_address,
@@ -106,8 +125,9 @@ class SignupVerifyView(_SignupView):
         operation_id="signup_verify",
         request=TokenSerializer,
         responses={201: SignupVerifiedSerializer},
-        description="Creates the tenant, its owner and an API token (shown once). A used, "
-        "expired or unknown token is 400 `invalid_token`.",
+        description="Creates the tenant, its owner and a session token (shown once; it ends "
+        "at `expires_at`, SESSION_TTL_SECONDS later). A used, expired or unknown token is "
+        "400 `invalid-token`.",
     )
     def post(self, request: Request) -> HttpResponse:
         serializer = TokenSerializer(data=request.data)
@@ -116,7 +136,9 @@ class SignupVerifyView(_SignupView):
         def verify() -> Answer:
             grant = signup_verify(token=serializer.validated_data["token"], now=timezone.now())
             body = {"tenant_id": grant.tenant.id, "user_email": grant.user.email}
-            data = SignupVerifiedSerializer({**body, "token": grant.token}).data
+            data = SignupVerifiedSerializer(
+                {**body, "token": grant.token, "expires_at": grant.expires_at}
+            ).data
             # The answer shows the owner's API token once: a replay names the membership.
             resource = f"/v1/members/{grant.user.pk}"
             return Answer.of(status.HTTP_201_CREATED, data, resource=resource, shows_secret=True)
@@ -196,9 +218,10 @@ class InvitationAcceptView(_PublicView):
         operation_id="invitations_accept",
         request=TokenSerializer,
         responses={200: InvitationAcceptedSerializer},
-        description="Public with the emailed token (the answer carries an API token of "
-        "the invitee, shown once), or signed in as the invited address (403 otherwise; no "
-        "token in the answer). Used, revoked, expired or unknown: 400 `invalid_token`.",
+        description="Public with the emailed token (the answer carries a session token of "
+        "the invitee, shown once, ending at `expires_at`), or signed in as the invited "
+        "address (403 otherwise; no token in the answer). Used, revoked, expired or "
+        "unknown: 400 `invalid-token`.",
     )
     def post(self, request: Request) -> HttpResponse:
         serializer = TokenSerializer(data=request.data)
@@ -217,3 +240,93 @@ class InvitationAcceptView(_PublicView):
 
         scope = self.idempotency_scope(request)
         return answer_once(request, accept, body=serializer.validated_data, scope=scope)
+
+
+class InvitationPreviewView(_PublicView):
+    @extend_schema(
+        operation_id="invitations_preview",
+        request=InvitationPreviewRequestSerializer,
+        responses={200: InvitationPreviewSerializer},
+        description="What an invitation's emailed token opens, for a page to show before "
+        "the invitee accepts: the token is not used. Used, revoked, expired or unknown: "
+        "400 `invalid-token`, as accept answers.",
+    )
+    def post(self, request: Request) -> HttpResponse:
+        serializer = InvitationPreviewRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+
+        def preview() -> Answer:
+            invitation = invitation_preview(
+                token=serializer.validated_data["token"], now=timezone.now()
+            )
+            data = InvitationPreviewSerializer(invitation).data
+            return Answer.of(status.HTTP_200_OK, data, resource="/v1/invitations/preview")
+
+        scope = self.idempotency_scope(request)
+        return answer_once(request, preview, body=serializer.validated_data, scope=scope)
+
+
+# --- Signing back in (DESIGN §3b) ----------------------------------------------------------
+
+
+class SigninView(_SignupView):
+    """Served with the front door (SIGNUP_ENABLED), which guarantees a Turnstile secret."""
+
+    throttle_classes = [AddressRateThrottle, UserRateThrottle, SigninAddressThrottle]
+    extra_problem_statuses = {"POST": (503,)}
+
+    @extend_schema(
+        operation_id="signin_create",
+        request=SigninSerializer,
+        responses={202: SigninAcceptedSerializer},
+        description=(
+            "Emails a single-use sign-in link (SIGNIN_URL, valid 15 minutes) when the "
+            "address has an account. The answer is the same bytes whether or not it has. "
+            "400 `captcha_failed` when the Turnstile check fails; 503 with Retry-After when "
+            "it cannot be made. 404 while SIGNUP_ENABLED is off."
+        ),
+    )
+    def post(self, request: Request) -> HttpResponse:
+        serializer = SigninSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data, address = serializer.validated_data, client_address(request)
+
+        def check_captcha() -> None:
+            signin_captcha_check(captcha_token=data["captcha_token"], address=address)
+
+        def sign_in() -> Answer:
+            signin_request(email=data["email"], address=address, now=timezone.now())
+            body = {"status": "link_sent"}
+            return Answer.of(status.HTTP_202_ACCEPTED, body, resource="/v1/signin")
+
+        return answer_once(
+            request,
+            sign_in,
+            body=data,
+            scope=self.idempotency_scope(request),
+            prepare=check_captcha,
+        )
+
+
+class SigninVerifyView(_SignupView):
+    @extend_schema(
+        operation_id="signin_verify",
+        request=SigninVerifySerializer,
+        responses={201: SignedInSerializer},
+        description="Trades the emailed sign-in token for a session token (shown once; it "
+        "ends at `expires_at`, SESSION_TTL_SECONDS later). Used, expired or unknown: 400 "
+        "`invalid-token`.",
+    )
+    def post(self, request: Request) -> HttpResponse:
+        serializer = SigninVerifySerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+
+        def verify() -> Answer:
+            signed_in = signin_verify(token=serializer.validated_data["token"], now=timezone.now())
+            data = SignedInSerializer(signed_in).data
+            # The answer shows a session token once: a replay names the account instead.
+            return Answer.of(status.HTTP_201_CREATED, data, resource="/v1/me", shows_secret=True)
+
+        return answer_once(
+            request, verify, body=serializer.validated_data, scope=self.idempotency_scope(request)
+        )

@@ -3,8 +3,9 @@
 Registered with the jobs registry by this app (`ProjectsConfig.ready`). `perform` calls the
 operator's provisioning API, if one is configured, with the job id as its idempotency key;
 `apply` marks the project active and announces it: an invitation (onboarding: an email
-with an accept link) for each invited address that is not a member yet, the plain "invited
-to the project" email for each that is (the creator when the list is empty), and a
+with an accept link naming the team and the project) for each invited address that is not
+a member yet, the plain "invited to the project" email for each that is (nobody is emailed
+when the list is empty: the creator knows), and a
 `project.activated` event to each enabled webhook endpoint of the tenant. A dead-lettered
 job turns the project `failed` and reports it the same way: a `project.failed` event to
 each enabled endpoint and an email to the creator. A support retry puts the project back
@@ -127,12 +128,16 @@ def provision_activate_many(jobs: list[Job], *, now: datetime) -> None:
 
 def _member_addresses(job: Job, project: Project, *, now: datetime) -> list[str]:
     """The invited addresses that are members; the others are sent invitations. Without
-    an invite list that is the creator, and nothing is read."""
-    addresses = invite_addresses(job.payload, creator=project.created_by)
-    if not job.payload.get("invite"):
-        return addresses
+    an invite list there are none, and nothing is read."""
+    addresses = invite_addresses(job.payload)
+    if not addresses:
+        return []
     return project_invitations_send(
-        tenant_id=job.tenant_id, emails=addresses, invited_by=project.created_by, now=now
+        tenant_id=job.tenant_id,
+        emails=addresses,
+        invited_by=project.created_by,
+        project_name=project.name,
+        now=now,
     )
 
 
@@ -154,15 +159,14 @@ def provision_max_seconds() -> float:
     return api + LOCAL_WRITES_SECONDS
 
 
-def invite_addresses(payload: dict[str, Any], *, creator: object | None) -> list[str]:
+def invite_addresses(payload: dict[str, Any]) -> list[str]:
     """The addresses to invite: the payload's "invite" list without duplicates (compared
-    case-insensitively), else the creator's e-mail, else none."""
+    case-insensitively). The creator is not among them unless listed: they made the
+    project, and an email saying "you are invited" to it would only puzzle them."""
     addresses: dict[str, str] = {}
     for address in payload.get("invite") or []:
         if isinstance(address, str) and address.strip():
             addresses.setdefault(address.strip().lower(), address.strip())
-    if not addresses and creator is not None and getattr(creator, "email", ""):
-        return [creator.email]
     return list(addresses.values())
 
 

@@ -23,9 +23,13 @@ class MemberPatchSerializer(RejectsUndeclaredFields, serializers.Serializer):
 
 
 class TokenSerializer(serializers.ModelSerializer):
+    tenant_id = serializers.UUIDField(
+        allow_null=True, read_only=True, help_text="The one tenant this token acts in; null: any."
+    )
+
     class Meta:
         model = ApiToken
-        fields = ["id", "name", "prefix", "created_at", "last_used_at", "expires_at"]
+        fields = ["id", "name", "prefix", "created_at", "last_used_at", "expires_at", "tenant_id"]
         read_only_fields = fields
 
 
@@ -47,4 +51,9 @@ class TokenCreateSerializer(RejectsUndeclaredFields, serializers.Serializer):
     name = StrictCharField(max_length=100)
     expires_in_days = StrictIntegerField(
         min_value=1, max_value=MAX_TOKEN_DAYS, required=False, help_text="Default: never."
+    )
+    tenant_id = serializers.UUIDField(
+        required=False,
+        help_text="Bind the token to this tenant (you must be a member): it is 403 in any "
+        "other. Default: every tenant you belong to.",
     )

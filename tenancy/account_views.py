@@ -92,7 +92,7 @@ class TokenListView(ListAPIView):
     serializer_class = TokenSerializer
 
     def get_queryset(self) -> QuerySet[ApiToken]:
-        return tokens.tokens_of(self.request.user)
+        return tokens.tokens_of(self.request.user, now=timezone.now())
 
     @extend_schema(operation_id="tokens_list", responses={200: TokenSerializer(many=True)})
     def get(self, request: Request) -> Response:
@@ -101,6 +101,9 @@ class TokenListView(ListAPIView):
     @extend_schema(
         operation_id="tokens_create",
         request=TokenCreateSerializer,
+        description="A long-lived API token, optionally ending after `expires_in_days` and "
+        "bound to one tenant (`tenant_id`, 403 if you are not a member of it). A token that "
+        "is itself bound makes only tokens bound to its tenant.",
         parameters=[
             location_header("Path of the new token, `/v1/tokens/{id}` (DELETE revokes it).")
         ],
@@ -115,6 +118,8 @@ class TokenListView(ListAPIView):
                 user=request.user,
                 name=serializer.validated_data["name"],
                 expires_in_days=serializer.validated_data.get("expires_in_days"),
+                tenant_id=serializer.validated_data.get("tenant_id"),
+                caller_tenant_id=getattr(request.auth, "tenant_id", None),
                 now=timezone.now(),
             )
             data = TokenSecretSerializer(token).data
@@ -124,6 +129,23 @@ class TokenListView(ListAPIView):
         # A token belongs to its user, not to a tenant: its keys are the user's.
         scope = f"user:{request.user.pk}"
         return answer_once(request, issue, body=serializer.validated_data, scope=scope)
+
+
+class CurrentTokenView(APIView):
+    """Sign out: the calling token ends here."""
+
+    permission_classes = [IsAuthenticated]
+    extra_problem_statuses = {"DELETE": (409,)}
+
+    @extend_schema(
+        operation_id="tokens_current_destroy",
+        responses={204: None},
+        description="Revokes the token this request is made with (signing out): its next "
+        "request is a 401. 409 `token-not-revocable` for an identity provider's JWT.",
+    )
+    def delete(self, request: Request) -> Response:
+        tokens.token_revoke_current(credential=request.auth, now=timezone.now())
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class TokenDetailView(APIView):

@@ -15,6 +15,7 @@ from tenancy.models import (
     Invitation,
     Membership,
     OperationKey,
+    SigninLink,
     SignupRequest,
     Tenant,
 )
@@ -49,16 +50,28 @@ class ApiTokenAdmin(admin.ModelAdmin):
     list_display = [
         "prefix",
         "name",
+        "kind",
         "user",
+        "tenant",
         "created_at",
         "last_used_at",
         "expires_at",
         "revoked_at",
     ]
-    list_filter = ["revoked_at"]
+    list_filter = ["kind", "revoked_at"]
     search_fields = ["prefix", "name", "user__email"]
-    list_select_related = ["user"]
-    fields = ["prefix", "name", "user", "created_at", "last_used_at", "expires_at", "revoked_at"]
+    list_select_related = ["user", "tenant"]
+    fields = [
+        "prefix",
+        "name",
+        "kind",
+        "user",
+        "tenant",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    ]
     readonly_fields = fields
     actions = ["revoke"]
 
@@ -132,3 +145,12 @@ class SignupRequestAdmin(ReadOnlyModelAdmin):
         "sent_at",
         "created_at",
     ]
+
+
+@admin.register(SigninLink)
+class SigninLinkAdmin(ReadOnlyModelAdmin):
+    list_display = ["user", "used_at", "expires_at", "created_at"]
+    list_filter = ["used_at"]
+    search_fields = ["user__email"]
+    list_select_related = ["user"]
+    fields = ["user", "requester_address", "used_at", "expires_at", "created_at"]

@@ -19,7 +19,7 @@ from rest_framework.request import Request
 from dbqueue.bookmarks import refuse_malformed_routing
 from tenancy import oidc
 from tenancy.identities import JwtCredential, jwt_user
-from tenancy.services import AddressBlocked, TokenRejected, token_authenticate
+from tenancy.services import AddressBlocked, TokenExpired, TokenRejected, token_authenticate
 from tenancy.throttling import AuthFailures, too_many_failures
 from web.headers import refuse_repeated_headers
 from web.problems import ProblemError
@@ -55,7 +55,7 @@ class BearerTokenAuthentication(BaseAuthentication):
         except AddressBlocked as exc:
             raise too_many_failures(exc.seconds_left) from None
         except (TokenRejected, oidc.JwtRejected) as exc:
-            raise failures.refuse(str(exc)) from None
+            raise failures.refuse(str(exc), expired=isinstance(exc, TokenExpired)) from None
         refuse_repeated_headers(request)
         refuse_malformed_routing(request)
         return authenticated

@@ -20,7 +20,6 @@ from django.db.models import Q, QuerySet
 from tenancy import link_tokens
 from tenancy.front_door import InvalidToken
 from tenancy.models import (
-    ApiToken,
     Invitation,
     InvitationStatus,
     Membership,
@@ -28,6 +27,7 @@ from tenancy.models import (
     token_digest,
 )
 from tenancy.services import _user_get_or_create
+from tenancy.tokens import session_issue
 from web.errors import Conflict, Forbidden, InvalidInput
 
 
@@ -65,6 +65,7 @@ class AcceptedInvitation:
     user: AbstractBaseUser
     role: str
     token: str | None
+    expires_at: datetime | None = None
 
 
 def _member_emails(tenant_id: uuid.UUID, emails: Iterable[str]) -> set[str]:
@@ -149,15 +150,29 @@ def invitation_revoke(*, tenant: Tenant, invitation_id: uuid.UUID) -> None:
         invitation.save(update_fields=["status"])
 
 
+def invitation_preview(*, token: str, now: datetime) -> Invitation:
+    """The pending invitation a token opens, with its tenant and inviter, left as it is;
+    InvalidToken for exactly the tokens accept refuses (used, revoked, expired, unknown)."""
+    invitation = (
+        Invitation.objects.select_related("tenant", "invited_by")
+        .filter(token_digest=token_digest(token))
+        .first()
+    )
+    if invitation is None or invitation.status_at(now) != InvitationStatus.PENDING:
+        raise InvalidToken
+    return invitation
+
+
 @transaction.atomic
 def invitation_accept(
     *, token: str, user: AbstractBaseUser | None, now: datetime
 ) -> AcceptedInvitation:
     """The membership a pending invitation's token grants, and its user (created when
     needed), in one transaction. `user` is the authenticated caller, who must be the
-    invitee (NotTheInvitee); an anonymous caller gets an API token of the invitee, shown
-    once. Used, revoked, expired or unknown: InvalidToken. The invitation's row lock makes
-    two concurrent accepts of one token one membership and one InvalidToken."""
+    invitee (NotTheInvitee); an anonymous caller gets a session token of the invitee
+    (SESSION_TTL_SECONDS), shown once. Used, revoked, expired or unknown: InvalidToken.
+    The invitation's row lock makes two concurrent accepts of one token one membership
+    and one InvalidToken."""
     invitation = (
         Invitation.objects.select_for_update(of=("self",))
         .select_related("tenant")
@@ -175,9 +190,13 @@ def invitation_accept(
     membership, _ = Membership.objects.get_or_create(
         tenant=invitation.tenant, user=invitee, defaults={"role": invitation.role}
     )
-    api_token = None if user is not None else ApiToken.issue(user=invitee, name="invitation")[1]
+    session = None if user is not None else session_issue(user=invitee, name="invitation", now=now)
     return AcceptedInvitation(
-        tenant=invitation.tenant, user=invitee, role=membership.role, token=api_token
+        tenant=invitation.tenant,
+        user=invitee,
+        role=membership.role,
+        token=None if session is None else session.plaintext,
+        expires_at=None if session is None else session.expires_at,
     )
 
 

@@ -1,5 +1,5 @@
-"""Link tokens: the single-use secrets an email link carries (signup and invitation today;
-signin and unsubscribe links are meant to use the same three functions). No live token is
+"""Link tokens: the single-use secrets an email link carries (signup, invitation and signin
+today; unsubscribe links are meant to use the same three functions). No live token is
 ever at rest: not on the row it opens, not in the stored email, not in a recorded batch.
 
 A token is derived, never stored:

@@ -56,19 +56,45 @@ def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+class TokenKind(models.TextChoices):
+    # Made by POST /v1/tokens or an operator's command: lives until it expires (if ever) or
+    # is revoked.
+    API = "api", "API token"
+    # Handed out by signin, signup verify and an anonymous invitation accept: always
+    # expires (SESSION_TTL_SECONDS).
+    SESSION = "session", "Session"
+
+
 class ApiToken(models.Model):
-    """A bearer token (tenancy.token_format); only its lookup prefix and a digest are kept."""
+    """A bearer token (tenancy.token_format); only its lookup prefix and a digest are kept.
+    A token with a `tenant` acts in that tenant only (403 in any other)."""
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
     )
     name = models.CharField(max_length=100, default="default")
+    kind = models.CharField(max_length=16, choices=TokenKind.choices, default=TokenKind.API)
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.CASCADE, null=True, blank=True, related_name="bound_tokens"
+    )
     prefix = models.CharField(max_length=32, unique=True, editable=False)
     digest = models.CharField(max_length=64, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(kind__in=TokenKind.values), name="api_token_kind_valid"
+            ),
+            # A session always ends.
+            models.CheckConstraint(
+                condition=~models.Q(kind=TokenKind.SESSION) | models.Q(expires_at__isnull=False),
+                name="api_token_session_expires",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name})"
@@ -81,12 +107,16 @@ class ApiToken(models.Model):
         name: str = "default",
         expires_at: datetime | None = None,
         now: datetime | None = None,
+        kind: str = TokenKind.API,
+        tenant: Tenant | None = None,
     ) -> tuple["ApiToken", str]:
         """Create a token and return it with its plaintext, which is never stored."""
         plaintext = token_format.mint()
         token = cls.objects.create(
             user=user,
             name=name,
+            kind=kind,
+            tenant=tenant,
             created_at=now or timezone.now(),
             prefix=plaintext[: token_format.LOOKUP_LENGTH],
             digest=_digest(plaintext),
@@ -103,9 +133,10 @@ class ApiToken(models.Model):
         return hmac.compare_digest(self.digest, _digest(plaintext))
 
     def is_usable(self, *, now: datetime) -> bool:
-        if self.revoked_at is not None:
-            return False
-        return self.expires_at is None or self.expires_at > now
+        return self.revoked_at is None and not self.has_expired(now=now)
+
+    def has_expired(self, *, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
 
 
 class OperationKey(models.Model):
@@ -262,3 +293,23 @@ class SignupRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.email} ({'used' if self.used_at else 'pending'})"
+
+
+class SigninLink(models.Model):
+    """A single-use link that signs an existing user in (DESIGN §3b), valid for minutes.
+    Only the digest of its token is kept (tenancy.link_tokens, purpose `signin`)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="signin_links"
+    )
+    token_digest = models.CharField(max_length=64, unique=True, editable=False)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    requester_address = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "-created_at"], name="signin_link_user_idx")]
+
+    def __str__(self) -> str:
+        return f"signin of {self.user_id} ({'used' if self.used_at else 'unused'})"

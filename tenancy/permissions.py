@@ -32,6 +32,8 @@ class IsTenantMember(BasePermission):
             tenant_header=request.headers.get("X-Tenant-ID"),
             # Read by the authentication's query (tenancy.services.token_authenticate).
             candidates=getattr(request.auth, "tenant_candidates", None),
+            # A token bound to one tenant (POST /v1/tokens `tenant_id`) acts only there.
+            bound_tenant_id=getattr(request.auth, "tenant_id", None),
         )
         if _owner_required(view, request.method) and membership.role != Role.OWNER:
             raise exceptions.PermissionDenied("This action is reserved to the tenant's owners.")

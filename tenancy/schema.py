@@ -27,7 +27,10 @@ COMMON_PROBLEM_STATUSES = (400, 401, 403, 404, 405, 406, 413, 415, 429, 500, 503
 
 _PROBLEM_DESCRIPTIONS = {
     400: "Malformed request, invalid fields or X-Tenant-ID (see `errors`).",
-    401: "Missing, invalid, expired or revoked bearer token.",
+    401: (
+        "Missing, invalid, expired or revoked bearer token; a genuine token past its end "
+        "has the type `token-expired` (sign in again)."
+    ),
     403: "Not a member of the selected tenant, or the role may not do this.",
     404: "No such resource in the selected tenant.",
     405: "Method not allowed on this resource.",
@@ -133,7 +136,9 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
             "type": "http",
             "scheme": "bearer",
             "description": "An API token (`tkw_…`, from `POST /v1/tokens`, `manage.py "
-            "create_tenant` or `create_token`; the secret is shown once) or, when an identity "
+            "create_tenant` or `create_token`; the secret is shown once), a session token "
+            "(`tkw_…` too, from signin, signup verify or an anonymous invitation accept; it "
+            "ends at its `expires_at`) or, when an identity "
             "provider is configured, a JWT it issued (RS256 or ES256, with `exp`, `iss`, "
             "`aud`). A JWT grants no membership by itself.",
         }

@@ -1,11 +1,13 @@
-"""Output shapes of GET /v1/me."""
+"""Shapes of GET/PATCH /v1/me and PATCH /v1/tenant."""
 
 from rest_framework import serializers
 
+from web.fields import StrictCharField
+from web.serializers import RejectsUndeclaredFields
 
-class MeUserSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    email = serializers.EmailField()
+# Kept in the user's `first_name` column (Django's user model: 150 characters).
+MAX_USER_NAME = 150
+MAX_TENANT_NAME = 200
 
 
 class MeTenantSerializer(serializers.Serializer):
@@ -15,7 +17,27 @@ class MeTenantSerializer(serializers.Serializer):
 
 
 class MeSerializer(serializers.Serializer):
-    """`{user: {id, email}, tenants: [{id, name, role}]}` from `{"user", "memberships"}`."""
+    """The signed-in user and the tenants they may select, with their role in each."""
 
-    user = MeUserSerializer()
+    id = serializers.IntegerField(source="user.id")
+    email = serializers.EmailField(source="user.email")
+    name = serializers.CharField(source="user.first_name")
     tenants = MeTenantSerializer(many=True, source="memberships")
+
+
+class MePatchSerializer(RejectsUndeclaredFields, serializers.Serializer):
+    representation = MeSerializer
+
+    name = StrictCharField(max_length=MAX_USER_NAME, allow_blank=True, trim_whitespace=True)
+
+
+class TenantSerializer(serializers.Serializer):
+    id = serializers.UUIDField(read_only=True)
+    name = serializers.CharField(read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+
+
+class TenantPatchSerializer(RejectsUndeclaredFields, serializers.Serializer):
+    representation = TenantSerializer
+
+    name = StrictCharField(max_length=MAX_TENANT_NAME)

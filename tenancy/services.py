@@ -14,6 +14,7 @@ from django.db.models import FilteredRelation, Q
 from dbqueue.compiled import CompiledQuery, Param
 from dbqueue.ratelimit import blocked_for_us
 from tenancy.models import ApiToken, Membership, Role, Tenant
+from tenancy.tokens import session_issue
 from web.errors import DomainError, Forbidden
 
 # Writing last_used_at on every request would turn every read into a write; a minute of
@@ -23,6 +24,11 @@ LAST_USED_PRECISION = timedelta(minutes=1)
 
 class TokenRejected(Exception):
     """The presented bearer token is unknown, malformed, expired or revoked."""
+
+
+class TokenExpired(TokenRejected):
+    """The presented token is genuine and was not revoked, but its time is up: the client
+    should sign in again (a session) or use another token."""
 
 
 class AddressBlocked(Exception):
@@ -71,7 +77,9 @@ def token_authenticate(
     tenant_header: str | None = None,
     failures: FailureLimit = _NO_FAILURE_LIMIT,
 ) -> tuple[AbstractBaseUser, ApiToken]:
-    """The user behind a bearer token; raises TokenRejected without saying which check failed.
+    """The user behind a bearer token; raises TokenRejected without saying which check failed,
+    except TokenExpired (a TokenRejected) for a genuine, unrevoked token past its end: only
+    its holder can present it, and they need to know to sign in again.
 
     The statement that reads the token also reads the memberships `membership_resolve` needs
     for `tenant_header` and leaves them on the token as `tenant_candidates`: authentication
@@ -90,8 +98,10 @@ def token_authenticate(
         raise AddressBlocked(token.address_blocked_for_us / 1_000_000)
     if token is None or not token.matches(plaintext):
         raise TokenRejected("The token is not valid.")
-    if not token.is_usable(now=now) or not token.user.is_active:
-        raise TokenRejected("The token has expired or was revoked.")
+    if token.revoked_at is not None or not token.user.is_active:
+        raise TokenRejected("The token was revoked.")
+    if token.has_expired(now=now):
+        raise TokenExpired("The token has expired: sign in again, or use another token.")
     _note_use(token, now)
     token.tenant_candidates = None
     if with_memberships:
@@ -179,14 +189,20 @@ def membership_resolve(
     user: AbstractBaseUser,
     tenant_header: str | None,
     candidates: TenantCandidates | None = None,
+    bound_tenant_id: uuid.UUID | None = None,
 ) -> Membership:
     """The caller's membership in the tenant the request selects.
 
     With `X-Tenant-ID` the tenant is that one (malformed → 400, not a member → 403);
-    without it the user's sole membership is used (none → 403, several → 400). `candidates`
-    read with the token for the same header spare the query.
+    without it the user's sole membership is used (none → 403, several → 400). A token
+    bound to a tenant (`bound_tenant_id`) selects that tenant, and any other is 403.
+    `candidates` read with the token for the same header spare the query.
     """
     tenant_id = _tenant_id(tenant_header)
+    if bound_tenant_id is not None:
+        if tenant_id is not None and tenant_id != bound_tenant_id:
+            raise NotAMember("This token is bound to another tenant.")
+        tenant_id = bound_tenant_id
     if candidates is not None and candidates.tenant_id == tenant_id:
         found = list(candidates.memberships)
     else:
@@ -234,14 +250,26 @@ class Grant:
     user: AbstractBaseUser
     role: str
     token: str
+    # When the token ends: a session's always, an operator's API token never.
+    expires_at: datetime | None = None
 
 
 @transaction.atomic
-def tenant_create(*, name: str, owner_email: str) -> Grant:
-    """A tenant, its owner (created if needed) and a fresh API token for the owner."""
+def tenant_create(*, name: str, owner_email: str, session_at: datetime | None = None) -> Grant:
+    """A tenant, its owner (created if needed) and a fresh token for the owner: an API
+    token (an operator's command), or a session starting at `session_at` (a signup)."""
     tenant = Tenant.objects.create(name=name)
     user = _user_get_or_create(owner_email)
     Membership.objects.create(tenant=tenant, user=user, role=Role.OWNER)
+    if session_at is not None:
+        session = session_issue(user=user, name="signup", now=session_at)
+        return Grant(
+            tenant=tenant,
+            user=user,
+            role=Role.OWNER,
+            token=session.plaintext,
+            expires_at=session.expires_at,
+        )
     _, plaintext = ApiToken.issue(user=user)
     return Grant(tenant=tenant, user=user, role=Role.OWNER, token=plaintext)
 

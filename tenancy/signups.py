@@ -1,5 +1,5 @@
 """Signup requests: recorded with the digest of a single-use link token (tenancy.link_tokens),
-verified once into a tenant, its owner and an API token (DESIGN §3a). Emailing the link is
+verified once into a tenant, its owner and a session token (DESIGN §3a). Emailing the link is
 the onboarding app's part."""
 
 from datetime import datetime, timedelta
@@ -55,7 +55,7 @@ def signup_request_record(
 
 @transaction.atomic
 def signup_verify(*, token: str, now: datetime) -> Grant:
-    """The tenant, its owner and an API token for a pending request's token, in one
+    """The tenant, its owner and a session token for a pending request's token, in one
     transaction; InvalidToken for a used, expired or unknown one. The request's row lock
     makes two concurrent verifies of one token one success and one InvalidToken."""
     request = SignupRequest.objects.select_for_update().filter(token_digest=token_digest(token))
@@ -63,4 +63,4 @@ def signup_verify(*, token: str, now: datetime) -> Grant:
     if signup is None or signup.used_at is not None or signup.expires_at <= now:
         raise InvalidToken
     SignupRequest.objects.filter(pk=signup.pk).update(used_at=now)
-    return tenant_create(name=signup.tenant_name, owner_email=signup.email)
+    return tenant_create(name=signup.tenant_name, owner_email=signup.email, session_at=now)

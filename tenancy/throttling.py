@@ -104,13 +104,23 @@ class AuthFailures:
             key=f"authfail:{client_address(request)}", limit=self.rate.limit
         )
 
-    def refuse(self, detail: str) -> exceptions.APIException:
-        """Count this request's failure: the 401 to raise, or the 429 once the address has
-        failed more often than the limit allows."""
+    def refuse(self, detail: str, *, expired: bool = False) -> exceptions.APIException:
+        """Count this request's failure: the 401 to raise (`token-expired` when the token
+        was genuine but out of time), or the 429 once the address has failed more often
+        than the limit allows."""
         hit = count_request(self.counter.key, self.rate)
         if hit.allowed:
-            return exceptions.AuthenticationFailed(detail)
+            return (
+                TokenExpiredFailure(detail) if expired else exceptions.AuthenticationFailed(detail)
+            )
         return too_many_failures(hit.seconds_left)
+
+
+class TokenExpiredFailure(exceptions.AuthenticationFailed):
+    """A 401 whose problem type tells a client to sign in again."""
+
+    kind = "token-expired"
+    title = "Token expired"
 
 
 def too_many_failures(seconds_left: float) -> exceptions.Throttled:
@@ -128,3 +138,13 @@ class SignupAddressThrottle(_CountingThrottle):
 
     def rate(self) -> Rate:
         return parse_rate(settings.SIGNUP_RATE_IP)
+
+
+class SigninAddressThrottle(_CountingThrottle):
+    """Signin attempts per client address (`SIGNIN_RATE_IP`), whoever the caller is."""
+
+    def key(self, request: Request) -> str | None:
+        return f"signin:{client_address(request)}"
+
+    def rate(self) -> Rate:
+        return parse_rate(settings.SIGNIN_RATE_IP)

@@ -1,10 +1,17 @@
 from django.urls import path
 
-from tenancy.account_views import MemberDetailView, MemberListView, TokenDetailView, TokenListView
-from tenancy.views import MeView
+from tenancy.account_views import (
+    CurrentTokenView,
+    MemberDetailView,
+    MemberListView,
+    TokenDetailView,
+    TokenListView,
+)
+from tenancy.views import MeView, TenantView
 
 urlpatterns = [
     path("me", MeView.as_view(), name="me"),
+    path("tenant", TenantView.as_view(), name="tenant"),
 ]
 
 # --- Members and tokens --------------------------------------------------------------------
@@ -12,5 +19,7 @@ urlpatterns += [
     path("members", MemberListView.as_view(), name="members"),
     path("members/<str:pk>", MemberDetailView.as_view(), name="member"),
     path("tokens", TokenListView.as_view(), name="tokens"),
+    # Before tokens/<pk>: "current" is the calling token, never an id.
+    path("tokens/current", CurrentTokenView.as_view(), name="token-current"),
     path("tokens/<str:pk>", TokenDetailView.as_view(), name="token"),
 ]

@@ -1,4 +1,4 @@
-"""GET /v1/me."""
+"""GET/PATCH /v1/me and PATCH /v1/tenant: thin views over tenancy.me."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import IsAuthenticated
@@ -6,8 +6,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from tenancy.models import Membership
-from tenancy.serializers import MeSerializer
+from tenancy.me import me_of, tenant_rename, user_rename
+from tenancy.serializers import (
+    MePatchSerializer,
+    MeSerializer,
+    TenantPatchSerializer,
+    TenantSerializer,
+)
 
 
 class MeView(APIView):
@@ -15,11 +20,40 @@ class MeView(APIView):
 
     permission_classes = [IsAuthenticated]
 
+    def _me(self, request: Request) -> Response:
+        me = me_of(request.user, bound_tenant_id=getattr(request.auth, "tenant_id", None))
+        return Response(MeSerializer(me).data)
+
     @extend_schema(responses={200: MeSerializer}, operation_id="me_retrieve")
     def get(self, request: Request) -> Response:
-        memberships = (
-            Membership.objects.filter(user=request.user)
-            .select_related("tenant")
-            .order_by("tenant__name", "tenant_id")
-        )
-        return Response(MeSerializer({"user": request.user, "memberships": memberships}).data)
+        return self._me(request)
+
+    @extend_schema(
+        request=MePatchSerializer,
+        responses={200: MeSerializer},
+        operation_id="me_partial_update",
+        description="Sets the name you go by (up to 150 characters; blank clears it).",
+    )
+    def patch(self, request: Request) -> Response:
+        serializer = MePatchSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        user_rename(user=request.user, name=serializer.validated_data["name"])
+        return self._me(request)
+
+
+class TenantView(APIView):
+    """The selected tenant (X-Tenant-ID, or the caller's only one)."""
+
+    owner_methods = ("PATCH",)
+
+    @extend_schema(
+        request=TenantPatchSerializer,
+        responses={200: TenantSerializer},
+        operation_id="tenant_partial_update",
+        description="Renames the selected tenant (owners only; a member is 403).",
+    )
+    def patch(self, request: Request) -> Response:
+        serializer = TenantPatchSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        tenant = tenant_rename(tenant=request.tenant, name=serializer.validated_data["name"])
+        return Response(TenantSerializer(tenant).data)

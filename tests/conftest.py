@@ -79,11 +79,12 @@ def public_dns(monkeypatch) -> None:
 
 @pytest.fixture
 def signup_on(settings) -> None:
-    """Public signup served (it is off by default), without a CAPTCHA to call out to, and
-    with a per-address limit no test run reaches (a 429 comes before any 400)."""
+    """Public signup and signin served (they are off by default), without a CAPTCHA to call
+    out to, and with per-address limits no test run reaches (a 429 comes before any 400)."""
     settings.SIGNUP_ENABLED = True
     settings.TURNSTILE_SECRET_KEY = ""
     settings.SIGNUP_RATE_IP = "100000/hour"
+    settings.SIGNIN_RATE_IP = "100000/hour"
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import zlib
 
 import pytest
 import schemathesis
+from django.contrib.auth import get_user_model
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from django.test import RequestFactory
@@ -23,7 +24,7 @@ from jobs.models import Job, JobStatus
 from notifications.models import Delivery, Notification, WebhookEndpoint
 from projects.models import Project
 from tenancy.invitations import invitation_issue
-from tenancy.models import ApiToken, Invitation, Membership, SignupRequest
+from tenancy.models import ApiToken, Invitation, Membership, SigninLink, SignupRequest, Tenant
 from tests.conftest import forget_throttle_counts, make_member
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
@@ -235,7 +236,11 @@ def test_api_conforms_to_its_schema(case, alice, seeded):
     _aim_at_seeded_rows(case, str(alice.tenant.id), seeded)
     # Throttle counters would turn the later examples of an operation into 429s.
     forget_throttle_counts()
-    case.call_and_validate(headers={"Authorization": f"Bearer {alice.token}"})
+    token = alice.token
+    if case.path == "/v1/tokens/current":
+        # Signing out ends the calling token: each example signs out a token of its own.
+        token = ApiToken.issue(user=alice.user, name="fuzzed session")[1]
+    case.call_and_validate(headers={"Authorization": f"Bearer {token}"})
 
 
 # Table tests over the same document: the exact statuses the fuzzer's checks only bound
@@ -246,7 +251,8 @@ METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "TRACE")
 OPERATIONS = [
     (method, path) for path, item in PATHS.items() for method in METHODS if method.lower() in item
 ]
-# Answered without credentials (signup, verify, accept): their security allows none.
+# Answered without credentials (signup, signin, their verifies, accept, preview): their
+# security allows none.
 PUBLIC_OPERATIONS = [
     (method, path) for method, path in OPERATIONS if {} in PATHS[path][method.lower()]["security"]
 ]
@@ -301,6 +307,9 @@ def _rows() -> list[tuple]:
         *ApiToken.objects.order_by("pk").values_list("pk", "revoked_at"),
         *Invitation.objects.order_by("pk").values_list("pk", "status", "token_digest"),
         *SignupRequest.objects.order_by("pk").values_list("pk", "token_digest", "used_at"),
+        *SigninLink.objects.order_by("pk").values_list("pk", "token_digest", "used_at"),
+        *Tenant.objects.order_by("pk").values_list("pk", "name"),
+        *get_user_model().objects.order_by("pk").values_list("pk", "first_name", "email"),
     ]
 
 
@@ -352,6 +361,9 @@ def test_a_public_operation_answers_a_wrong_token_401_and_writes_nothing(client,
 def test_the_public_operations_are_the_front_doors():
     assert sorted(path for _, path in PUBLIC_OPERATIONS) == [
         "/v1/invitations/accept",
+        "/v1/invitations/preview",
+        "/v1/signin",
+        "/v1/signin/verify",
         "/v1/signup",
         "/v1/signup/verify",
     ]

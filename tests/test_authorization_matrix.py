@@ -20,6 +20,7 @@ from jobs.models import Job, JobStatus
 from notifications.models import Delivery
 from tenancy.invitations import invitation_issue
 from tenancy.models import ApiToken, Tenant
+from tenancy.signins import signin_link_record
 from tenancy.signups import signup_request_record
 from tests.authz import RouteSpec, build_world, check_case, matrix_cases
 from tests.conftest import link_token, make_member
@@ -122,6 +123,18 @@ def _acceptance_body():
         tenant=tenant, email=email, role="member", invited_by=None, now=timezone.now()
     )
     return {"token": link_token(issued.link, email)}
+
+
+def _signin_body():
+    """A signin link of a user of its own (verifying it signs that user in, whoever asks)."""
+    email = _fresh_email()
+    make_member(Tenant.objects.get_or_create(name="Matrix signin")[0], email)
+    issued = signin_link_record(email=email, address="", now=timezone.now())
+    return {"token": link_token(issued.reference, email)}
+
+
+def _preview_body():
+    return _acceptance_body()
 
 
 NOTIFICATION_BODY = {
@@ -235,6 +248,22 @@ ROUTES += [
         headers=lambda: {"Idempotency-Key": str(uuid.uuid4())},
     ),
     RouteSpec("DELETE", "/v1/tokens/{id}", success=204, create=_token_id, user_scoped=True),
+]
+
+# --- Identity, sessions, signing in, invitation previews (DESIGN §3b) -----------------------
+ROUTES += [
+    RouteSpec("PATCH", "/v1/me", body=lambda: {"name": "Matrix"}),
+    RouteSpec("PATCH", "/v1/tenant", roles=OWNER, body=lambda: {"name": "Renamed"}),
+    RouteSpec("DELETE", "/v1/tokens/current", success=204),
+    RouteSpec(
+        "POST",
+        "/v1/signin",
+        success=202,
+        public=True,
+        body=lambda: {"email": _fresh_email(), "captcha_token": "t"},
+    ),
+    RouteSpec("POST", "/v1/signin/verify", success=201, public=True, body=_signin_body),
+    RouteSpec("POST", "/v1/invitations/preview", public=True, body=_preview_body),
 ]
 
 

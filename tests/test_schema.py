@@ -47,7 +47,7 @@ REQUIRED_KEY = {"/v1/projects", "/v1/notifications", "/v1/invitations"}
 def test_every_post_documents_the_idempotency_key_its_replay_header_and_problems(schema):
     posts = {path: ops["post"] for path, ops in schema["paths"].items() if "post" in ops}
 
-    assert len(posts) == 11
+    assert len(posts) == 14
     for path, operation in posts.items():
         key = next(p for p in operation["parameters"] if p["name"] == "Idempotency-Key")
         assert key["in"] == "header"
@@ -132,9 +132,10 @@ def test_members_and_tokens_are_documented_with_their_problems(schema):
     assert {"409"} <= set(member["patch"]["responses"]) & set(member["delete"]["responses"])
     assert "Location" in tokens["post"]["responses"]["201"]["headers"]
     created = schema["components"]["schemas"]["TokenSecret"]["properties"]
-    assert {"id", "name", "prefix", "created_at", "last_used_at", "expires_at", "token"} == set(
-        created
-    )
+    assert {
+        *("id", "name", "prefix", "created_at", "last_used_at", "expires_at", "token"),
+        "tenant_id",
+    } == set(created)
     for operation in (member["patch"], member["delete"], token["delete"]):
         path_id = next(p for p in operation["parameters"] if p["in"] == "path")
         assert path_id["schema"]["type"] == "integer"
@@ -152,3 +153,24 @@ def test_public_front_door_routes_need_no_token_and_declare_their_problems(schem
     assert list(signup["responses"]["202"]["content"]) == ["application/json"]
     assert "409" in schema["paths"]["/v1/invitations"]["post"]["responses"]
     assert "409" in schema["paths"]["/v1/invitations/{id}"]["delete"]["responses"]
+
+
+def test_the_front_end_routes_are_documented(schema):
+    """DESIGN §3b: identity, sessions, signing in and invitation previews."""
+    paths = schema["paths"]
+    me = paths["/v1/me"]
+    assert {"get", "patch"} <= set(me)
+    me_shape = schema["components"]["schemas"]["Me"]["properties"]
+    assert set(me_shape) == {"id", "email", "name", "tenants"}
+    assert "X-Tenant-ID" in header_names(paths["/v1/tenant"]["patch"])
+    assert "204" in paths["/v1/tokens/current"]["delete"]["responses"]
+    for path in ("/v1/signin", "/v1/signin/verify", "/v1/invitations/preview"):
+        assert {} in paths[path]["post"]["security"], path
+    assert "202" in paths["/v1/signin"]["post"]["responses"]
+    assert "503" in paths["/v1/signin"]["post"]["responses"]
+    signed_in = schema["components"]["schemas"]["SignedIn"]["properties"]
+    assert set(signed_in) == {"token", "expires_at", "user"}
+    preview = schema["components"]["schemas"]["InvitationPreview"]["properties"]
+    assert set(preview) == {"tenant_name", "email", "role", "invited_by", "expires_at"}
+    created = schema["components"]["schemas"]["TokenCreateRequest"]["properties"]
+    assert set(created) == {"name", "expires_in_days", "tenant_id"}

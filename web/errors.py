@@ -13,6 +13,8 @@ class DomainError(Exception):
     `str(exc)` is safe to show the client; `errors` maps fields to client-safe messages."""
 
     kind = "domain-error"
+    # The problem's title when this kind has one of its own (else the status's).
+    title: str | None = None
 
     def __init__(
         self, message: str, *, kind: str | None = None, errors: dict[str, Any] | None = None

@@ -91,10 +91,12 @@ class ProblemError(exceptions.APIException):
         kind: str | None = None,
         errors: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
+        title: str | None = None,
     ) -> None:
         super().__init__(detail=detail)
         self.status_code = status_code
         self.kind = kind
+        self.title = title
         self.errors = errors
         self.headers = headers or {}
 
@@ -105,10 +107,11 @@ def problem_body(
     *,
     kind: str | None = None,
     errors: dict[str, Any] | None = None,
+    title: str | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "type": PROBLEM_BASE + (kind or _TYPES.get(status_code, "error")),
-        "title": _TITLES.get(status_code, "Error"),
+        "title": title or _TITLES.get(status_code, "Error"),
         "status": status_code,
         "detail": detail,
     }
@@ -161,7 +164,7 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     if response is None:
         return None
     errors = None
-    kind = getattr(exc, "kind", None)
+    kind, title = getattr(exc, "kind", None), getattr(exc, "title", None)
     if isinstance(exc, ProblemError):
         detail, errors = str(exc.detail), exc.errors
         for name, value in exc.headers.items():
@@ -179,7 +182,9 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         response["WWW-Authenticate"] = 'Bearer realm="api"'
     if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
         response["Retry-After"] = str(max(1, int(exc.wait + 0.999)))
-    response.data = problem_body(response.status_code, detail, kind=kind, errors=errors)
+    response.data = problem_body(
+        response.status_code, detail, kind=kind, errors=errors, title=title
+    )
     response.content_type = PROBLEM_CONTENT_TYPE
     _render_as_json(context)
     return response
@@ -196,7 +201,9 @@ def _render_as_json(context: dict[str, Any]) -> None:
 def _domain_problem(exc: DomainError) -> ProblemError:
     status_code = next((code for family, code in _DOMAIN_STATUSES if isinstance(exc, family)))
     headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Unavailable) else None
-    return ProblemError(status_code, str(exc), kind=exc.kind, errors=exc.errors, headers=headers)
+    return ProblemError(
+        status_code, str(exc), kind=exc.kind, errors=exc.errors, headers=headers, title=exc.title
+    )
 
 
 def _has_authorization(context: dict[str, Any]) -> bool:

@@ -6,7 +6,7 @@ import uuid
 import pytest
 from django.contrib.auth import get_user_model
 
-from tenancy.models import Invitation, SignupRequest
+from tenancy.models import Invitation, SigninLink, SignupRequest
 from tests.onboarding.conftest import emailed_token
 
 pytestmark = pytest.mark.django_db
@@ -67,3 +67,19 @@ def test_the_turnstile_secret_never_appears_in_the_admin(staff_client, settings)
 def test_they_cannot_be_added_or_changed_in_the_admin(staff_client):
     assert staff_client.get("/admin/tenancy/invitation/add/").status_code == 403
     assert staff_client.get("/admin/tenancy/signuprequest/add/").status_code == 403
+
+
+def test_signin_links_show_in_the_admin_without_token_or_digest(staff_client, alice, settings):
+    settings.SIGNIN_URL = "https://app.example.com/signin?token={token}"
+    alice.client().post(
+        "/v1/signin", {"email": "alice@example.com", "captcha_token": "t"}, format="json"
+    )
+    token, link = emailed_token("alice@example.com"), SigninLink.objects.get()
+
+    for page in ("/admin/tenancy/signinlink/", f"/admin/tenancy/signinlink/{link.pk}/change/"):
+        response = staff_client.get(page)
+        html = response.content.decode()
+
+        assert response.status_code == 200, page
+        assert "alice@example.com" in html
+        assert token not in html and link.token_digest not in html, page

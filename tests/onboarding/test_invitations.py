@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from tenancy.models import ApiToken, Invitation, Membership
 from tests.conftest import make_owner
@@ -42,8 +43,10 @@ def test_an_owner_invites_and_the_invitee_gets_an_accept_link(alice):
     )
     assert body["invited_by"] == "alice@example.com"
     [sent] = deliver_mail()
-    assert sent.to == ["dana@example.com"] and "Tenant A" in sent.subject
+    assert sent.to == ["dana@example.com"]
+    assert sent.subject == 'You are invited to the team "Tenant A" on Tickwork'
     assert "https://app.example.com/join?token=" in sent.body
+    assert "project" not in sent.body  # made directly, not by a project's invite list
 
 
 def test_the_idempotency_key_is_required_and_a_retry_replays(alice):
@@ -93,6 +96,10 @@ def test_anonymous_accept_creates_the_user_the_membership_and_a_token(anonymous,
     projects = anonymous.get("/v1/projects", HTTP_AUTHORIZATION=f"Bearer {body['token']}")
     assert projects.status_code == 200
     assert Invitation.objects.get().status == "accepted"
+    session = ApiToken.objects.get(user__email="dana@example.com")
+    assert session.kind == "session"
+    assert body["expires_at"] is not None
+    assert parse_datetime(body["expires_at"]) == session.expires_at
 
 
 def test_a_signed_in_invitee_accepts_without_a_new_token(alice, charlie):
@@ -103,6 +110,7 @@ def test_a_signed_in_invitee_accepts_without_a_new_token(alice, charlie):
 
     assert response.status_code == 200
     assert response.json()["token"] is None
+    assert response.json()["expires_at"] is None
     assert ApiToken.objects.count() == tokens
     assert Membership.objects.filter(tenant=alice.tenant, user=charlie.user).exists()
 
@@ -130,7 +138,7 @@ def test_revoked_used_expired_and_unknown_tokens_get_one_answer(anonymous, alice
     answers = [accept(anonymous, t) for t in (revoked, used, expired, "never-issued")]
 
     assert {(a.status_code, a.content) for a in answers} == {(400, answers[0].content)}
-    assert answers[0].json()["type"].endswith("/invalid_token")
+    assert answers[0].json()["type"].endswith("/invalid-token")
     assert not Membership.objects.filter(user__email__in=["r@example.com", "e@example.com"])
 
 

@@ -6,9 +6,10 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from tenancy.front_door import ACCOUNT_MAIL_TENANT_ID
-from tenancy.models import Membership, SignupRequest, Tenant, token_digest
+from tenancy.models import ApiToken, Membership, SignupRequest, Tenant, token_digest
 from tests.onboarding.conftest import account_emails, deliver_mail, emailed_token
 
 pytestmark = pytest.mark.django_db
@@ -87,7 +88,7 @@ def test_verify_creates_the_tenant_its_owner_and_a_working_token(anonymous):
 
     assert response.status_code == 201
     body = response.json()
-    assert set(body) == {"tenant_id", "user_email", "token"}
+    assert set(body) == {"tenant_id", "user_email", "token", "expires_at"}
     tenant = Tenant.objects.get(pk=body["tenant_id"])
     assert (tenant.name, body["user_email"]) == ("Analytical", "ada@example.com")
     assert Membership.objects.get(tenant=tenant).role == "owner"
@@ -108,7 +109,7 @@ def test_a_used_an_expired_and_an_unknown_token_get_one_answer(anonymous):
 
     assert {(a.status_code, a.content) for a in answers} == {(400, answers[0].content)}
     problem = answers[0].json()
-    assert problem["type"].endswith("/invalid_token")
+    assert problem["type"].endswith("/invalid-token")
     assert Tenant.objects.count() == tenants
 
 
@@ -169,3 +170,17 @@ def test_no_token_reaches_a_log_line(anonymous, caplog):
     deliver_mail()
 
     assert token not in caplog.text
+
+
+def test_verify_hands_out_a_session_that_ends_after_the_session_ttl(anonymous, settings):
+    settings.SESSION_TTL_SECONDS = 3600
+    signup(anonymous)
+    before = timezone.now()
+
+    body = verify(anonymous, emailed_token("ada@example.com")).json()
+
+    session = ApiToken.objects.get(user__email="ada@example.com")
+    assert session.kind == "session"
+    expected = session.created_at + timedelta(seconds=3600)
+    assert session.expires_at == expected and session.created_at >= before
+    assert parse_datetime(body["expires_at"]) == expected

@@ -1,5 +1,6 @@
 """One token, racing requests on real PostgreSQL connections: one wins, the others are 400
-`invalid_token` — one tenant from a verification, one membership from an invitation."""
+`invalid-token` — one tenant from a verification, one membership from an invitation, one
+session from a signin link."""
 
 import threading
 import uuid
@@ -8,7 +9,7 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from tenancy.models import Membership, SignupRequest, Tenant
+from tenancy.models import ApiToken, Membership, SignupRequest, Tenant
 from tests.conftest import requires_postgres
 from tests.onboarding.conftest import emailed_token
 
@@ -68,3 +69,17 @@ def test_racing_accepts_of_one_invitation_make_one_membership(alice):
 
     assert statuses == [200] + [400] * (RACERS - 1)
     assert Membership.objects.filter(user__email="dana@example.com").count() == 1
+
+
+@requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_racing_verifies_of_one_signin_link_make_one_session(alice, settings):
+    settings.SIGNIN_URL = "https://app.example.com/signin?token={token}"
+    alice.client().post(
+        "/v1/signin", {"email": "alice@example.com", "captcha_token": "t"}, format="json"
+    )
+
+    statuses = race("/v1/signin/verify", {"token": emailed_token("alice@example.com")})
+
+    assert statuses == [201] + [400] * (RACERS - 1)
+    assert ApiToken.objects.filter(user=alice.user, kind="session").count() == 1

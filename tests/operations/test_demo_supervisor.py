@@ -283,7 +283,8 @@ def test_demo_runs_a_project_through_its_job_and_invitation_then_stops_on_ctrl_c
         pids = started_pids(demo.wait_for(r"demo \| started .*", timeout=30)[0])
         demo.wait_healthy(timeout=20)
 
-        status, created = demo.request("/v1/projects", token=token, body={"name": "Relaunch"})
+        body = {"name": "Relaunch", "invite": ["teammate@example.com"]}
+        status, created = demo.request("/v1/projects", token=token, body=body)
         assert (status, created["status"]) == (202, "provisioning")
 
         def project() -> dict:
@@ -294,13 +295,14 @@ def test_demo_runs_a_project_through_its_job_and_invitation_then_stops_on_ctrl_c
             assert time.monotonic() < deadline, current
             time.sleep(0.2)
         assert current["job"] == {"id": created["job"]["id"], "status": "completed"}
-        demo.wait_for(r"tick \| Subject: You are invited to the project \"Relaunch\"", timeout=15)
+        demo.wait_for(r"tick \| Subject: You are invited to the team \"Demo\"", timeout=15)
         demo.wait_for(r"tick \| event=run_tick claimed=1 delivered=1 ", timeout=5)
 
         os.killpg(demo.process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
 
         assert_clean_stop(demo, pids)
-    assert "tick | To: demo@example.com\n" in demo.output
+    assert "tick | To: teammate@example.com\n" in demo.output
+    assert "tick | To: demo@example.com\n" not in demo.output  # the creator is not "invited"
     assert "event=run_tick claimed=0 " not in demo.output  # idle ticks are not shown
 
 

@@ -82,13 +82,26 @@ def test_each_enabled_endpoint_gets_one_activation_event_and_disabled_ones_none(
         }
 
 
-def test_without_an_invite_list_the_creator_is_invited(alice):
-    make_job(alice.tenant, user=alice.user)
+def test_without_an_invite_list_nobody_is_emailed_not_even_the_creator(alice):
+    job = make_job(alice.tenant, user=alice.user)
 
     drain()
 
-    [invitation] = Notification.objects.all()
-    assert invitation.email_to == [alice.user.email]
+    assert reload(job).project.status == ProjectStatus.ACTIVE
+    assert not Notification.objects.exists()
+    assert not Invitation.objects.exists()
+
+
+def test_an_invitation_a_project_makes_names_the_team_and_the_project(alice):
+    make_job(alice.tenant, user=alice.user, invite=["ann@example.com"])
+
+    drain()
+
+    [email] = Notification.objects.filter(tenant_id=ACCOUNT_MAIL_TENANT_ID)
+    assert email.subject == 'You are invited to the team "Tenant A" on Tickwork'
+    assert 'join the team "Tenant A"' in email.body
+    assert 'the project "Website relaunch"' in email.body
+    assert "alice@example.com invited you" in email.body
 
 
 def test_without_an_invite_list_or_a_creator_nobody_is_invited(alice):

@@ -59,7 +59,7 @@ def test_a_valid_jwt_authenticates_and_its_subject_is_stored(issuer, kid):
 
     assert response.status_code == 200
     assert response.json()["tenants"] == []
-    assert response.json()["user"]["email"] == "jo@example.com"
+    assert response.json()["email"] == "jo@example.com"
     identity = ExternalIdentity.objects.get()
     assert (identity.issuer, identity.subject) == (issuer.url, "idp-user-1")
     assert identity.user.email == "jo@example.com"
@@ -70,7 +70,7 @@ def test_a_known_subject_is_found_by_sub_whatever_its_email_says(issuer):
 
     again = bearer(issuer.token(email="other@example.com", email_verified=False)).get("/v1/me")
 
-    assert again.json()["user"]["email"] == "jo@example.com"
+    assert again.json()["email"] == "jo@example.com"
     assert get_user_model().objects.count() == 1
     assert ExternalIdentity.objects.count() == 1
 
@@ -116,7 +116,7 @@ def test_a_verified_email_the_columns_cannot_hold_is_refused_and_the_longest_is_
     longest = address(MAX_EMAIL_LENGTH)
     response = bearer(issuer.token(sub="longest", email=longest)).get("/v1/me")
     assert response.status_code == 200, response.content
-    assert response.json()["user"]["email"] == longest
+    assert response.json()["email"] == longest
 
 
 def _b64(document: dict) -> str:
@@ -306,3 +306,22 @@ def test_keys_older_than_an_hour_are_fetched_again_and_kept_if_that_fails():
 )
 def test_the_jwt_shape_is_three_base64url_parts(bearer_value):
     assert oidc.looks_like_jwt(bearer_value) is (bearer_value in ("a.b.c", "a.b.", "eyJ.eyJ.sig"))
+
+
+def test_signing_out_with_a_jwt_is_409_the_provider_ends_it(issuer):
+    token = issuer.token(issuer.published[0])
+
+    response = bearer(token).delete("/v1/tokens/current")
+
+    assert response.status_code == 409
+    assert assert_problem(response)["type"].endswith("/token-not-revocable")
+    assert bearer(token).get("/v1/me").status_code == 200
+
+
+def test_a_jwt_user_names_themself(issuer):
+    token = issuer.token(issuer.published[0])
+
+    response = bearer(token).patch("/v1/me", {"name": "Jo"}, format="json")
+
+    assert response.status_code == 200
+    assert response.json()["name"] == "Jo"

@@ -23,7 +23,7 @@ from tests.web.write_endpoints import assert_problem
 pytestmark = pytest.mark.django_db
 
 NEW_SHAPE = re.compile(r"tkw_[0-9A-Za-z]{40}_[0-9A-Za-z]{6}")
-TOKEN_FIELDS = {"id", "name", "prefix", "created_at", "last_used_at", "expires_at"}
+TOKEN_FIELDS = {"id", "name", "prefix", "created_at", "last_used_at", "expires_at", "tenant_id"}
 
 
 def bearer(token: str) -> APIClient:
@@ -55,7 +55,7 @@ def test_create_shows_the_secret_once_and_it_authenticates(alice):
     assert token.user == alice.user and token.name == "ci"
     assert token.digest == hashlib.sha256(body["token"].encode()).hexdigest()
     assert token.expires_at - token.created_at == timedelta(days=30)
-    assert bearer(body["token"]).get("/v1/me").json()["user"]["id"] == alice.user.id
+    assert bearer(body["token"]).get("/v1/me").json()["id"] == alice.user.id
 
 
 def test_the_list_shows_only_the_callers_live_tokens_and_never_a_secret(alice, bob):

@@ -4,6 +4,7 @@ of what is stored: for the tests that hold "bad input writes nothing and never a
 import uuid
 from dataclasses import dataclass
 
+from django.contrib.auth import get_user_model
 from django.core import serializers as django_serializers
 from django.test import Client
 
@@ -11,7 +12,15 @@ from jobs.models import Job, JobStatus
 from notifications.models import Delivery, Notification, WebhookEndpoint
 from notifications.scheduler.outcomes import DeadLetterReason
 from projects.models import Project
-from tenancy.models import ApiToken, Invitation, Membership, OperationKey, SignupRequest
+from tenancy.models import (
+    ApiToken,
+    Invitation,
+    Membership,
+    OperationKey,
+    SigninLink,
+    SignupRequest,
+    Tenant,
+)
 from tests.conftest import make_member
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
@@ -104,14 +113,28 @@ WRITES += (
     Write(
         "POST",
         "/v1/tokens",
-        frozenset({"name", "expires_in_days"}),
+        frozenset({"name", "expires_in_days", "tenant_id"}),
         frozenset({"id", "token", "prefix", "created_at", "last_used_at", "expires_at"}),
+    ),
+)
+
+# --- Identity, signing in and invitation previews (DESIGN §3b) -----------------------------
+WRITES += (
+    Write("PATCH", "/v1/me", frozenset({"name"}), frozenset({"id", "email", "tenants"})),
+    Write("PATCH", "/v1/tenant", frozenset({"name"}), frozenset({"id", "created_at"})),
+    Write("POST", "/v1/signin", frozenset({"email", "captcha_token"}), frozenset({"status"})),
+    Write("POST", "/v1/signin/verify", frozenset({"token"}), frozenset({"user", "expires_at"})),
+    Write(
+        "POST",
+        "/v1/invitations/preview",
+        frozenset({"token"}),
+        frozenset({"tenant_name", "email", "role"}),
     ),
 )
 
 _STORED = (
     *(Project, Job, OperationKey, Notification, WebhookEndpoint, Delivery),
-    *(Membership, ApiToken, Invitation, SignupRequest),
+    *(Membership, ApiToken, Invitation, SignupRequest, SigninLink, Tenant),
 )
 
 
@@ -121,6 +144,8 @@ class Targets:
     endpoint: uuid.UUID
     job: uuid.UUID
     member: int
+    user: int  # the actor's (PATCH /v1/me)
+    tenant: uuid.UUID  # the actor's (PATCH /v1/tenant)
 
     def path(self, write: Write) -> str:
         return write.template.format(
@@ -142,7 +167,12 @@ def seed_targets(actor) -> Targets:
     job = make_job(actor, status=JobStatus.FAILED, next_attempt_at=None)
     member = make_member(actor.tenant, "fuzzed-member@example.com")
     return Targets(
-        notification=notification.id, endpoint=endpoint.id, job=job.id, member=member.user.id
+        notification=notification.id,
+        endpoint=endpoint.id,
+        job=job.id,
+        member=member.user.id,
+        user=actor.user.id,
+        tenant=actor.tenant.id,
     )
 
 
@@ -159,8 +189,10 @@ def send(actor, method: str, path: str, body: bytes, **extra: str):
 
 def stored_state(targets: Targets) -> tuple[dict[str, int], str]:
     """Row counts of every table a write can touch, and the values of the rows aimed at."""
-    counts = {model.__name__: model.objects.count() for model in _STORED}
+    counts = {model.__name__: model.objects.count() for model in (*_STORED, get_user_model())}
     rows = [
+        *get_user_model().objects.filter(pk=targets.user),
+        *Tenant.objects.filter(pk=targets.tenant),
         *Notification.objects.filter(pk=targets.notification),
         *WebhookEndpoint.objects.filter(pk=targets.endpoint),
         *Job.objects.filter(pk=targets.job),

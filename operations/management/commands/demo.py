@@ -47,6 +47,8 @@ HOST = "127.0.0.1"
 TICK_INTERVAL_SECONDS = 2
 RECEIVER_PORT = 8001
 CONSOLE_EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+# The origin the emailed links point to (SIGNUP_VERIFY_URL and the others default to it).
+FRONT_END_ORIGIN = "http://localhost:3000"
 
 
 class Command(BaseCommand):
@@ -101,6 +103,8 @@ class Command(BaseCommand):
                 **os.environ,
                 "PYTHONUNBUFFERED": "1",
                 "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
+                # The front end the emailed links point to calls the API from its origin.
+                "CORS_ALLOWED_ORIGINS": os.environ.get("CORS_ALLOWED_ORIGINS", FRONT_END_ORIGIN),
                 **_signup_environment(captcha_port),
             },
             label="demo",
@@ -182,7 +186,7 @@ curl -s -H 'Content-Type: application/json' -X POST "$API/v1/signup/verify" \
 curl -s -H "$H" -H 'Content-Type: application/json' \
      -H "Idempotency-Key: $(python3 -c 'import uuid; print(uuid.uuid4())')" \
      -X POST "$API/v1/invitations" -d '{{"email": "teammate@example.com", "role": "member"}}'
-# its link ends in token=<invitation token>; accepting answers the teammate's API token:
+# its link ends in token=<invitation token>; accepting answers the teammate's session token:
 curl -s -H 'Content-Type: application/json' -X POST "$API/v1/invitations/accept" \
      -d '{{"token": "<invitation token>"}}'
 """
