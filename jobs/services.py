@@ -46,6 +46,7 @@ class JobNotRetryable(Conflict):
     """Only a `failed` job can be retried; `status` is the job's current status."""
 
     kind = "job-not-retryable"
+    title = "Job not retryable"
 
     def __init__(self, status: str) -> None:
         super().__init__(f"Only a failed job can be retried; this job is {status}.")

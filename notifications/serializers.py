@@ -96,7 +96,7 @@ class NotificationWriteSerializer(RejectsUndeclaredFields, serializers.Serialize
             "after fire_at; parts the rule does not give (such as the time of day) are taken "
             "from fire_at, except that a rule naming BYHOUR or BYMINUTE without BYSECOND fires "
             "at second 0. A rule whose occurrences cannot be found within "
-            "RECURRENCE_BUDGET_MS of CPU is rejected with 400 rrule_too_costly. A rule with no "
+            "RECURRENCE_BUDGET_MS of CPU is rejected with 400 rrule-too-costly. A rule with no "
             "instance at or after fire_at (COUNT or UNTIL ends it "
             "before) is rejected with 400. Changing rrule, fire_at or timezone restarts the "
             "schedule from fire_at."

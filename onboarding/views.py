@@ -70,7 +70,7 @@ class SignupView(_SignupView):
         responses={202: SignupAcceptedSerializer},
         description=(
             "Sends a verification email. The answer is the same whether or not the address "
-            "is known. 400 `captcha_failed` when the Turnstile check fails; 503 with "
+            "is known. 400 `captcha-failed` when the Turnstile check fails; 503 with "
             "Retry-After when it cannot be made. 404 while SIGNUP_ENABLED is off."
         ),
     )
@@ -107,7 +107,7 @@ class SignupVerifyView(_SignupView):
         request=TokenSerializer,
         responses={201: SignupVerifiedSerializer},
         description="Creates the tenant, its owner and an API token (shown once). A used, "
-        "expired or unknown token is 400 `invalid_token`.",
+        "expired or unknown token is 400 `invalid-token`.",
     )
     def post(self, request: Request) -> HttpResponse:
         serializer = TokenSerializer(data=request.data)
@@ -198,7 +198,7 @@ class InvitationAcceptView(_PublicView):
         responses={200: InvitationAcceptedSerializer},
         description="Public with the emailed token (the answer carries an API token of "
         "the invitee, shown once), or signed in as the invited address (403 otherwise; no "
-        "token in the answer). Used, revoked, expired or unknown: 400 `invalid_token`.",
+        "token in the answer). Used, revoked, expired or unknown: 400 `invalid-token`.",
     )
     def post(self, request: Request) -> HttpResponse:
         serializer = TokenSerializer(data=request.data)

@@ -20,7 +20,8 @@ ACCOUNT_MAIL_TENANT_NAME = "Tickwork account emails (system)"
 class InvalidToken(DomainError):
     """Used, revoked, expired or unknown: one answer, so a caller learns nothing of which."""
 
-    kind = "invalid_token"
+    kind = "invalid-token"
+    title = "Invalid or expired token"
 
     def __init__(self) -> None:
         super().__init__("The token is invalid, expired or already used.")

@@ -89,12 +89,14 @@ class ProblemError(exceptions.APIException):
         detail: str,
         *,
         kind: str | None = None,
+        title: str | None = None,
         errors: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(detail=detail)
         self.status_code = status_code
         self.kind = kind
+        self.title = title
         self.errors = errors
         self.headers = headers or {}
 
@@ -104,11 +106,14 @@ def problem_body(
     detail: str,
     *,
     kind: str | None = None,
+    title: str | None = None,
     errors: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The problem document; `kind` ends its type URI and `title` names it (both default
+    to the HTTP status's)."""
     body: dict[str, Any] = {
         "type": PROBLEM_BASE + (kind or _TYPES.get(status_code, "error")),
-        "title": _TITLES.get(status_code, "Error"),
+        "title": title or _TITLES.get(status_code, "Error"),
         "status": status_code,
         "detail": detail,
     }
@@ -162,6 +167,7 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         return None
     errors = None
     kind = getattr(exc, "kind", None)
+    title = getattr(exc, "title", None)
     if isinstance(exc, ProblemError):
         detail, errors = str(exc.detail), exc.errors
         for name, value in exc.headers.items():
@@ -169,7 +175,7 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     elif isinstance(exc, exceptions.ValidationError):
         detail = "The request has invalid fields."
         errors = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
-        kind = "validation-error"
+        kind, title = "validation-error", InvalidInput.title
     else:
         detail = _flatten_detail(exc.detail)
     if isinstance(exc, exceptions.NotAuthenticated) and _has_authorization(context):
@@ -179,7 +185,9 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         response["WWW-Authenticate"] = 'Bearer realm="api"'
     if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
         response["Retry-After"] = str(max(1, int(exc.wait + 0.999)))
-    response.data = problem_body(response.status_code, detail, kind=kind, errors=errors)
+    response.data = problem_body(
+        response.status_code, detail, kind=kind, title=title, errors=errors
+    )
     response.content_type = PROBLEM_CONTENT_TYPE
     _render_as_json(context)
     return response
@@ -196,7 +204,9 @@ def _render_as_json(context: dict[str, Any]) -> None:
 def _domain_problem(exc: DomainError) -> ProblemError:
     status_code = next((code for family, code in _DOMAIN_STATUSES if isinstance(exc, family)))
     headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Unavailable) else None
-    return ProblemError(status_code, str(exc), kind=exc.kind, errors=exc.errors, headers=headers)
+    return ProblemError(
+        status_code, str(exc), kind=exc.kind, title=exc.title, errors=exc.errors, headers=headers
+    )
 
 
 def _has_authorization(context: dict[str, Any]) -> bool:

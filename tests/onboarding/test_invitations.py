@@ -130,7 +130,7 @@ def test_revoked_used_expired_and_unknown_tokens_get_one_answer(anonymous, alice
     answers = [accept(anonymous, t) for t in (revoked, used, expired, "never-issued")]
 
     assert {(a.status_code, a.content) for a in answers} == {(400, answers[0].content)}
-    assert answers[0].json()["type"].endswith("/invalid_token")
+    assert answers[0].json()["type"].endswith("/invalid-token")
     assert not Membership.objects.filter(user__email__in=["r@example.com", "e@example.com"])
 
 

@@ -108,7 +108,7 @@ def test_a_used_an_expired_and_an_unknown_token_get_one_answer(anonymous):
 
     assert {(a.status_code, a.content) for a in answers} == {(400, answers[0].content)}
     problem = answers[0].json()
-    assert problem["type"].endswith("/invalid_token")
+    assert problem["type"].endswith("/invalid-token")
     assert Tenant.objects.count() == tenants
 
 

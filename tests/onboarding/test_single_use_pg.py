@@ -1,5 +1,5 @@
 """One token, racing requests on real PostgreSQL connections: one wins, the others are 400
-`invalid_token` — one tenant from a verification, one membership from an invitation."""
+`invalid-token` — one tenant from a verification, one membership from an invitation."""
 
 import threading
 import uuid
