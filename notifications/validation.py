@@ -109,7 +109,10 @@ def recurrence_budget() -> CpuBudget:
 
 def too_costly(exc: RuleTooCostly) -> InvalidInput:
     return InvalidInput(
-        {"rrule": [str(exc)]}, message=str(exc), kind="rrule-too-costly", title="Recurrence rule too costly"
+        {"rrule": [str(exc)]},
+        message=str(exc),
+        kind="rrule-too-costly",
+        title="Recurrence rule too costly",
     )
 
 

@@ -59,6 +59,14 @@ class ProjectCreateSerializer(RejectsUndeclaredFields, FieldsBoundOnce, serializ
     )
 
 
+class ProjectPatchSerializer(RejectsUndeclaredFields, serializers.Serializer):
+    """`{name}`: the only field of a project a client changes."""
+
+    representation = ProjectSerializer
+
+    name = StrictCharField(max_length=200)
+
+
 # Bound once: a serializer instance deep-copies its declared fields, which cost a create
 # more than rendering the project does, and a page of 50 projects far more.
 PROJECTS = Representation(ProjectSerializer)

@@ -141,6 +141,8 @@ ROUTES = [
     ),
     RouteSpec("GET", "/v1/projects", create=_project_id),
     RouteSpec("GET", "/v1/projects/{id}", create=_project_id),
+    RouteSpec("PATCH", "/v1/projects/{id}", create=_project_id, body=lambda: {"name": "Renamed"}),
+    RouteSpec("DELETE", "/v1/projects/{id}", success=204, roles=OWNER, create=_project_id),
     RouteSpec("GET", "/v1/jobs", create=_job_id),
     RouteSpec("GET", "/v1/jobs?status=pending", create=_job_id),
     RouteSpec("GET", "/v1/jobs/{id}", create=_job_id),

@@ -40,6 +40,12 @@ WRITES = (
         "POST", "/v1/projects", frozenset({"name", "invite"}), frozenset({"id", "status", "job"})
     ),
     Write(
+        "PATCH",
+        "/v1/projects/{project}",
+        frozenset({"name"}),
+        frozenset({"id", "status", "job", "created_at", "updated_at"}),
+    ),
+    Write(
         "POST",
         "/v1/notifications",
         NOTIFICATION_FIELDS | {"project_id"},
@@ -121,15 +127,21 @@ class Targets:
     endpoint: uuid.UUID
     job: uuid.UUID
     member: int
+    project: uuid.UUID
 
     def path(self, write: Write) -> str:
         return write.template.format(
-            notification=self.notification, endpoint=self.endpoint, job=self.job, member=self.member
+            notification=self.notification,
+            endpoint=self.endpoint,
+            job=self.job,
+            member=self.member,
+            project=self.project,
         )
 
 
 def seed_targets(actor) -> Targets:
-    """A dead-lettered notification, an endpoint and a failed job in the actor's tenant, so
+    """A dead-lettered notification, an endpoint and a failed job (with its project) in the
+    actor's tenant, so
     PATCH and the actions have a row to act on (and each retry succeeds once)."""
     endpoint = make_endpoint(tenant=actor.tenant, url="https://hooks.example.com/in")
     notification = make_notification(
@@ -142,7 +154,11 @@ def seed_targets(actor) -> Targets:
     job = make_job(actor, status=JobStatus.FAILED, next_attempt_at=None)
     member = make_member(actor.tenant, "fuzzed-member@example.com")
     return Targets(
-        notification=notification.id, endpoint=endpoint.id, job=job.id, member=member.user.id
+        notification=notification.id,
+        endpoint=endpoint.id,
+        job=job.id,
+        member=member.user.id,
+        project=job.project_id,
     )
 
 
@@ -164,6 +180,7 @@ def stored_state(targets: Targets) -> tuple[dict[str, int], str]:
         *Notification.objects.filter(pk=targets.notification),
         *WebhookEndpoint.objects.filter(pk=targets.endpoint),
         *Job.objects.filter(pk=targets.job),
+        *Project.objects.filter(pk=targets.project),
         *Membership.objects.filter(user_id=targets.member),
     ]
     return counts, django_serializers.serialize("json", rows)
