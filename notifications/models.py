@@ -40,6 +40,8 @@ class WebhookEndpoint(models.Model):
     circuit_open_until = models.DateTimeField(null=True, blank=True)
     circuit_interval_seconds = models.PositiveIntegerField(default=0)
     last_failure_at = models.DateTimeField(null=True, blank=True)
+    # Failed deliveries since the last success, whatever failed them (a 4xx included).
+    failed_deliveries = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=utc_now, editable=False)
     updated_at = models.DateTimeField(default=utc_now)
 
@@ -52,10 +54,11 @@ class WebhookEndpoint(models.Model):
         return self.url
 
     def health(self, *, now: datetime) -> str:
-        """healthy, failing (recent transport failures) or open (deliveries deferred)."""
+        """open (deliveries deferred), failing (every delivery since the last success
+        failed, a 4xx answer included) or healthy."""
         if is_circuit_open(self.circuit_open_until, now=now):
             return EndpointHealth.OPEN
-        if self.consecutive_failures:
+        if self.consecutive_failures or self.failed_deliveries:
             return EndpointHealth.FAILING
         return EndpointHealth.HEALTHY
 

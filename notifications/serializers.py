@@ -221,11 +221,14 @@ class WebhookEndpointWriteSerializer(RejectsUndeclaredFields, serializers.Serial
 
 
 class EndpointHealthSerializer(serializers.Serializer):
-    """The endpoint's circuit breaker: `open` while its deliveries are deferred (until
-    `open_until`), `failing` after recent transport failures, else `healthy`."""
+    """The endpoint's health: `open` while its circuit breaker defers its deliveries (until
+    `open_until`), `failing` while every delivery since its last success failed (a 3xx or
+    4xx answer included), else `healthy`."""
 
     state = serializers.ChoiceField(choices=EndpointHealth.choices, read_only=True)
-    consecutive_failures = serializers.IntegerField(read_only=True)
+    consecutive_failures = serializers.IntegerField(
+        read_only=True, help_text="Failed deliveries since the last success, any cause."
+    )
     open_until = serializers.DateTimeField(read_only=True, allow_null=True)
     last_failure_at = serializers.DateTimeField(read_only=True, allow_null=True)
 
@@ -243,7 +246,9 @@ class WebhookEndpointSerializer(serializers.Serializer):
         return EndpointHealthSerializer(
             {
                 "state": endpoint.health(now=now),
-                "consecutive_failures": endpoint.consecutive_failures,
+                "consecutive_failures": max(
+                    endpoint.failed_deliveries, endpoint.consecutive_failures
+                ),
                 "open_until": endpoint.circuit_open_until,
                 "last_failure_at": endpoint.last_failure_at,
             }
