@@ -42,6 +42,20 @@ class NotificationHealthy(Conflict):
         self.state = state
 
 
+class EndpointDeleted(Conflict):
+    """The row's webhook channel has no endpoint left to deliver to: retrying would only
+    dead-letter it again."""
+
+    kind = "webhook-endpoint-deleted"
+    title = "Webhook endpoint deleted"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The notification's webhook endpoint was deleted, so a retry would fail again. "
+            "Give it another endpoint (PATCH webhook_endpoint) first, or delete it."
+        )
+
+
 class ScheduleFinished(Conflict):
     """The recurring schedule has no occurrence left to resume at."""
 

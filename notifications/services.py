@@ -20,12 +20,13 @@ from dbqueue.compiled import Param
 from dbqueue.fences import guarded_update
 from dbqueue.pages import CompiledPages
 from notifications.conflicts import (
+    EndpointDeleted,
     NotificationClaimed,
     NotificationHealthy,
     NotificationNotParked,
     ScheduleFinished,
 )
-from notifications.models import Notification, NotificationState
+from notifications.models import Channel, DeliveryOutcome, Notification, NotificationState
 from notifications.recurrence import RuleTooCostly, next_occurrence
 from notifications.states import Move, after, allows
 from notifications.validation import (
@@ -187,13 +188,27 @@ def notification_retry(
 ) -> Notification:
     """Re-arm a failing row (dead-lettered, backing off or parked: the states a retry starts
     from) with its error state cleared and due now (`scheduled`). Raises NotificationHealthy,
-    changing nothing, for a row in another state (scheduled, completed)."""
+    changing nothing, for a row in another state (scheduled, completed), and EndpointDeleted
+    when its webhook still has to go and its endpoint was deleted."""
     now = now or utc_now()
     notification = Notification.objects.get(pk=notification_id, tenant=tenant)
     if not allows(notification.state, Move.RETRY):
         raise NotificationHealthy(notification.state)
+    _check_endpoint(notification)
     values = _rearmed(next_fire_at=now, state=after(notification.state, Move.RETRY))
     return _guarded_update(notification, values=values, now=now)
+
+
+def _check_endpoint(notification: Notification) -> None:
+    """EndpointDeleted when the row's webhook channel has not been delivered for this
+    occurrence and its endpoint is gone (deleting an endpoint leaves its rows without
+    one)."""
+    webhook_pending = (
+        Channel.WEBHOOK in notification.channels
+        and notification.channel_state.get(Channel.WEBHOOK) != DeliveryOutcome.DELIVERED
+    )
+    if webhook_pending and notification.webhook_endpoint_id is None:
+        raise EndpointDeleted
 
 
 def notification_unpark(
@@ -203,12 +218,14 @@ def notification_unpark(
 
     A one-shot becomes due now; a recurring row resumes at its next occurrence after `now`
     (the parked occurrence stays in the delivery log). Raises NotificationNotParked for a
-    row in another state and ScheduleFinished when a recurring schedule has ended.
+    row in another state, EndpointDeleted as notification_retry does and ScheduleFinished
+    when a recurring schedule has ended.
     """
     now = now or utc_now()
     notification = Notification.objects.get(pk=notification_id, tenant=tenant)
     if not allows(notification.state, Move.UNPARK):
         raise NotificationNotParked
+    _check_endpoint(notification)
     state = after(notification.state, Move.UNPARK)
     if not notification.is_recurring:
         values = _rearmed(next_fire_at=now, state=state)
