@@ -19,6 +19,14 @@ class Channel(models.TextChoices):
     WEBHOOK = "webhook", "Webhook"
 
 
+class NotificationSource(models.TextChoices):
+    """Who made a notification: a client through the API, or the product itself (its
+    announcements, such as a project's activation, and its account e-mails)."""
+
+    API = "api", "API"
+    SYSTEM = "system", "System"
+
+
 class EndpointHealth(models.TextChoices):
     HEALTHY = "healthy", "Healthy"
     FAILING = "failing", "Failing"
@@ -182,6 +190,12 @@ class Notification(models.Model):
     )
     # Set by internal producers (e.g. a job's invitations) so re-running them creates nothing.
     source_key = models.CharField(max_length=200, null=True, blank=True, editable=False)  # noqa: DJ001
+    source = models.CharField(
+        max_length=8,
+        choices=NotificationSource.choices,
+        default=NotificationSource.API,
+        editable=False,
+    )
     created_at = models.DateTimeField(default=utc_now, editable=False)
     updated_at = models.DateTimeField(default=utc_now)
 

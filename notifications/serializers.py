@@ -19,6 +19,7 @@ from notifications.models import (
     DeliveryOutcome,
     EndpointHealth,
     Notification,
+    NotificationSource,
     NotificationState,
     WebhookEndpoint,
 )
@@ -136,6 +137,11 @@ class NotificationSerializer(serializers.ModelSerializer):
     project_id = serializers.UUIDField(allow_null=True)
     fire_at = serializers.DateTimeField(source="recurrence_anchor", allow_null=True)
     state = serializers.ChoiceField(choices=NotificationState.choices)
+    source = serializers.ChoiceField(
+        choices=NotificationSource.choices,
+        help_text="`api`: made through the API; `system`: the product's own announcements "
+        "(a project's activation or failure, its invitations).",
+    )
 
     class Meta:
         model = Notification
@@ -156,6 +162,7 @@ class NotificationSerializer(serializers.ModelSerializer):
             "last_error",
             "last_fired_at",
             "state",
+            "source",
             "created_at",
             "updated_at",
         ]

@@ -26,7 +26,13 @@ from notifications.conflicts import (
     NotificationNotParked,
     ScheduleFinished,
 )
-from notifications.models import Channel, DeliveryOutcome, Notification, NotificationState
+from notifications.models import (
+    Channel,
+    DeliveryOutcome,
+    Notification,
+    NotificationSource,
+    NotificationState,
+)
 from notifications.recurrence import RuleTooCostly, next_occurrence
 from notifications.states import Move, after, allows
 from notifications.validation import (
@@ -59,16 +65,26 @@ _NOTIFICATION_PAGES = CompiledPages(
 )
 
 
-def notification_pages(*, tenant: Tenant, fields: Sequence[str], state: str | None = None) -> Any:
-    """The tenant's notifications (in `state`, a NotificationState, if given) as named rows
-    of `fields`, for GET /v1/notifications's cursor paginator (which orders by created_at).
-    Without a state filter the SQL is compiled once per page shape
-    (dbqueue.pages.CompiledPages); a state filter's SQL reads settings
-    (NOTIFICATION_MAX_ATTEMPTS), so that queryset is compiled as usual."""
-    if state is None:
+def notification_pages(
+    *,
+    tenant: Tenant,
+    fields: Sequence[str],
+    state: str | None = None,
+    source: str | None = None,
+) -> Any:
+    """The tenant's notifications (in `state`, a NotificationState, and from `source`, a
+    NotificationSource, if given) as named rows of `fields`, for GET /v1/notifications's
+    cursor paginator (which orders by created_at). Without a filter the SQL is compiled
+    once per page shape (dbqueue.pages.CompiledPages); a filtered queryset is compiled as
+    usual (a state filter's SQL reads settings)."""
+    if state is None and source is None:
         return _NOTIFICATION_PAGES.of(tuple(fields), tenant=tenant.id)
-    in_state = Notification.objects.filter(tenant=tenant).in_state(state)
-    return in_state.values_list(*fields, named=True)
+    rows = Notification.objects.filter(tenant=tenant)
+    if state is not None:
+        rows = rows.in_state(state)
+    if source is not None:
+        rows = rows.filter(source=NotificationSource(source))
+    return rows.values_list(*fields, named=True)
 
 
 def notification_create(
@@ -83,11 +99,13 @@ def notification_create(
     rrule: str = "",
     timezone: str = "UTC",
     project_id: UUID | None = None,
+    source: NotificationSource = NotificationSource.API,
     now: datetime | None = None,
 ) -> Notification:
     """Create a notification due at `fire_at` (default `now`; a past time is due at once;
     naive = wall-clock time in `timezone`; whole seconds); a recurring one at its rule's
-    first instance at or after `fire_at`."""
+    first instance at or after `fire_at`. `source` says who made it (the product's own
+    e-mails are `system`)."""
     now = now or utc_now()
     content = checked_content(
         tenant=tenant,
@@ -104,6 +122,7 @@ def notification_create(
         project_id=project_id,
         subject=subject,
         body=body,
+        source=source,
         **_schedule_from(fire_at or now, content, now=now),
         occurrence=1,
         state=after(None, Move.CREATE),

@@ -17,7 +17,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from notifications import services, webhook_endpoints
-from notifications.models import Delivery, Notification, NotificationState, WebhookEndpoint
+from notifications.models import (
+    Delivery,
+    Notification,
+    NotificationSource,
+    NotificationState,
+    WebhookEndpoint,
+)
 from notifications.serializers import (
     NOTIFICATIONS,
     DeliverySerializer,
@@ -52,19 +58,31 @@ def _notification(request: Request, pk: uuid.UUID) -> Notification:
     return Notification.objects.get(pk=pk, tenant=request.tenant)
 
 
+def _choice_query_param(request: Request, name: str, choices: list[str]) -> str | None:
+    value = single_query_param(request, name)
+    if value is not None and value not in choices:
+        raise InvalidInput({name: [f"Must be one of {choices}."]})
+    return value
+
+
 class NotificationListView(RepresentedListView):
     pagination_class = NewestFirstCursorPagination
     serializer_class = NotificationSerializer
     representation = NOTIFICATIONS
     idempotency_key_required = ("POST",)
-    query_filters = (OpenApiParameter("state", enum=NotificationState.values, required=False),)
+    query_filters = (
+        OpenApiParameter("state", enum=NotificationState.values, required=False),
+        OpenApiParameter("source", enum=NotificationSource.values, required=False),
+    )
 
     def get_queryset(self) -> Any:
-        state = single_query_param(self.request, "state")
-        if state is not None and state not in NotificationState.values:
-            raise InvalidInput({"state": [f"Must be one of {NotificationState.values}."]})
+        state = _choice_query_param(self.request, "state", NotificationState.values)
+        source = _choice_query_param(self.request, "source", NotificationSource.values)
         return services.notification_pages(
-            tenant=self.request.tenant, fields=self.representation.attributes, state=state
+            tenant=self.request.tenant,
+            fields=self.representation.attributes,
+            state=state,
+            source=source,
         )
 
     @extend_schema(

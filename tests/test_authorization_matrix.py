@@ -157,6 +157,7 @@ ROUTES = [
     ),
     RouteSpec("GET", "/v1/notifications", create=_notification_id),
     RouteSpec("GET", "/v1/notifications?state=scheduled", create=_notification_id),
+    RouteSpec("GET", "/v1/notifications?source=api", create=_notification_id),
     RouteSpec("GET", "/v1/notifications/{id}", create=_notification_id),
     RouteSpec(
         "PATCH",

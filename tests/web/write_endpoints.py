@@ -49,13 +49,15 @@ WRITES = (
         "POST",
         "/v1/notifications",
         NOTIFICATION_FIELDS | {"project_id"},
-        frozenset({"id", "state", "next_fire_at", "occurrence", "error_count", "created_at"}),
+        frozenset(
+            {"id", "state", "source", "next_fire_at", "occurrence", "error_count", "created_at"}
+        ),
     ),
     Write(
         "PATCH",
         "/v1/notifications/{notification}",
         NOTIFICATION_FIELDS,
-        frozenset({"id", "state", "project_id", "last_error", "updated_at"}),
+        frozenset({"id", "state", "source", "project_id", "last_error", "updated_at"}),
     ),
     Write(
         "POST",
