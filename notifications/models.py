@@ -262,9 +262,16 @@ class Delivery(models.Model):
     `late_ms` is attempted_at minus the time this attempt was scheduled for (the
     occurrence's due time, the end of its backoff or of its deferral; never negative), on
     channel attempts only. A `skipped` row (channel "") records the occurrences a late recurring
-    row jumped over: how many, the first and the last of them."""
+    row jumped over: how many, the first and the last of them.
+
+    `endpoint_id` is the webhook endpoint of a webhook attempt (and of an occurrence-wide
+    row of a notification with one), kept, like the notification's id, without a foreign
+    key. `attempt` is the attempt of the occurrence (1 for the first; NULL on rows logged
+    before it was recorded); `created_at` when the row was written."""
 
     notification_id = models.UUIDField()
+    endpoint_id = models.UUIDField(null=True, blank=True)
+    attempt = models.PositiveIntegerField(null=True, blank=True)
     # No index of its own: both composite indexes below start with the tenant, and every
     # index costs each insert on the hottest write path of run_tick.
     tenant = models.ForeignKey(
@@ -282,6 +289,7 @@ class Delivery(models.Model):
     skipped_count = models.PositiveIntegerField(default=0)
     skipped_first = models.DateTimeField(null=True, blank=True)
     skipped_last = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=utc_now)
 
     class Meta:
         indexes = [

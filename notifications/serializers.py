@@ -25,6 +25,7 @@ from notifications.models import (
 )
 from notifications.recurrence_skipped import SKIP_COUNT_CAP
 from notifications.validation import MAX_RECIPIENTS, subject_error
+from outbound.redaction import safe_error_text
 from web.fields import (
     EmailAddressField,
     NullableCharField,
@@ -183,8 +184,32 @@ class SkippedSerializer(serializers.Serializer):
     last = serializers.DateTimeField(source="skipped_last")
 
 
+class SafeErrorField(serializers.CharField):
+    """An error as a tenant may read it: no URL, host, IP or e-mail address."""
+
+    def to_representation(self, value: str) -> str:
+        return safe_error_text(value)
+
+
 class DeliverySerializer(serializers.ModelSerializer):
     error_category = NullableCharField()
+    error = SafeErrorField(
+        read_only=True,
+        help_text="What went wrong, safe to show: it names no host, URL or address; empty "
+        "when nothing did.",
+    )
+    endpoint_id = serializers.UUIDField(
+        read_only=True,
+        allow_null=True,
+        help_text="The webhook endpoint of a webhook attempt (kept after the endpoint is "
+        "deleted); null for an e-mail.",
+    )
+    attempt = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="The attempt of this occurrence, 1 for the first; null on rows logged "
+        "before attempts were recorded.",
+    )
     late_ms = serializers.IntegerField(
         read_only=True,
         allow_null=True,
@@ -200,16 +225,21 @@ class DeliverySerializer(serializers.ModelSerializer):
     class Meta:
         model = Delivery
         fields = [
+            "id",
             "notification_id",
+            "endpoint_id",
             "occurrence",
+            "attempt",
             "channel",
             "outcome",
             "http_status",
             "error_category",
+            "error",
             "duration_ms",
             "attempted_at",
             "late_ms",
             "skipped",
+            "created_at",
         ]
         read_only_fields = fields
 

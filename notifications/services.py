@@ -28,6 +28,7 @@ from notifications.conflicts import (
 )
 from notifications.models import (
     Channel,
+    Delivery,
     DeliveryOutcome,
     Notification,
     NotificationSource,
@@ -85,6 +86,28 @@ def notification_pages(
     if source is not None:
         rows = rows.filter(source=NotificationSource(source))
     return rows.values_list(*fields, named=True)
+
+
+def delivery_log(
+    *,
+    tenant: Tenant,
+    notification_id: UUID | None = None,
+    endpoint_id: UUID | None = None,
+    outcome: str | None = None,
+    since: datetime | None = None,
+) -> QuerySet[Delivery]:
+    """The tenant's delivery log, narrowed by each filter given (`since`: attempted at or
+    after it); it outlives deleted notifications and endpoints."""
+    deliveries = Delivery.objects.filter(tenant=tenant)
+    if notification_id is not None:
+        deliveries = deliveries.filter(notification_id=notification_id)
+    if endpoint_id is not None:
+        deliveries = deliveries.filter(endpoint_id=endpoint_id)
+    if outcome is not None:
+        deliveries = deliveries.filter(outcome=outcome)
+    if since is not None:
+        deliveries = deliveries.filter(attempted_at__gte=since)
+    return deliveries
 
 
 def notification_create(

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.generics import ListAPIView
@@ -19,6 +20,7 @@ from rest_framework.views import APIView
 from notifications import services, webhook_endpoints
 from notifications.models import (
     Delivery,
+    DeliveryOutcome,
     Notification,
     NotificationSource,
     NotificationState,
@@ -40,7 +42,7 @@ from tenancy.idempotency import Answer, answer_once
 from tenancy.schema import location_header
 from web.errors import InvalidInput
 from web.pagination import NewestFirstCursorPagination
-from web.query import single_query_param, uuid_query_param
+from web.query import datetime_query_param, single_query_param, uuid_query_param
 from web.representation import RepresentedListView
 
 
@@ -173,7 +175,18 @@ class NotificationDeliveriesView(ListAPIView):
 class DeliveryListView(ListAPIView):
     pagination_class = DeliveryPagination
     serializer_class = DeliverySerializer
-    query_filters = (OpenApiParameter("notification_id", type=uuid.UUID, required=False),)
+    query_filters = (
+        OpenApiParameter("notification_id", type=uuid.UUID, required=False),
+        OpenApiParameter("endpoint_id", type=uuid.UUID, required=False),
+        OpenApiParameter("outcome", enum=DeliveryOutcome.values, required=False),
+        OpenApiParameter(
+            "since",
+            type=OpenApiTypes.DATETIME,
+            required=False,
+            description="Only rows attempted at or after this instant (ISO 8601; without "
+            "an offset, UTC).",
+        ),
+    )
 
     @extend_schema(
         operation_id="deliveries_list",
@@ -183,11 +196,13 @@ class DeliveryListView(ListAPIView):
         return self.list(request)
 
     def get_queryset(self) -> QuerySet[Delivery]:
-        deliveries = Delivery.objects.filter(tenant=self.request.tenant)
-        notification_id = uuid_query_param(self.request, "notification_id")
-        if notification_id is None:
-            return deliveries
-        return deliveries.filter(notification_id=notification_id)
+        return services.delivery_log(
+            tenant=self.request.tenant,
+            notification_id=uuid_query_param(self.request, "notification_id"),
+            endpoint_id=uuid_query_param(self.request, "endpoint_id"),
+            outcome=_choice_query_param(self.request, "outcome", DeliveryOutcome.values),
+            since=datetime_query_param(self.request, "since"),
+        )
 
 
 class WebhookEndpointListView(ListAPIView):

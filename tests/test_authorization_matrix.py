@@ -173,6 +173,11 @@ ROUTES = [
     RouteSpec("GET", "/v1/deliveries", create=_delivery_seed),
     RouteSpec("GET", f"/v1/deliveries?notification_id={uuid.uuid4()}", create=_delivery_seed),
     RouteSpec(
+        "GET",
+        f"/v1/deliveries?endpoint_id={uuid.uuid4()}&outcome=failed&since=2026-01-01T00:00:00Z",
+        create=_delivery_seed,
+    ),
+    RouteSpec(
         "POST",
         "/v1/webhook-endpoints",
         success=201,
