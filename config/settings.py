@@ -12,7 +12,12 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
-from config.databases import configured_database, postgres_url, replica_databases
+from config.databases import (
+    configured_database,
+    database_url,
+    postgres_url,
+    replica_databases,
+)
 from config.environment import env, flag, http_url, positive, rate, read, token_url
 
 # The workers' settings are settings too: Django reads only this module.
@@ -84,11 +89,7 @@ TEMPLATES = [
 ]
 
 
-DATABASES = {
-    "default": configured_database(
-        read("DATABASE_URL", env.db_url, f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
-    )
-}
+DATABASES = {"default": configured_database(database_url(f"sqlite:///{BASE_DIR / 'db.sqlite3'}"))}
 
 # --- Read replicas and the LISTEN connection (DESIGN.md §10) -------------------------------
 # API reads go to a healthy replica (dbqueue.replicas, dbqueue.bookmarks); under a test
