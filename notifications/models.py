@@ -36,7 +36,7 @@ class EndpointHealth(models.TextChoices):
 class WebhookEndpoint(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="webhook_endpoints")
-    url = models.URLField(max_length=2000)
+    url = models.URLField("URL", max_length=2000)
     secret = models.CharField(max_length=128, editable=False)
     # Secrets replaced by a rotation that still sign until their grace ends, newest first:
     # [{"secret": "whsec_…", "until": ISO 8601}] (webhook_endpoints keeps it pruned).

@@ -70,6 +70,9 @@ class ApiToken(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
+    class Meta:
+        verbose_name = "API token"
+
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name})"
 
@@ -162,6 +165,7 @@ class ExternalIdentity(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
+        verbose_name_plural = "external identities"
         constraints = [
             models.UniqueConstraint(
                 fields=["issuer", "subject"], name="external_identity_issuer_subject_unique"
