@@ -240,6 +240,7 @@ LOGGING = {
         "logfmt": {"()": "dbqueue.logfmt.LogfmtFormatter"},
         "json": {"()": "dbqueue.logfmt.JsonFormatter"},
     },
+    "filters": {"server_errors_only": {"()": "dbqueue.logfmt.ServerErrorsOnly"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT},
         "discard": {"class": "logging.NullHandler"},
@@ -247,6 +248,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": read("LOG_LEVEL", env.str, "INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
+        # Each request is one line of the access log; django.request adds the 5xx only.
+        "django.request": {"filters": ["server_errors_only"]},
         # A request for a host not in ALLOWED_HOSTS already gets a 400; scanners send them
         # by the thousand, and a traceback each would bury the logs worth reading.
         "django.security.DisallowedHost": {"handlers": ["discard"], "propagate": False},
