@@ -185,7 +185,7 @@ class InvitationDetailView(APIView):
         )
         return Response(InvitationSerializer(invitation, context={"now": timezone.now()}).data)
 
-    @extend_schema(responses={204: OpenApiResponse(description="Revoked.")})
+    @extend_schema(responses={204: OpenApiResponse(description="Revoked; a second delete is 404.")})
     def delete(self, request: Request, id: uuid.UUID) -> Response:
         invitation_revoke(tenant=request.tenant, invitation_id=id)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -140,15 +140,16 @@ def invitations_of(tenant: Tenant, *, status: str | None, now: datetime) -> Quer
 
 @transaction.atomic
 def invitation_revoke(*, tenant: Tenant, invitation_id: uuid.UUID) -> None:
-    """Revoke a pending (or expired) invitation: its token stops working at once. Revoking
-    a revoked one changes nothing; an accepted one is InvitationAccepted. Another tenant's
-    id raises DoesNotExist like a missing one."""
+    """Revoke a pending (or expired) invitation: its token stops working at once. An
+    accepted one is InvitationAccepted. A revoked one raises DoesNotExist, like another
+    tenant's or a missing one: a second DELETE is 404, as for a token."""
     invitation = Invitation.objects.select_for_update().get(pk=invitation_id, tenant=tenant)
     if invitation.status == InvitationStatus.ACCEPTED:
         raise InvitationAccepted
-    if invitation.status != InvitationStatus.REVOKED:
-        invitation.status = InvitationStatus.REVOKED
-        invitation.save(update_fields=["status"])
+    if invitation.status == InvitationStatus.REVOKED:
+        raise Invitation.DoesNotExist
+    invitation.status = InvitationStatus.REVOKED
+    invitation.save(update_fields=["status"])
 
 
 @transaction.atomic
