@@ -262,6 +262,12 @@ class EndpointHealthSerializer(serializers.Serializer):
     `open_until`), `failing` while every delivery since its last success failed (a 3xx or
     4xx answer included), else `healthy`."""
 
+    schema_description = (
+        "`open` while the circuit breaker defers the endpoint's deliveries (until "
+        "`open_until`), `failing` while every delivery since its last success failed (a 3xx "
+        "or 4xx answer included), else `healthy`."
+    )
+
     state = serializers.ChoiceField(choices=EndpointHealth.choices, read_only=True)
     consecutive_failures = serializers.IntegerField(
         read_only=True, help_text="Failed deliveries since the last success, any cause."
@@ -294,6 +300,8 @@ class WebhookEndpointSerializer(serializers.Serializer):
 
 class WebhookEndpointSecretSerializer(WebhookEndpointSerializer):
     """The endpoint with its signing secret: the answer of create and rotate-secret only."""
+
+    schema_description = "The endpoint with its signing secret, shown this once."
 
     secret = serializers.CharField(read_only=True)
 

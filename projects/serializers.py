@@ -25,6 +25,8 @@ class ProjectSerializer(serializers.Serializer):
     `project_queryset` annotates (and `project_create` sets), so a page is one query.
     """
 
+    schema_description = "A project with its provisioning job."
+
     # Declared rather than derived from the model: it is built on every create and for every
     # listed project, and ModelSerializer introspects the model each time.
     id = serializers.UUIDField(read_only=True)

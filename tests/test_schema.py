@@ -152,3 +152,18 @@ def test_public_front_door_routes_need_no_token_and_declare_their_problems(schem
     assert list(signup["responses"]["202"]["content"]) == ["application/json"]
     assert "409" in schema["paths"]["/v1/invitations"]["post"]["responses"]
     assert "409" in schema["paths"]["/v1/invitations/{id}"]["delete"]["responses"]
+
+
+def test_no_component_publishes_a_docstring_written_for_the_code(schema):
+    described = {
+        name: component["description"]
+        for name, component in schema["components"]["schemas"].items()
+        if "description" in component and "enum" not in component
+    }
+
+    assert "Me" not in described
+    assert described["Problem"] == "RFC 9457 problem details."
+    assert described["Project"] == "A project with its provisioning job."
+    internals = ("serializer", "annotat", "queryset", "Mix into", "partial=True", '{"')
+    for name, text in described.items():
+        assert not any(word in text for word in internals), (name, text)
