@@ -34,6 +34,8 @@ if not SECRET_KEY:
             "SECRET_KEY must be set (it may be omitted only with DEBUG=true)"
         )
     SECRET_KEY = "insecure-development-key-never-used-in-production"  # noqa: S105
+# Earlier keys, still accepted while a rotation of SECRET_KEY settles (web.sealed too).
+SECRET_KEY_FALLBACKS = read("SECRET_KEY_FALLBACKS", env.list, [])
 
 ALLOWED_HOSTS = read("ALLOWED_HOSTS", env.list, ["localhost", "127.0.0.1", "[::1]", "testserver"])
 

@@ -12,6 +12,7 @@ from notifications.circuits import is_circuit_open
 from notifications.querysets import NotificationQuerySet
 from notifications.states import CLAIMABLE, DeadLetterReason, NotificationState
 from tenancy.models import Tenant
+from web.sealed import SealedCharField, SealedSecretsField
 
 
 class Channel(models.TextChoices):
@@ -37,10 +38,11 @@ class WebhookEndpoint(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="webhook_endpoints")
     url = models.URLField("URL", max_length=2000)
-    secret = models.CharField(max_length=128, editable=False)
+    # Stored sealed (web.sealed): every delivery signs with it, so it cannot be a digest.
+    secret = SealedCharField(max_length=255, editable=False)
     # Secrets replaced by a rotation that still sign until their grace ends, newest first:
     # [{"secret": "whsec_…", "until": ISO 8601}] (webhook_endpoints keeps it pruned).
-    retired_secrets = models.JSONField(default=list, blank=True, editable=False)
+    retired_secrets = SealedSecretsField(default=list, blank=True, editable=False)
     enabled = models.BooleanField(default=True)
     disabled_reason = models.CharField(max_length=200, blank=True, default="")
     # The circuit breaker, shared by every tick (scheduler.breaker decides its moves).

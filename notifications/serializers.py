@@ -23,7 +23,7 @@ from notifications.models import (
     NotificationState,
     WebhookEndpoint,
 )
-from notifications.recurrence_skipped import SKIP_COUNT_CAP
+from notifications.recurrence.skipped import SKIP_COUNT_CAP
 from notifications.validation import MAX_RECIPIENTS, subject_error
 from outbound.redaction import safe_error_text
 from web.fields import (
@@ -47,6 +47,7 @@ class _UniqueChannels(serializers.ListField):
         return channels
 
 
+@extend_schema_field({"type": "string", "maxLength": 200, "pattern": "^[^\\r\\n\\x00]*$"})
 class _SubjectField(serializers.CharField):
     """A subject checked as sent: the default trimming would hide a trailing line break."""
 

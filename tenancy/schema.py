@@ -142,13 +142,17 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
         }
 
 
+_IDEMPOTENCY_KEY = '^(?:[\\x20-\\x2B\\x2D-\\x7E]+|"[\\x20\\x21\\x23-\\x5B\\x5D-\\x7E]*")$'
+
+
 def idempotency_key_parameter(*, required: bool) -> OpenApiParameter:
     """The Idempotency-Key request header, with the expiry configured right now."""
     hours = settings.IDEMPOTENCY_KEY_TTL_SECONDS / 3600
     return OpenApiParameter(
         "Idempotency-Key",
-        # Up to 255 characters, plus the quotes of the structured-field form.
-        {"type": "string", "minLength": 1, "maxLength": 257, "pattern": "^[\\x20-\\x7E]+$"},
+        # Up to 255 characters, plus the quotes of the structured-field form; a comma only
+        # inside them (web.headers: a bare comma is a repeated header).
+        {"type": "string", "minLength": 1, "maxLength": 257, "pattern": _IDEMPOTENCY_KEY},
         OpenApiParameter.HEADER,
         required=required,
         description=(

@@ -47,8 +47,9 @@ CONFIG = SchemathesisConfig.from_dict(
             "deterministic": True,
             "database": "none",
             "no-shrink": True,
-            # The API ignores query parameters and headers it does not know, as HTTP APIs
-            # do; negative_data_rejection would report every such request as accepted.
+            # Extra parameters would come with undeclared headers too, which the API
+            # ignores as HTTP servers do (negative_data_rejection would report each one);
+            # an undeclared query parameter is a 400, asked of every list below.
             "allow-extra-parameters": False,
         },
         # Values are not fed back from responses (ids, timestamps and error messages of
@@ -377,3 +378,26 @@ def test_every_undeclared_method_answers_405_with_allow(client, alice, seeded, m
         declared for declared in METHODS if declared.lower() in PATHS[path]
     }
     assert _rows() == before
+
+
+LIST_PATHS = [
+    path
+    for path, item in PATHS.items()
+    if any(parameter["name"] == "cursor" for parameter in item.get("get", {}).get("parameters", []))
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", LIST_PATHS)
+def test_every_list_names_a_query_parameter_it_does_not_take(client, alice, seeded, path):
+    # The fuzzer adds no undeclared parameters (its negative cases would add undeclared
+    # headers too, which HTTP servers rightly ignore), so each list is asked here.
+    response = client.get(
+        _url(path, seeded),
+        {"not_a_filter": "1"},
+        headers={"Authorization": f"Bearer {alice.token}", "X-Tenant-ID": str(alice.tenant.id)},
+    )
+
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/problem+json"
+    assert "not_a_filter" in response.json()["detail"]

@@ -8,7 +8,7 @@ from typing import Any
 
 from notifications.models import WHOLE_OCCURRENCE, Delivery, DeliveryOutcome, Notification
 from notifications.recurrence import CpuBudget, InvalidRecurrence
-from notifications.recurrence_skipped import next_and_skipped
+from notifications.recurrence.skipped import next_and_skipped
 from notifications.scheduler.deliver import due_time
 from notifications.scheduler.outcomes import DeadLetterReason
 from notifications.scheduler.rowplan import Branch, Bucket, Policy, RowPlan, delivery_row

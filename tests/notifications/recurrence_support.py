@@ -4,7 +4,7 @@ the count of work (dateutil's steps and occurrences, in estimated µs) to bound 
 import datetime as datetime_module
 
 from notifications.recurrence import CpuBudget
-from notifications.recurrence_cost import WORK_PER_MS
+from notifications.recurrence.cost import WORK_PER_MS
 
 
 def _still_clock() -> float:

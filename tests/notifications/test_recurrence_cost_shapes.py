@@ -21,9 +21,9 @@ from notifications.recurrence import (
     admitted_first_occurrence,
     validate_rrule,
 )
-from notifications.recurrence_bounds import OCCURRENCE_COST
-from notifications.recurrence_rules import MAX_PERIOD_OCCURRENCES, parse_rule
-from notifications.recurrence_walk import occurrence_after
+from notifications.recurrence.bounds import OCCURRENCE_COST
+from notifications.recurrence.rules import MAX_PERIOD_OCCURRENCES, parse_rule
+from notifications.recurrence.walk import occurrence_after
 from tests.notifications.recurrence_support import DAYS, MULTIPLIED, SECONDS, step_budget
 
 ANCHOR = datetime(1970, 1, 1, tzinfo=UTC)

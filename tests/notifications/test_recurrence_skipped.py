@@ -3,7 +3,7 @@
 from datetime import UTC, datetime, timedelta
 
 from notifications.recurrence import next_occurrence
-from notifications.recurrence_skipped import (
+from notifications.recurrence.skipped import (
     SKIP_COUNT_CAP,
     next_and_skipped,
     skipped_occurrences,

@@ -1,6 +1,6 @@
 """Notifications carry `source`: `api` for what a client made, `system` for the product's own
 announcements and account e-mails; `?source=` filters the list, and account e-mails never
-reach a tenant's list. Migration 0013 gives existing rows theirs."""
+reach a tenant's list. Migration 0014 gives existing rows theirs."""
 
 import importlib
 import uuid
@@ -17,7 +17,7 @@ from tests.jobs.factories import make_endpoint
 from tests.notifications.factories import make_notification, make_tenant
 from tests.projects.factories import make_project
 
-migration = importlib.import_module("notifications.migrations.0013_notification_source")
+migration = importlib.import_module("notifications.migrations.0014_notification_source")
 
 EMAIL = {"channels": ["email"], "email_to": ["ops@example.com"], "subject": "Hi", "body": "B"}
 

@@ -4,13 +4,11 @@ API answer holds a live link token, raw or URL-encoded; the email received holds
 works."""
 
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from urllib.parse import quote
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection
 from django.utils import timezone
 
 from notifications.models import Delivery, EmailBatch, Notification
@@ -20,6 +18,7 @@ from tenancy.models import Invitation, SignupRequest
 from tests.conftest import make_member
 from tests.onboarding.conftest import TOKEN_IN_LINK, deliver_mail
 from tests.support.fake_resend import fake_resend
+from tests.support.stored import stored_values
 
 pytestmark = pytest.mark.django_db
 
@@ -41,18 +40,6 @@ def sign_up_and_invite(alice, anonymous) -> None:
 
 def token_in(text: str) -> str:
     return TOKEN_IN_LINK.search(text).group(1)
-
-
-def stored_values() -> Iterator[tuple[str, str]]:
-    """Every value of every column of every table, as (table, text)."""
-    with connection.cursor() as cursor:
-        for table in connection.introspection.table_names():
-            cursor.execute(f"SELECT * FROM {connection.ops.quote_name(table)}")  # noqa: S608
-            for row in cursor.fetchall():
-                for value in row:
-                    if isinstance(value, memoryview | bytes):
-                        value = bytes(value).decode("utf-8", "replace")
-                    yield table, str(value)
 
 
 def forms_of(tokens: list[str]) -> set[str]:

@@ -59,12 +59,15 @@ def app_env(database_url: str, **overrides: str) -> dict[str, str]:
 
 @contextmanager
 def gunicorn(env: dict[str, str], log_dir: Path, workers: int = 3) -> Iterator[Served]:
+    # --preload: the workers fork from an app already loaded, so every one of them accepts
+    # at once; on a busy machine a worker still importing Django would leave the requests
+    # meant for "the one worker left free" queued past their read timeout.
     port = _free_port()
     access_log = log_dir / "access.log"
     server = subprocess.Popen(
         [
             GUNICORN, "config.wsgi:application", f"--bind=127.0.0.1:{port}",
-            f"--workers={workers}", "--timeout=120", "--log-level=warning",
+            f"--workers={workers}", "--timeout=120", "--log-level=warning", "--preload",
             f"--access-logfile={access_log}", "--access-logformat=%(p)s %(s)s",
         ],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,

@@ -1,7 +1,7 @@
 """What one period of a rule can hold, from its parts as parsed: whether its month days
 exist in its months, and at most how many occurrences one period holds (a BYSETPOS beyond
 that never matches). Pure arithmetic; the checks that refuse a rule live in
-``recurrence_rules``.
+``rules``.
 """
 
 from math import prod

@@ -18,7 +18,7 @@ def mark_system_rows(apps, schema_editor) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("notifications", "0012_endpoint_failed_deliveries"),
+        ("notifications", "0013_endpoint_failed_deliveries"),
     ]
 
     operations = [

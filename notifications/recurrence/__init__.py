@@ -15,18 +15,18 @@ anchored at the notification's first ``fire_at`` and evaluated in ``tz_name``:
   of a schedule: only COUNT and UNTIL end one, and a rule with a next occurrence gets
   exactly dateutil's. ``admitted_first_occurrence`` is the check at create and PATCH.
 
-Parsing and validation live in ``recurrence_rules``; the names other modules use are
-re-exported here. The walk on a rule's timeline lives in ``recurrence_walk``, the
-occurrences a late schedule skips in ``recurrence_skipped``.
+Parsing and validation live in ``rules``; the names other modules use are
+re-exported here. The walk on a rule's timeline lives in ``walk``, the
+occurrences a late schedule skips in ``skipped``.
 """
 
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
-from notifications.recurrence_cost import CpuBudget, RuleTooCostly
-from notifications.recurrence_rules import InvalidRecurrence, parse_rule, validate_rrule
-from notifications.recurrence_walk import occurrence_after
-from notifications.recurrence_zones import validate_timezone
+from notifications.recurrence.cost import CpuBudget, RuleTooCostly
+from notifications.recurrence.rules import InvalidRecurrence, parse_rule, validate_rrule
+from notifications.recurrence.walk import occurrence_after
+from notifications.recurrence.zones import validate_timezone
 
 __all__ = [
     "CpuBudget",

@@ -19,7 +19,7 @@ def fill_existing_rows(apps, schema_editor) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("notifications", "0013_notification_source"),
+        ("notifications", "0014_notification_source"),
     ]
 
     operations = [

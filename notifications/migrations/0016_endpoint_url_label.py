@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('notifications', '0014_delivery_log_fields'),
+        ("notifications", "0015_delivery_log_fields"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='webhookendpoint',
-            name='url',
-            field=models.URLField(max_length=2000, verbose_name='URL'),
+            model_name="webhookendpoint",
+            name="url",
+            field=models.URLField(max_length=2000, verbose_name="URL"),
         ),
     ]

@@ -14,7 +14,7 @@ def from_transport_failures(apps, schema_editor) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("notifications", "0011_account_mail_links_removed"),
+        ("notifications", "0012_sealed_signing_secrets"),
     ]
 
     operations = [

@@ -2,8 +2,8 @@
 
 Pure functions (stdlib + python-dateutil). ``parse_rule`` turns an accepted RRULE line into
 a ``RuleSpec``; every message of ``InvalidRecurrence`` is safe to show to the client. What
-one period of a rule can hold is counted in ``recurrence_bounds``; IANA zone names are
-checked in ``recurrence_zones``.
+one period of a rule can hold is counted in ``bounds``; IANA zone names are
+checked in ``zones``.
 """
 
 import re
@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from dateutil.rrule import DAILY, HOURLY, MINUTELY, MONTHLY, WEEKLY, YEARLY, rrulestr
 
-from notifications.recurrence_bounds import (
+from notifications.recurrence.bounds import (
     int_list,
     month_days_exist,
     occurrences_bound,
@@ -81,7 +81,7 @@ class RuleSpec:
     months: tuple[int, ...]  # BYMONTH, or all twelve
     until: tuple[datetime, str] | None  # (naive value, "utc" | "local" | "date")
     period: str  # what one period of FREQ is called: "year", "month"...
-    period_cost: int  # what dateutil may spend on one whole period (recurrence_cost)
+    period_cost: int  # what dateutil may spend on one whole period (recurrence.cost)
     step_cost: int  # what a step into a period costs before any occurrence is yielded
 
 

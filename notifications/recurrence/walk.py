@@ -1,8 +1,8 @@
 """Walking a recurring schedule's rule with dateutil: on which timeline (local wall time,
 or UTC for sub-daily rules), from where (re-anchored at an aligned period just before the
 instant searched from, so the cost does not grow with the schedule's age), and charged to a
-CPU meter at every step (``recurrence_cost``). ``occurrence_after`` is the one search the
-public functions of ``recurrence`` and ``recurrence_skipped`` build on.
+CPU meter at every step (``cost``). ``occurrence_after`` is the one search the
+public functions of ``recurrence`` and ``skipped`` build on.
 """
 
 from collections.abc import Iterator
@@ -10,10 +10,10 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from dateutil.rrule import DAILY, HOURLY, MINUTELY, MONTHLY, WEEKLY, YEARLY, rrule, rrulestr
 
-from notifications.recurrence_bounds import DAY_PARTS, OCCURRENCE_COST, month_days_exist
-from notifications.recurrence_cost import CpuMeter, RuleTooCostly
-from notifications.recurrence_rules import RuleSpec, parse_rule
-from notifications.recurrence_zones import zone
+from notifications.recurrence.bounds import DAY_PARTS, OCCURRENCE_COST, month_days_exist
+from notifications.recurrence.cost import CpuMeter, RuleTooCostly
+from notifications.recurrence.rules import RuleSpec, parse_rule
+from notifications.recurrence.zones import zone
 
 # A period start this far before `after` (in wall time) also covers candidates that a
 # DST gap or a UTC-offset swing maps past `after`; offsets span less than 2 days.

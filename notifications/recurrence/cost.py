@@ -5,7 +5,7 @@ out first:
 
 - in **work**: every occurrence dateutil expands or yields and every step it takes from
   one period to the next, each charged before dateutil does it, at what it costs in
-  estimated microseconds of CPU (``recurrence_bounds``: OCCURRENCE_COST, the step costs;
+  estimated microseconds of CPU (``bounds``: OCCURRENCE_COST, the step costs;
   bench/recurrence.py measures them). The count does not depend on the machine, so whether
   a rule is admitted is the same answer everywhere, and a period that holds more than the
   whole allowance is refused before dateutil expands any of it;
@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from notifications.recurrence_rules import RuleTooCostly
+from notifications.recurrence.rules import RuleTooCostly
 
 __all__ = ["CpuBudget", "CpuMeter", "RuleTooCostly"]
 
