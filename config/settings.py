@@ -117,6 +117,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
+# One date format on every admin page (config/formats/en), as the queue-health page writes it.
+FORMAT_MODULE_PATH = "config.formats"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -1,7 +1,7 @@
 """The support admin: queue filters, delivery log, retries, endpoints without secrets."""
 
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -241,3 +241,25 @@ def test_delivery_rows_link_to_their_notification_while_it_exists(admin_client, 
 
     assert f'<a href="{CHANGELIST}{notification.id}/change/">Weekly report</a>' in html
     assert f"(deleted) {gone}" in html
+
+
+def test_every_admin_page_writes_dates_one_way(admin_client, tenant):
+    at = datetime(2026, 3, 2, 21, 5, 7, tzinfo=UTC)
+    notification = make_notification(tenant=tenant, next_fire_at=at)
+    Delivery.objects.create(
+        tenant=tenant,
+        notification_id=notification.id,
+        occurrence=1,
+        channel="webhook",
+        outcome="delivered",
+        attempted_at=at,
+    )
+
+    pages = [
+        admin_client.get(f"{CHANGELIST}{notification.id}/change/").content.decode(),
+        admin_client.get("/admin/notifications/delivery/").content.decode(),
+    ]
+
+    for html in pages:
+        assert "2026-03-02 21:05:07 UTC" in html
+        assert "p.m." not in html and "March 2, 2026" not in html
