@@ -8,6 +8,25 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.environment import env, flag, read
 
+_SCHEMES = ("sqlite", "postgres", "postgresql")
+
+
+def database_url(default: str) -> dict[str, Any]:
+    """DATABASE_URL (else `default`) as a Django database. A URL of another scheme, or none,
+    stops start-up with one line naming what is wrong, never the URL (it may hold a
+    password)."""
+    url = env.str("DATABASE_URL", default=default).strip()
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme not in _SCHEMES:
+        got = f"a {scheme}:// URL" if scheme else "no URL scheme"
+        raise ImproperlyConfigured(
+            f"DATABASE_URL must be a sqlite:/// or postgres:// URL, got {got}"
+        )
+    try:
+        return environ.Env.db_url_config(url)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL is invalid: {exc}") from None
+
 
 def configured_database(database: dict[str, Any]) -> dict[str, Any]:
     """`database` (a parsed URL) with the options its engine needs; another engine than

@@ -12,7 +12,12 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
-from config.databases import configured_database, postgres_url, replica_databases
+from config.databases import (
+    configured_database,
+    database_url,
+    postgres_url,
+    replica_databases,
+)
 from config.environment import env, flag, http_url, origins, positive, rate, read, token_url
 
 # The workers' settings are settings too: Django reads only this module.
@@ -90,11 +95,7 @@ TEMPLATES = [
 ]
 
 
-DATABASES = {
-    "default": configured_database(
-        read("DATABASE_URL", env.db_url, f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
-    )
-}
+DATABASES = {"default": configured_database(database_url(f"sqlite:///{BASE_DIR / 'db.sqlite3'}"))}
 
 # --- Read replicas and the LISTEN connection (DESIGN.md §10) -------------------------------
 # API reads go to a healthy replica (dbqueue.replicas, dbqueue.bookmarks); under a test
@@ -120,6 +121,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
+# One date format on every admin page (config/formats/en), as the queue-health page writes it.
+FORMAT_MODULE_PATH = "config.formats"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
@@ -270,6 +273,7 @@ LOGGING = {
         "logfmt": {"()": "dbqueue.logfmt.LogfmtFormatter"},
         "json": {"()": "dbqueue.logfmt.JsonFormatter"},
     },
+    "filters": {"server_errors_only": {"()": "dbqueue.logfmt.ServerErrorsOnly"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT},
         "discard": {"class": "logging.NullHandler"},
@@ -277,6 +281,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": read("LOG_LEVEL", env.str, "INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
+        # Each request is one line of the access log; django.request adds the 5xx only.
+        "django.request": {"filters": ["server_errors_only"]},
         # A request for a host not in ALLOWED_HOSTS already gets a 400; scanners send them
         # by the thousand, and a traceback each would bury the logs worth reading.
         "django.security.DisallowedHost": {"handlers": ["discard"], "propagate": False},

@@ -57,7 +57,9 @@ def refuse_malformed_routing(request: Request) -> None:
     if view is not None and request.method not in view.allowed_methods:
         return
     if problem is not None:
-        raise ProblemError(400, problem, kind="bad-routing-header")
+        raise ProblemError(
+            400, problem, kind="bad-routing-header", title="Invalid consistency header"
+        )
 
 
 class BookmarkMiddleware:

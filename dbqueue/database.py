@@ -26,8 +26,9 @@ def connection_lost(exc: BaseException) -> bool:
 
 
 def database_error_line(command: str, exc: BaseException) -> str:
-    """`<command>: lost the database connection (<first line of the error>)`, or
-    `<command>: database error (…)` for a statement that failed."""
+    """`<command>: cannot reach the database (<first line of the error>)` when the session
+    is gone or could not be opened, or `<command>: database error (…)` for a statement
+    that failed."""
     detail = next(iter(str(exc).strip().splitlines()), "") or type(exc).__name__
-    what = "lost the database connection" if connection_lost(exc) else "database error"
+    what = "cannot reach the database" if connection_lost(exc) else "database error"
     return f"{command}: {what} ({detail})"

@@ -59,3 +59,13 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["exception"] = _traceback(self, record)
         return json.dumps(entry)
+
+
+class ServerErrorsOnly(logging.Filter):
+    """For `django.request`: only the answers that are the server's fault (5xx). A 4xx is
+    already one line of the access log (gunicorn's, runserver's `django.server`); Django's
+    own "Not Found: …" warning would log it a second time."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        status = getattr(record, "status_code", None)
+        return not isinstance(status, int) or status >= 500

@@ -8,7 +8,6 @@ dead letter or retry means for its project is the projects app's business: it li
 `job_dead_lettered` and `job_retried`, sent inside the same transaction.
 """
 
-import re
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
@@ -24,13 +23,10 @@ from dbqueue.fences import fenced_update, fenced_update_many
 from jobs.models import Job, JobStatus
 from jobs.registry import job_dead_lettered, job_retried
 from outbound.categories import ErrorCategory
+from outbound.redaction import safe_error_text
 from tenancy.models import Tenant
 from web.errors import Conflict
 
-_ERROR_MAX = 500
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
-_IPV4 = re.compile(r"\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b")
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+")
 _CRASHED = "The previous attempt ended without an outcome: the worker crashed or was killed."
 
 
@@ -46,19 +42,11 @@ class JobNotRetryable(Conflict):
     """Only a `failed` job can be retried; `status` is the job's current status."""
 
     kind = "job-not-retryable"
+    title = "Job not retryable"
 
     def __init__(self, status: str) -> None:
         super().__init__(f"Only a failed job can be retried; this job is {status}.")
         self.status = status
-
-
-def safe_error_text(text: str) -> str:
-    """`text` without URLs, IP addresses or e-mail addresses, cut to fit `Job.last_error`:
-    the tenant reads it, and an internal service's address is none of its business."""
-    text = _URL.sub("<url>", text)
-    text = _IPV4.sub("<ip>", text)
-    text = _EMAIL.sub("<address>", text)
-    return text[:_ERROR_MAX]
 
 
 def job_enqueue(

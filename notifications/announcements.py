@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from notifications.models import Channel, Notification, WebhookEndpoint
+from notifications.models import Channel, Notification, NotificationSource, WebhookEndpoint
 from notifications.states import Move, after
 from notifications.validation import recipient_errors
 from web.errors import InvalidInput
@@ -78,6 +78,7 @@ def _announcement_rows(
         "occurrence": 1,
         "state": after(None, Move.CREATE),
         "timezone": "UTC",
+        "source": NotificationSource.SYSTEM,
         "created_at": now,
         "updated_at": now,
     }

@@ -9,6 +9,7 @@ class NotificationClaimed(Conflict):
     retry once its lease has ended."""
 
     kind = "notification-claimed"
+    title = "Notification being delivered"
 
     def __init__(self) -> None:
         super().__init__(
@@ -17,10 +18,13 @@ class NotificationClaimed(Conflict):
 
 
 class NotificationNotParked(Conflict):
-    """Only a parked or dead-lettered notification can be unparked."""
+    """Only a parked or dead-lettered notification can be retried from the admin."""
+
+    kind = "notification-not-retryable"
+    title = "Notification not retryable"
 
     def __init__(self) -> None:
-        super().__init__("Only a parked or dead-lettered notification can be unparked.")
+        super().__init__("Only a parked or dead-lettered notification can be retried.")
 
 
 class NotificationHealthy(Conflict):
@@ -28,6 +32,7 @@ class NotificationHealthy(Conflict):
     retrying is not "fire now"."""
 
     kind = "notification-not-retryable"
+    title = "Notification not retryable"
 
     def __init__(self, state: str) -> None:
         super().__init__(
@@ -37,8 +42,25 @@ class NotificationHealthy(Conflict):
         self.state = state
 
 
+class EndpointDeleted(Conflict):
+    """The row's webhook channel has no endpoint left to deliver to: retrying would only
+    dead-letter it again."""
+
+    kind = "webhook-endpoint-deleted"
+    title = "Webhook endpoint deleted"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The notification's webhook endpoint was deleted, so a retry would fail again. "
+            "Give it another endpoint (PATCH webhook_endpoint) first, or delete it."
+        )
+
+
 class ScheduleFinished(Conflict):
     """The recurring schedule has no occurrence left to resume at."""
+
+    kind = "schedule-finished"
+    title = "Schedule finished"
 
     def __init__(self) -> None:
         super().__init__("The recurring schedule has no occurrence left to resume at.")

@@ -20,6 +20,14 @@ class Channel(models.TextChoices):
     WEBHOOK = "webhook", "Webhook"
 
 
+class NotificationSource(models.TextChoices):
+    """Who made a notification: a client through the API, or the product itself (its
+    announcements, such as a project's activation, and its account e-mails)."""
+
+    API = "api", "API"
+    SYSTEM = "system", "System"
+
+
 class EndpointHealth(models.TextChoices):
     HEALTHY = "healthy", "Healthy"
     FAILING = "failing", "Failing"
@@ -29,7 +37,7 @@ class EndpointHealth(models.TextChoices):
 class WebhookEndpoint(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="webhook_endpoints")
-    url = models.URLField(max_length=2000)
+    url = models.URLField("URL", max_length=2000)
     # Stored sealed (web.sealed): every delivery signs with it, so it cannot be a digest.
     secret = SealedCharField(max_length=255, editable=False)
     # Secrets replaced by a rotation that still sign until their grace ends, newest first:
@@ -42,6 +50,8 @@ class WebhookEndpoint(models.Model):
     circuit_open_until = models.DateTimeField(null=True, blank=True)
     circuit_interval_seconds = models.PositiveIntegerField(default=0)
     last_failure_at = models.DateTimeField(null=True, blank=True)
+    # Failed deliveries since the last success, whatever failed them (a 4xx included).
+    failed_deliveries = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=utc_now, editable=False)
     updated_at = models.DateTimeField(default=utc_now)
 
@@ -54,10 +64,11 @@ class WebhookEndpoint(models.Model):
         return self.url
 
     def health(self, *, now: datetime) -> str:
-        """healthy, failing (recent transport failures) or open (deliveries deferred)."""
+        """open (deliveries deferred), failing (every delivery since the last success
+        failed, a 4xx answer included) or healthy."""
         if is_circuit_open(self.circuit_open_until, now=now):
             return EndpointHealth.OPEN
-        if self.consecutive_failures:
+        if self.consecutive_failures or self.failed_deliveries:
             return EndpointHealth.FAILING
         return EndpointHealth.HEALTHY
 
@@ -181,6 +192,12 @@ class Notification(models.Model):
     )
     # Set by internal producers (e.g. a job's invitations) so re-running them creates nothing.
     source_key = models.CharField(max_length=200, null=True, blank=True, editable=False)  # noqa: DJ001
+    source = models.CharField(
+        max_length=8,
+        choices=NotificationSource.choices,
+        default=NotificationSource.API,
+        editable=False,
+    )
     created_at = models.DateTimeField(default=utc_now, editable=False)
     updated_at = models.DateTimeField(default=utc_now)
 
@@ -247,9 +264,16 @@ class Delivery(models.Model):
     `late_ms` is attempted_at minus the time this attempt was scheduled for (the
     occurrence's due time, the end of its backoff or of its deferral; never negative), on
     channel attempts only. A `skipped` row (channel "") records the occurrences a late recurring
-    row jumped over: how many, the first and the last of them."""
+    row jumped over: how many, the first and the last of them.
+
+    `endpoint_id` is the webhook endpoint of a webhook attempt (and of an occurrence-wide
+    row of a notification with one), kept, like the notification's id, without a foreign
+    key. `attempt` is the attempt of the occurrence (1 for the first; NULL on rows logged
+    before it was recorded); `created_at` when the row was written."""
 
     notification_id = models.UUIDField()
+    endpoint_id = models.UUIDField(null=True, blank=True)
+    attempt = models.PositiveIntegerField(null=True, blank=True)
     # No index of its own: both composite indexes below start with the tenant, and every
     # index costs each insert on the hottest write path of run_tick.
     tenant = models.ForeignKey(
@@ -267,6 +291,7 @@ class Delivery(models.Model):
     skipped_count = models.PositiveIntegerField(default=0)
     skipped_first = models.DateTimeField(null=True, blank=True)
     skipped_last = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=utc_now)
 
     class Meta:
         indexes = [

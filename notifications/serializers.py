@@ -19,11 +19,13 @@ from notifications.models import (
     DeliveryOutcome,
     EndpointHealth,
     Notification,
+    NotificationSource,
     NotificationState,
     WebhookEndpoint,
 )
 from notifications.recurrence.skipped import SKIP_COUNT_CAP
 from notifications.validation import MAX_RECIPIENTS, subject_error
+from outbound.redaction import safe_error_text
 from web.fields import (
     EmailAddressField,
     NullableCharField,
@@ -97,7 +99,7 @@ class NotificationWriteSerializer(RejectsUndeclaredFields, serializers.Serialize
             "after fire_at; parts the rule does not give (such as the time of day) are taken "
             "from fire_at, except that a rule naming BYHOUR or BYMINUTE without BYSECOND fires "
             "at second 0. A rule whose occurrences cannot be found within "
-            "RECURRENCE_BUDGET_MS of CPU is rejected with 400 rrule_too_costly. A rule with no "
+            "RECURRENCE_BUDGET_MS of CPU is rejected with 400 rrule-too-costly. A rule with no "
             "instance at or after fire_at (COUNT or UNTIL ends it "
             "before) is rejected with 400. Changing rrule, fire_at or timezone restarts the "
             "schedule from fire_at."
@@ -137,6 +139,11 @@ class NotificationSerializer(serializers.ModelSerializer):
     project_id = serializers.UUIDField(allow_null=True)
     fire_at = serializers.DateTimeField(source="recurrence_anchor", allow_null=True)
     state = serializers.ChoiceField(choices=NotificationState.choices)
+    source = serializers.ChoiceField(
+        choices=NotificationSource.choices,
+        help_text="`api`: made through the API; `system`: the product's own announcements "
+        "(a project's activation or failure, its invitations).",
+    )
 
     class Meta:
         model = Notification
@@ -157,6 +164,7 @@ class NotificationSerializer(serializers.ModelSerializer):
             "last_error",
             "last_fired_at",
             "state",
+            "source",
             "created_at",
             "updated_at",
         ]
@@ -177,8 +185,32 @@ class SkippedSerializer(serializers.Serializer):
     last = serializers.DateTimeField(source="skipped_last")
 
 
+class SafeErrorField(serializers.CharField):
+    """An error as a tenant may read it: no URL, host, IP or e-mail address."""
+
+    def to_representation(self, value: str) -> str:
+        return safe_error_text(value)
+
+
 class DeliverySerializer(serializers.ModelSerializer):
     error_category = NullableCharField()
+    error = SafeErrorField(
+        read_only=True,
+        help_text="What went wrong, safe to show: it names no host, URL or address; empty "
+        "when nothing did.",
+    )
+    endpoint_id = serializers.UUIDField(
+        read_only=True,
+        allow_null=True,
+        help_text="The webhook endpoint of a webhook attempt (kept after the endpoint is "
+        "deleted); null for an e-mail.",
+    )
+    attempt = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="The attempt of this occurrence, 1 for the first; null on rows logged "
+        "before attempts were recorded.",
+    )
     late_ms = serializers.IntegerField(
         read_only=True,
         allow_null=True,
@@ -194,16 +226,21 @@ class DeliverySerializer(serializers.ModelSerializer):
     class Meta:
         model = Delivery
         fields = [
+            "id",
             "notification_id",
+            "endpoint_id",
             "occurrence",
+            "attempt",
             "channel",
             "outcome",
             "http_status",
             "error_category",
+            "error",
             "duration_ms",
             "attempted_at",
             "late_ms",
             "skipped",
+            "created_at",
         ]
         read_only_fields = fields
 
@@ -222,11 +259,20 @@ class WebhookEndpointWriteSerializer(RejectsUndeclaredFields, serializers.Serial
 
 
 class EndpointHealthSerializer(serializers.Serializer):
-    """The endpoint's circuit breaker: `open` while its deliveries are deferred (until
-    `open_until`), `failing` after recent transport failures, else `healthy`."""
+    """The endpoint's health: `open` while its circuit breaker defers its deliveries (until
+    `open_until`), `failing` while every delivery since its last success failed (a 3xx or
+    4xx answer included), else `healthy`."""
+
+    schema_description = (
+        "`open` while the circuit breaker defers the endpoint's deliveries (until "
+        "`open_until`), `failing` while every delivery since its last success failed (a 3xx "
+        "or 4xx answer included), else `healthy`."
+    )
 
     state = serializers.ChoiceField(choices=EndpointHealth.choices, read_only=True)
-    consecutive_failures = serializers.IntegerField(read_only=True)
+    consecutive_failures = serializers.IntegerField(
+        read_only=True, help_text="Failed deliveries since the last success, any cause."
+    )
     open_until = serializers.DateTimeField(read_only=True, allow_null=True)
     last_failure_at = serializers.DateTimeField(read_only=True, allow_null=True)
 
@@ -244,7 +290,9 @@ class WebhookEndpointSerializer(serializers.Serializer):
         return EndpointHealthSerializer(
             {
                 "state": endpoint.health(now=now),
-                "consecutive_failures": endpoint.consecutive_failures,
+                "consecutive_failures": max(
+                    endpoint.failed_deliveries, endpoint.consecutive_failures
+                ),
                 "open_until": endpoint.circuit_open_until,
                 "last_failure_at": endpoint.last_failure_at,
             }
@@ -253,6 +301,8 @@ class WebhookEndpointSerializer(serializers.Serializer):
 
 class WebhookEndpointSecretSerializer(WebhookEndpointSerializer):
     """The endpoint with its signing secret: the answer of create and rotate-secret only."""
+
+    schema_description = "The endpoint with its signing secret, shown this once."
 
     secret = serializers.CharField(read_only=True)
 

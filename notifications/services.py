@@ -20,12 +20,20 @@ from dbqueue.compiled import Param
 from dbqueue.fences import guarded_update
 from dbqueue.pages import CompiledPages
 from notifications.conflicts import (
+    EndpointDeleted,
     NotificationClaimed,
     NotificationHealthy,
     NotificationNotParked,
     ScheduleFinished,
 )
-from notifications.models import Notification, NotificationState
+from notifications.models import (
+    Channel,
+    Delivery,
+    DeliveryOutcome,
+    Notification,
+    NotificationSource,
+    NotificationState,
+)
 from notifications.recurrence import RuleTooCostly, next_occurrence
 from notifications.states import Move, after, allows
 from notifications.validation import (
@@ -58,16 +66,48 @@ _NOTIFICATION_PAGES = CompiledPages(
 )
 
 
-def notification_pages(*, tenant: Tenant, fields: Sequence[str], state: str | None = None) -> Any:
-    """The tenant's notifications (in `state`, a NotificationState, if given) as named rows
-    of `fields`, for GET /v1/notifications's cursor paginator (which orders by created_at).
-    Without a state filter the SQL is compiled once per page shape
-    (dbqueue.pages.CompiledPages); a state filter's SQL reads settings
-    (NOTIFICATION_MAX_ATTEMPTS), so that queryset is compiled as usual."""
-    if state is None:
+def notification_pages(
+    *,
+    tenant: Tenant,
+    fields: Sequence[str],
+    state: str | None = None,
+    source: str | None = None,
+) -> Any:
+    """The tenant's notifications (in `state`, a NotificationState, and from `source`, a
+    NotificationSource, if given) as named rows of `fields`, for GET /v1/notifications's
+    cursor paginator (which orders by created_at). Without a filter the SQL is compiled
+    once per page shape (dbqueue.pages.CompiledPages); a filtered queryset is compiled as
+    usual (a state filter's SQL reads settings)."""
+    if state is None and source is None:
         return _NOTIFICATION_PAGES.of(tuple(fields), tenant=tenant.id)
-    in_state = Notification.objects.filter(tenant=tenant).in_state(state)
-    return in_state.values_list(*fields, named=True)
+    rows = Notification.objects.filter(tenant=tenant)
+    if state is not None:
+        rows = rows.in_state(state)
+    if source is not None:
+        rows = rows.filter(source=NotificationSource(source))
+    return rows.values_list(*fields, named=True)
+
+
+def delivery_log(
+    *,
+    tenant: Tenant,
+    notification_id: UUID | None = None,
+    endpoint_id: UUID | None = None,
+    outcome: str | None = None,
+    since: datetime | None = None,
+) -> QuerySet[Delivery]:
+    """The tenant's delivery log, narrowed by each filter given (`since`: attempted at or
+    after it); it outlives deleted notifications and endpoints."""
+    deliveries = Delivery.objects.filter(tenant=tenant)
+    if notification_id is not None:
+        deliveries = deliveries.filter(notification_id=notification_id)
+    if endpoint_id is not None:
+        deliveries = deliveries.filter(endpoint_id=endpoint_id)
+    if outcome is not None:
+        deliveries = deliveries.filter(outcome=outcome)
+    if since is not None:
+        deliveries = deliveries.filter(attempted_at__gte=since)
+    return deliveries
 
 
 def notification_create(
@@ -82,11 +122,13 @@ def notification_create(
     rrule: str = "",
     timezone: str = "UTC",
     project_id: UUID | None = None,
+    source: NotificationSource = NotificationSource.API,
     now: datetime | None = None,
 ) -> Notification:
     """Create a notification due at `fire_at` (default `now`; a past time is due at once;
     naive = wall-clock time in `timezone`; whole seconds); a recurring one at its rule's
-    first instance at or after `fire_at`."""
+    first instance at or after `fire_at`. `source` says who made it (the product's own
+    e-mails are `system`)."""
     now = now or utc_now()
     content = checked_content(
         tenant=tenant,
@@ -103,6 +145,7 @@ def notification_create(
         project_id=project_id,
         subject=subject,
         body=body,
+        source=source,
         **_schedule_from(fire_at or now, content, now=now),
         occurrence=1,
         state=after(None, Move.CREATE),
@@ -187,13 +230,27 @@ def notification_retry(
 ) -> Notification:
     """Re-arm a failing row (dead-lettered, backing off or parked: the states a retry starts
     from) with its error state cleared and due now (`scheduled`). Raises NotificationHealthy,
-    changing nothing, for a row in another state (scheduled, completed)."""
+    changing nothing, for a row in another state (scheduled, completed), and EndpointDeleted
+    when its webhook still has to go and its endpoint was deleted."""
     now = now or utc_now()
     notification = Notification.objects.get(pk=notification_id, tenant=tenant)
     if not allows(notification.state, Move.RETRY):
         raise NotificationHealthy(notification.state)
+    _check_endpoint(notification)
     values = _rearmed(next_fire_at=now, state=after(notification.state, Move.RETRY))
     return _guarded_update(notification, values=values, now=now)
+
+
+def _check_endpoint(notification: Notification) -> None:
+    """EndpointDeleted when the row's webhook channel has not been delivered for this
+    occurrence and its endpoint is gone (deleting an endpoint leaves its rows without
+    one)."""
+    webhook_pending = (
+        Channel.WEBHOOK in notification.channels
+        and notification.channel_state.get(Channel.WEBHOOK) != DeliveryOutcome.DELIVERED
+    )
+    if webhook_pending and notification.webhook_endpoint_id is None:
+        raise EndpointDeleted
 
 
 def notification_unpark(
@@ -203,12 +260,14 @@ def notification_unpark(
 
     A one-shot becomes due now; a recurring row resumes at its next occurrence after `now`
     (the parked occurrence stays in the delivery log). Raises NotificationNotParked for a
-    row in another state and ScheduleFinished when a recurring schedule has ended.
+    row in another state, EndpointDeleted as notification_retry does and ScheduleFinished
+    when a recurring schedule has ended.
     """
     now = now or utc_now()
     notification = Notification.objects.get(pk=notification_id, tenant=tenant)
     if not allows(notification.state, Move.UNPARK):
         raise NotificationNotParked
+    _check_endpoint(notification)
     state = after(notification.state, Move.UNPARK)
     if not notification.is_recurring:
         values = _rearmed(next_fire_at=now, state=state)

@@ -35,11 +35,14 @@ def notification_queue_stats(*, now: datetime) -> dict[str, int]:
 
 def endpoint_circuit_stats(*, now: datetime) -> dict[str, int]:
     """{open_circuits, failing_endpoints}: webhook endpoints whose deliveries are deferred
-    right now, and those with transport failures whose circuit is not open (yet)."""
+    right now, and those whose deliveries since the last success all failed (a 4xx
+    included) whose circuit is not open (yet)."""
     return WebhookEndpoint.objects.aggregate(
         open_circuits=Count("pk", filter=circuit_open(now=now)),
         failing_endpoints=Count(
-            "pk", filter=Q(consecutive_failures__gt=0) & ~circuit_open(now=now)
+            "pk",
+            filter=(Q(consecutive_failures__gt=0) | Q(failed_deliveries__gt=0))
+            & ~circuit_open(now=now),
         ),
     )
 

@@ -85,7 +85,7 @@ def fire_instant(fire_at: datetime, timezone: str) -> datetime:
 def first_fire_at(fire_at: datetime, schedule: Mapping[str, Any], *, now: datetime) -> datetime:
     """When the checked `schedule` (rrule, timezone) anchored at `fire_at` first fires;
     raises InvalidInput when its rule has no occurrence from `fire_at` on, or when its
-    occurrences cannot be found within RECURRENCE_BUDGET_MS (kind rrule_too_costly)."""
+    occurrences cannot be found within RECURRENCE_BUDGET_MS (kind rrule-too-costly)."""
     if not schedule["rrule"]:
         return fire_at
     try:
@@ -108,7 +108,12 @@ def recurrence_budget() -> CpuBudget:
 
 
 def too_costly(exc: RuleTooCostly) -> InvalidInput:
-    return InvalidInput({"rrule": [str(exc)]}, message=str(exc), kind="rrule_too_costly")
+    return InvalidInput(
+        {"rrule": [str(exc)]},
+        message=str(exc),
+        kind="rrule-too-costly",
+        title="Recurrence rule too costly",
+    )
 
 
 def _recurrence_errors(rrule: str, timezone: str) -> dict[str, list[str]]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.generics import ListAPIView
@@ -17,7 +18,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from notifications import services, webhook_endpoints
-from notifications.models import Delivery, Notification, NotificationState, WebhookEndpoint
+from notifications.models import (
+    Delivery,
+    DeliveryOutcome,
+    Notification,
+    NotificationSource,
+    NotificationState,
+    WebhookEndpoint,
+)
 from notifications.serializers import (
     NOTIFICATIONS,
     DeliverySerializer,
@@ -34,7 +42,7 @@ from tenancy.idempotency import Answer, answer_once
 from tenancy.schema import location_header
 from web.errors import InvalidInput
 from web.pagination import NewestFirstCursorPagination
-from web.query import single_query_param, uuid_query_param
+from web.query import datetime_query_param, single_query_param, uuid_query_param
 from web.representation import RepresentedListView
 
 
@@ -52,19 +60,31 @@ def _notification(request: Request, pk: uuid.UUID) -> Notification:
     return Notification.objects.get(pk=pk, tenant=request.tenant)
 
 
+def _choice_query_param(request: Request, name: str, choices: list[str]) -> str | None:
+    value = single_query_param(request, name)
+    if value is not None and value not in choices:
+        raise InvalidInput({name: [f"Must be one of {choices}."]})
+    return value
+
+
 class NotificationListView(RepresentedListView):
     pagination_class = NewestFirstCursorPagination
     serializer_class = NotificationSerializer
     representation = NOTIFICATIONS
     idempotency_key_required = ("POST",)
-    query_filters = (OpenApiParameter("state", enum=NotificationState.values, required=False),)
+    query_filters = (
+        OpenApiParameter("state", enum=NotificationState.values, required=False),
+        OpenApiParameter("source", enum=NotificationSource.values, required=False),
+    )
 
     def get_queryset(self) -> Any:
-        state = single_query_param(self.request, "state")
-        if state is not None and state not in NotificationState.values:
-            raise InvalidInput({"state": [f"Must be one of {NotificationState.values}."]})
+        state = _choice_query_param(self.request, "state", NotificationState.values)
+        source = _choice_query_param(self.request, "source", NotificationSource.values)
         return services.notification_pages(
-            tenant=self.request.tenant, fields=self.representation.attributes, state=state
+            tenant=self.request.tenant,
+            fields=self.representation.attributes,
+            state=state,
+            source=source,
         )
 
     @extend_schema(
@@ -155,7 +175,18 @@ class NotificationDeliveriesView(ListAPIView):
 class DeliveryListView(ListAPIView):
     pagination_class = DeliveryPagination
     serializer_class = DeliverySerializer
-    query_filters = (OpenApiParameter("notification_id", type=uuid.UUID, required=False),)
+    query_filters = (
+        OpenApiParameter("notification_id", type=uuid.UUID, required=False),
+        OpenApiParameter("endpoint_id", type=uuid.UUID, required=False),
+        OpenApiParameter("outcome", enum=DeliveryOutcome.values, required=False),
+        OpenApiParameter(
+            "since",
+            type=OpenApiTypes.DATETIME,
+            required=False,
+            description="Only rows attempted at or after this instant (ISO 8601; without "
+            "an offset, UTC).",
+        ),
+    )
 
     @extend_schema(
         operation_id="deliveries_list",
@@ -165,11 +196,13 @@ class DeliveryListView(ListAPIView):
         return self.list(request)
 
     def get_queryset(self) -> QuerySet[Delivery]:
-        deliveries = Delivery.objects.filter(tenant=self.request.tenant)
-        notification_id = uuid_query_param(self.request, "notification_id")
-        if notification_id is None:
-            return deliveries
-        return deliveries.filter(notification_id=notification_id)
+        return services.delivery_log(
+            tenant=self.request.tenant,
+            notification_id=uuid_query_param(self.request, "notification_id"),
+            endpoint_id=uuid_query_param(self.request, "endpoint_id"),
+            outcome=_choice_query_param(self.request, "outcome", DeliveryOutcome.values),
+            since=datetime_query_param(self.request, "since"),
+        )
 
 
 class WebhookEndpointListView(ListAPIView):

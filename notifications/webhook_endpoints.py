@@ -113,7 +113,13 @@ def _close_circuit(endpoint: WebhookEndpoint) -> list[str]:
     endpoint.consecutive_failures = 0
     endpoint.circuit_open_until = None
     endpoint.circuit_interval_seconds = 0
-    return ["consecutive_failures", "circuit_open_until", "circuit_interval_seconds"]
+    endpoint.failed_deliveries = 0
+    return [
+        "consecutive_failures",
+        "circuit_open_until",
+        "circuit_interval_seconds",
+        "failed_deliveries",
+    ]
 
 
 def _check_url(url: str) -> None:

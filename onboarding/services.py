@@ -18,7 +18,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from notifications.models import Channel
+from notifications.models import Channel, NotificationSource
 from notifications.services import notification_create
 from onboarding.turnstile import SIGNIN_ACTION, captcha_verify
 from tenancy.front_door import account_mail_tenant
@@ -35,6 +35,7 @@ def _email(address: str, subject: str, body: str, *, now: datetime) -> None:
         email_to=[address],
         subject=subject,
         body=body,
+        source=NotificationSource.SYSTEM,
         now=now,
     )
 

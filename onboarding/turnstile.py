@@ -45,14 +45,16 @@ _NO_VERDICT_CODES = frozenset({"internal-error", "missing-input-secret", "invali
 
 
 class CaptchaFailed(DomainError):
-    kind = "captcha_failed"
+    kind = "captcha-failed"
+    title = "CAPTCHA check failed"
 
     def __init__(self) -> None:
         super().__init__("The CAPTCHA check failed: solve the challenge again.")
 
 
 class CaptchaUnavailable(Unavailable):
-    kind = "captcha_unavailable"
+    kind = "captcha-unavailable"
+    title = "CAPTCHA check unavailable"
 
     def __init__(self) -> None:
         super().__init__(

@@ -89,7 +89,7 @@ class SignupView(_SignupView):
         responses={202: SignupAcceptedSerializer},
         description=(
             "Sends a verification email. The answer is the same whether or not the address "
-            "is known. 400 `captcha_failed` when the Turnstile check fails; 503 with "
+            "is known. 400 `captcha-failed` when the Turnstile check fails; 503 with "
             "Retry-After when it cannot be made. 404 while SIGNUP_ENABLED is off."
         ),
     )
@@ -207,7 +207,7 @@ class InvitationDetailView(APIView):
         )
         return Response(InvitationSerializer(invitation, context={"now": timezone.now()}).data)
 
-    @extend_schema(responses={204: OpenApiResponse(description="Revoked.")})
+    @extend_schema(responses={204: OpenApiResponse(description="Revoked; a second delete is 404.")})
     def delete(self, request: Request, id: uuid.UUID) -> Response:
         invitation_revoke(tenant=request.tenant, invitation_id=id)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -91,14 +91,29 @@ def _stack(
     return rects
 
 
+# A generous width of one character at font-size 11 (sans-serif), for laying out the legend.
+CHAR_WIDTH = 6.5
+SWATCH, GAP = 14, 18
+
+
+def legend_positions(series: Sequence[Series]) -> list[tuple[float, float]]:
+    """Each legend item's (x, width): side by side, each as wide as its label, so a long
+    label ("Deferred (not attempted)") never runs into the next one."""
+    positions, x = [], float(LEFT)
+    for s in series:
+        width = SWATCH + len(s.label) * CHAR_WIDTH
+        positions.append((x, width))
+        x += width + GAP
+    return positions
+
+
 def _legend(series: Sequence[Series]) -> list[str]:
     y = HEIGHT - 14
     items = []
-    for index, s in enumerate(series):
-        x = LEFT + index * 130
+    for s, (x, _) in zip(series, legend_positions(series), strict=True):
         items.append(
-            f'<rect x="{x}" y="{y - 9}" width="10" height="10" fill="{s.color}"/>'
-            f'<text x="{x + 14}" y="{y}" fill="currentColor">{escape(s.label)}</text>'
+            f'<rect x="{x:.1f}" y="{y - 9}" width="10" height="10" fill="{s.color}"/>'
+            f'<text x="{x + SWATCH:.1f}" y="{y}" fill="currentColor">{escape(s.label)}</text>'
         )
     return items
 

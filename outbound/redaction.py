@@ -24,6 +24,22 @@ def redact_url_queries(text: str) -> str:
     return _QUERY.sub(rf"\g<target>?{REDACTED}", text)
 
 
+_ERROR_MAX = 500
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+_IPV4 = re.compile(r"\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+")
+
+
+def safe_error_text(text: str) -> str:
+    """`text` without URLs (an origin names a host), IP addresses or e-mail addresses, cut
+    to 500 characters: what a tenant may read of an error (a job's `last_error`, the
+    delivery log's `error`). An internal service's address is none of its business."""
+    text = _URL.sub("<url>", text)
+    text = _IPV4.sub("<ip>", text)
+    text = _EMAIL.sub("<address>", text)
+    return text[:_ERROR_MAX]
+
+
 def install_log_redaction() -> None:
     """Make every log record of this process carry its message and traceback redacted.
     Idempotent: installing twice wraps the record factory once."""

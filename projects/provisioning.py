@@ -52,12 +52,17 @@ def provision_call_api(job: Job) -> None:
 
     2xx is done. Transient failures (timeouts, connection errors, 5xx, 408/409/425/429)
     raise a retryable JobError; any other 4xx, a redirect (never followed) or an invalid
-    URL cannot be fixed by retrying and raise a permanent one. Unset URL: nothing to do.
+    URL cannot be fixed by retrying and raise a permanent one. Unset URL, or a project
+    deleted since the job was claimed: nothing to do (the job's completion is then fenced
+    out, its row having gone with the project).
     """
     url = settings.PROVISIONING_URL
     if not url:
         return
-    project = Project.objects.only("name").get(pk=job.project_id)
+    project = Project.objects.only("name").filter(pk=job.project_id).first()
+    if project is None:
+        logger.info("job %s: its project was deleted; nothing to provision", job.id)
+        return
     body = _project_fields(job, name=project.name)
     headers = {"Content-Type": "application/json", "Idempotency-Key": str(job.id)}
     try:

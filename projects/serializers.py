@@ -25,6 +25,8 @@ class ProjectSerializer(serializers.Serializer):
     `project_queryset` annotates (and `project_create` sets), so a page is one query.
     """
 
+    schema_description = "A project with its provisioning job."
+
     # Declared rather than derived from the model: it is built on every create and for every
     # listed project, and ModelSerializer introspects the model each time.
     id = serializers.UUIDField(read_only=True)
@@ -57,6 +59,14 @@ class ProjectCreateSerializer(RejectsUndeclaredFields, FieldsBoundOnce, serializ
         max_length=MAX_INVITES,
         help_text=f"Up to {MAX_INVITES} addresses to invite; empty means the creator.",
     )
+
+
+class ProjectPatchSerializer(RejectsUndeclaredFields, serializers.Serializer):
+    """`{name}`: the only field of a project a client changes."""
+
+    representation = ProjectSerializer
+
+    name = StrictCharField(max_length=200)
 
 
 # Bound once: a serializer instance deep-copies its declared fields, which cost a create

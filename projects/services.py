@@ -1,5 +1,5 @@
-"""The writes of projects — the idempotent create, activation and failure — and the reads of
-the projects API. Only this module writes projects.
+"""The writes of projects — the idempotent create, rename, delete, activation and failure —
+and the reads of the projects API. Only this module writes projects.
 
 The create's Idempotency-Key is tenancy.idempotency's: its row goes in with the project and
 the job, so a create costs one statement on PostgreSQL.
@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import models
+from django.db import models, transaction
 
 from dbqueue.compiled import Param
 from dbqueue.pages import CompiledPages
@@ -93,6 +93,30 @@ def project_create(
         alongside=(key_row(answer), project),
     )
     return answer
+
+
+def project_rename(*, tenant: Tenant, project_id: uuid.UUID, name: str, now: datetime) -> Project:
+    """Rename the tenant's project; returns it as `project_queryset` reads it. Raises
+    Project.DoesNotExist when the tenant has no such project."""
+    renamed = Project.objects.filter(pk=project_id, tenant=tenant).update(name=name, updated_at=now)
+    if not renamed:
+        raise Project.DoesNotExist
+    return project_queryset(tenant=tenant).get(pk=project_id)
+
+
+def project_delete(*, tenant: Tenant, project_id: uuid.UUID) -> None:
+    """Delete the tenant's project with its jobs; its notifications stay, without a project.
+
+    A pending provision job goes with it (cancelled). A job being run right now finishes,
+    but its outcome is fenced out (its row is gone), so nothing of it is applied to the
+    deleted project. The jobs are locked before the project, in the order the consumer
+    writes them back (job, then project), so a delete and a completion never deadlock:
+    one waits for the other. Raises Project.DoesNotExist when the tenant has no such
+    project (a second delete too)."""
+    with transaction.atomic():
+        list(Job.objects.select_for_update().filter(project_id=project_id, tenant=tenant))
+        project = Project.objects.select_for_update().get(pk=project_id, tenant=tenant)
+        project.delete()
 
 
 def projects_activate(*, project_ids: Sequence[uuid.UUID], now: datetime) -> list[Project]:

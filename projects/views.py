@@ -1,21 +1,32 @@
-"""POST/GET /v1/projects and GET /v1/projects/{id}: thin views over projects.services."""
+"""POST/GET /v1/projects and GET/PATCH/DELETE /v1/projects/{id}: thin views over
+projects.services."""
+
+import uuid
 
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import generics
+from rest_framework import status
 from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from projects.models import Project
 from projects.serializers import (
     PROJECTS,
     ProjectCreateSerializer,
+    ProjectPatchSerializer,
     ProjectSerializer,
     project_representation,
 )
-from projects.services import project_create, project_pages, project_queryset
+from projects.services import (
+    project_create,
+    project_delete,
+    project_pages,
+    project_queryset,
+    project_rename,
+)
 from tenancy.idempotency import insert_once
 from tenancy.schema import location_header
 from web.pagination import NewestFirstCursorPagination
@@ -64,9 +75,32 @@ class ProjectListCreateView(RepresentedListView):
 
 
 @extend_schema(parameters=[OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
-class ProjectDetailView(generics.RetrieveAPIView):
-    serializer_class = ProjectSerializer
+class ProjectDetailView(APIView):
+    owner_methods = ("DELETE",)
 
-    def get_object(self) -> Project:
-        queryset = project_queryset(tenant=self.request.tenant)
-        return get_object_or_404(queryset, pk=self.kwargs["id"])
+    @extend_schema(responses={200: ProjectSerializer})
+    def get(self, request: Request, id: uuid.UUID) -> Response:
+        project = get_object_or_404(project_queryset(tenant=request.tenant), pk=id)
+        return Response(PROJECTS.one(project))
+
+    @extend_schema(request=ProjectPatchSerializer, responses={200: ProjectSerializer})
+    def patch(self, request: Request, id: uuid.UUID) -> Response:
+        serializer = ProjectPatchSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        project = project_rename(
+            tenant=request.tenant,
+            project_id=id,
+            name=serializer.validated_data["name"],
+            now=timezone.now(),
+        )
+        return Response(PROJECTS.one(project))
+
+    @extend_schema(
+        responses={204: None},
+        description="Deletes the project and its jobs: a pending provision job is cancelled; "
+        "one running now finishes and its result is discarded. The project's notifications "
+        "stay, without a project. A second delete is 404.",
+    )
+    def delete(self, request: Request, id: uuid.UUID) -> Response:
+        project_delete(tenant=request.tenant, project_id=id)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -36,6 +36,8 @@ class TokenSerializer(serializers.ModelSerializer):
 class TokenSecretSerializer(TokenSerializer):
     """The create's answer: the token's fields and, this once, its secret."""
 
+    schema_description = "The new token with its secret, shown this once."
+
     token = serializers.CharField(
         source="plaintext", read_only=True, help_text="The secret; shown only in this answer."
     )

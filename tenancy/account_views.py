@@ -123,8 +123,15 @@ class TokenListView(ListAPIView):
                 now=timezone.now(),
             )
             data = TokenSecretSerializer(token).data
-            resource = f"/v1/tokens/{token.id}"
-            return Answer.of(201, data, resource=resource, location=True, shows_secret=True)
+            # Named by its id and the list that shows it: /v1/tokens/{id} has no GET.
+            return Answer.of(
+                201,
+                data,
+                resource=f"token {token.id} (GET /v1/tokens lists it)",
+                located_at=f"/v1/tokens/{token.id}",
+                location=True,
+                shows_secret=True,
+            )
 
         # A token belongs to its user, not to a tenant: its keys are the user's.
         scope = f"user:{request.user.pk}"

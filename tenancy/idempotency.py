@@ -47,6 +47,7 @@ _PURGE_BATCH = 5000
 
 class IdempotencyKeyReused(Unprocessable):
     kind = "idempotency-key-reused"
+    title = "Idempotency-Key reused with another request"
 
     def __init__(self) -> None:
         super().__init__("This Idempotency-Key was already used with a different request.")
@@ -57,6 +58,7 @@ class SecretNotReplayed(Conflict):
     again, so the retry learns which resource exists instead."""
 
     kind = "idempotency-key-secret-not-replayed"
+    title = "Created already; its secret is not shown again"
 
     def __init__(self, resource: str) -> None:
         super().__init__(
@@ -69,21 +71,24 @@ class SecretNotReplayed(Conflict):
 @dataclass(frozen=True)
 class Answer:
     """A successful answer as sent: `body` is the rendered JSON, `resource` the path of what
-    the request made or changed; `location` sends that path as the Location header.
-    `shows_secret` keeps the body out of the key table."""
+    the request made or changed (what a 409 for a replay that cannot show a secret again
+    names); `location` sends that path as the Location header, or `located_at` when the
+    resource is named otherwise (a token has no GET of its own). `shows_secret` keeps the
+    body out of the key table."""
 
     status: int
     body: bytes
     resource: str
     location: bool = False
     shows_secret: bool = False
+    located_at: str | None = None
 
     @classmethod
-    def of(cls, status: int, data: Any, *, resource: str, **flags: bool) -> "Answer":
+    def of(cls, status: int, data: Any, *, resource: str, **flags: Any) -> "Answer":
         return cls(status=status, body=JSONRenderer().render(data), resource=resource, **flags)
 
     def headers(self) -> dict[str, str]:
-        return {"Location": self.resource} if self.location else {}
+        return {"Location": self.located_at or self.resource} if self.location else {}
 
     def response(self) -> HttpResponse:
         return _json_response(self.body, status=self.status, headers=self.headers())

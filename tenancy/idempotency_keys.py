@@ -13,7 +13,12 @@ class InvalidIdempotencyKey(InvalidInput):
     """The Idempotency-Key header is missing or not an acceptable key; the message says why."""
 
     def __init__(self, message: str) -> None:
-        super().__init__({"Idempotency-Key": [message]}, message=message, kind="idempotency-key")
+        super().__init__(
+            {"Idempotency-Key": [message]},
+            message=message,
+            kind="idempotency-key",
+            title="Missing or invalid Idempotency-Key",
+        )
 
 
 def idempotency_key_parse(raw: str | None) -> str:

@@ -33,6 +33,7 @@ from web.errors import Conflict, Forbidden, InvalidInput
 
 class AlreadyMember(Conflict):
     kind = "already-member"
+    title = "Already a member"
 
     def __init__(self) -> None:
         super().__init__("This address already belongs to a member of the tenant.")
@@ -40,6 +41,7 @@ class AlreadyMember(Conflict):
 
 class InvitationAccepted(Conflict):
     kind = "invitation-accepted"
+    title = "Invitation already accepted"
 
     def __init__(self) -> None:
         super().__init__("The invitation was accepted already; it cannot be revoked.")
@@ -139,15 +141,16 @@ def invitations_of(tenant: Tenant, *, status: str | None, now: datetime) -> Quer
 
 @transaction.atomic
 def invitation_revoke(*, tenant: Tenant, invitation_id: uuid.UUID) -> None:
-    """Revoke a pending (or expired) invitation: its token stops working at once. Revoking
-    a revoked one changes nothing; an accepted one is InvitationAccepted. Another tenant's
-    id raises DoesNotExist like a missing one."""
+    """Revoke a pending (or expired) invitation: its token stops working at once. An
+    accepted one is InvitationAccepted. A revoked one raises DoesNotExist, like another
+    tenant's or a missing one: a second DELETE is 404, as for a token."""
     invitation = Invitation.objects.select_for_update().get(pk=invitation_id, tenant=tenant)
     if invitation.status == InvitationStatus.ACCEPTED:
         raise InvitationAccepted
-    if invitation.status != InvitationStatus.REVOKED:
-        invitation.status = InvitationStatus.REVOKED
-        invitation.save(update_fields=["status"])
+    if invitation.status == InvitationStatus.REVOKED:
+        raise Invitation.DoesNotExist
+    invitation.status = InvitationStatus.REVOKED
+    invitation.save(update_fields=["status"])
 
 
 def invitation_preview(*, token: str, now: datetime) -> Invitation:

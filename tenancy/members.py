@@ -19,6 +19,7 @@ OWNERS_ONLY = "This action is reserved to the tenant's owners."
 
 class LastOwner(Conflict):
     kind = "last-owner"
+    title = "Last owner of the tenant"
 
     def __init__(self) -> None:
         super().__init__("This is the tenant's last owner: make another member an owner first.")

@@ -95,6 +95,7 @@ class ApiToken(models.Model):
                 name="api_token_session_expires",
             ),
         ]
+        verbose_name = "API token"
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name})"
@@ -193,6 +194,7 @@ class ExternalIdentity(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
+        verbose_name_plural = "external identities"
         constraints = [
             models.UniqueConstraint(
                 fields=["issuer", "subject"], name="external_identity_issuer_subject_unique"

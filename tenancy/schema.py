@@ -15,6 +15,7 @@ from typing import Any
 from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import get_override
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
@@ -115,6 +116,8 @@ _BOOKMARK_HEADER = {
 class ProblemSerializer(serializers.Serializer):
     """RFC 9457 problem details."""
 
+    schema_description = "RFC 9457 problem details."
+
     type = serializers.URLField(help_text="Stable URI naming the problem kind.")
     title = serializers.CharField()
     status = serializers.IntegerField(help_text="Equal to the HTTP status.")
@@ -184,6 +187,20 @@ class TickworkAutoSchema(AutoSchema):
             required = self.method in getattr(self.view, "idempotency_key_required", ())
             parameters.append(idempotency_key_parameter(required=required))
         return parameters
+
+    def _map_basic_serializer(self, serializer: Any, direction: str) -> dict[str, Any]:
+        """A component's description is its serializer's `schema_description` (or an
+        extend_schema_serializer override), never its docstring: a docstring is written
+        for the code's readers and names internals a client has no use for."""
+        schema = super()._map_basic_serializer(serializer, direction)
+        public = get_override(serializer, "description", None) or getattr(
+            type(serializer), "schema_description", None
+        )
+        if public:
+            schema["description"] = public
+        else:
+            schema.pop("description", None)
+        return schema
 
     def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
         responses = super()._get_response_bodies(direction)

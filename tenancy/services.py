@@ -55,6 +55,7 @@ class TenantNotChosen(DomainError):
     """The request does not say which tenant it acts in (or says it unreadably)."""
 
     kind = "tenant-selection"
+    title = "No tenant selected"
 
 
 class NotAMember(Forbidden):

@@ -154,6 +154,8 @@ ROUTES = [
     ),
     RouteSpec("GET", "/v1/projects", create=_project_id),
     RouteSpec("GET", "/v1/projects/{id}", create=_project_id),
+    RouteSpec("PATCH", "/v1/projects/{id}", create=_project_id, body=lambda: {"name": "Renamed"}),
+    RouteSpec("DELETE", "/v1/projects/{id}", success=204, roles=OWNER, create=_project_id),
     RouteSpec("GET", "/v1/jobs", create=_job_id),
     RouteSpec("GET", "/v1/jobs?status=pending", create=_job_id),
     RouteSpec("GET", "/v1/jobs/{id}", create=_job_id),
@@ -168,6 +170,7 @@ ROUTES = [
     ),
     RouteSpec("GET", "/v1/notifications", create=_notification_id),
     RouteSpec("GET", "/v1/notifications?state=scheduled", create=_notification_id),
+    RouteSpec("GET", "/v1/notifications?source=api", create=_notification_id),
     RouteSpec("GET", "/v1/notifications/{id}", create=_notification_id),
     RouteSpec(
         "PATCH",
@@ -182,6 +185,11 @@ ROUTES = [
     RouteSpec("GET", "/v1/notifications/{id}/deliveries", create=_delivery_seed),
     RouteSpec("GET", "/v1/deliveries", create=_delivery_seed),
     RouteSpec("GET", f"/v1/deliveries?notification_id={uuid.uuid4()}", create=_delivery_seed),
+    RouteSpec(
+        "GET",
+        f"/v1/deliveries?endpoint_id={uuid.uuid4()}&outcome=failed&since=2026-01-01T00:00:00Z",
+        create=_delivery_seed,
+    ),
     RouteSpec(
         "POST",
         "/v1/webhook-endpoints",

@@ -174,3 +174,18 @@ def test_the_front_end_routes_are_documented(schema):
     assert set(preview) == {"tenant_name", "email", "role", "invited_by", "expires_at"}
     created = schema["components"]["schemas"]["TokenCreateRequest"]["properties"]
     assert set(created) == {"name", "expires_in_days", "tenant_id"}
+
+
+def test_no_component_publishes_a_docstring_written_for_the_code(schema):
+    described = {
+        name: component["description"]
+        for name, component in schema["components"]["schemas"].items()
+        if "description" in component and "enum" not in component
+    }
+
+    assert "Me" not in described
+    assert described["Problem"] == "RFC 9457 problem details."
+    assert described["Project"] == "A project with its provisioning job."
+    internals = ("serializer", "annotat", "queryset", "Mix into", "partial=True", '{"')
+    for name, text in described.items():
+        assert not any(word in text for word in internals), (name, text)

@@ -13,15 +13,22 @@ class DomainError(Exception):
     `str(exc)` is safe to show the client; `errors` maps fields to client-safe messages."""
 
     kind = "domain-error"
-    # The problem's title when this kind has one of its own (else the status's).
+    # The problem's title: a short name of the problem kind (None: the HTTP status's).
     title: str | None = None
 
     def __init__(
-        self, message: str, *, kind: str | None = None, errors: dict[str, Any] | None = None
+        self,
+        message: str,
+        *,
+        kind: str | None = None,
+        title: str | None = None,
+        errors: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         if kind is not None:
             self.kind = kind
+        if title is not None:
+            self.title = title
         self.errors = errors
 
 
@@ -29,6 +36,7 @@ class InvalidInput(DomainError):
     """The input cannot be applied; `errors` lists every problem found, per field."""
 
     kind = "validation-error"
+    title = "Invalid request fields"
 
     def __init__(
         self,
@@ -36,24 +44,28 @@ class InvalidInput(DomainError):
         *,
         message: str = "The request has invalid fields.",
         kind: str | None = None,
+        title: str | None = None,
     ) -> None:
-        super().__init__(message, kind=kind, errors=errors)
+        super().__init__(message, kind=kind, title=title, errors=errors)
 
 
 class Forbidden(DomainError):
     kind = "forbidden"
+    title = "Not allowed"
 
 
 class Conflict(DomainError):
     """The resource's current state does not allow this now."""
 
     kind = "conflict"
+    title = "Conflict with the current state"
 
 
 class Unprocessable(DomainError):
     """Well-formed, but contradicts what was stored before (e.g. a reused idempotency key)."""
 
     kind = "unprocessable"
+    title = "Unprocessable request"
 
 
 class Unavailable(DomainError):
@@ -61,6 +73,7 @@ class Unavailable(DomainError):
     seconds. Never a reason to let the request through unchecked."""
 
     kind = "unavailable"
+    title = "Service unavailable"
 
     def __init__(self, message: str, *, retry_after: int, kind: str | None = None) -> None:
         super().__init__(message, kind=kind)

@@ -89,9 +89,9 @@ class ProblemError(exceptions.APIException):
         detail: str,
         *,
         kind: str | None = None,
+        title: str | None = None,
         errors: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
-        title: str | None = None,
     ) -> None:
         super().__init__(detail=detail)
         self.status_code = status_code
@@ -106,9 +106,11 @@ def problem_body(
     detail: str,
     *,
     kind: str | None = None,
-    errors: dict[str, Any] | None = None,
     title: str | None = None,
+    errors: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The problem document; `kind` ends its type URI and `title` names it (both default
+    to the HTTP status's)."""
     body: dict[str, Any] = {
         "type": PROBLEM_BASE + (kind or _TYPES.get(status_code, "error")),
         "title": title or _TITLES.get(status_code, "Error"),
@@ -164,7 +166,8 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     if response is None:
         return None
     errors = None
-    kind, title = getattr(exc, "kind", None), getattr(exc, "title", None)
+    kind = getattr(exc, "kind", None)
+    title = getattr(exc, "title", None)
     if isinstance(exc, ProblemError):
         detail, errors = str(exc.detail), exc.errors
         for name, value in exc.headers.items():
@@ -172,7 +175,7 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     elif isinstance(exc, exceptions.ValidationError):
         detail = "The request has invalid fields."
         errors = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
-        kind = "validation-error"
+        kind, title = "validation-error", InvalidInput.title
     else:
         detail = _flatten_detail(exc.detail)
     if isinstance(exc, exceptions.NotAuthenticated) and _has_authorization(context):
@@ -183,7 +186,7 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
         response["Retry-After"] = str(max(1, int(exc.wait + 0.999)))
     response.data = problem_body(
-        response.status_code, detail, kind=kind, errors=errors, title=title
+        response.status_code, detail, kind=kind, title=title, errors=errors
     )
     response.content_type = PROBLEM_CONTENT_TYPE
     _render_as_json(context)
@@ -202,7 +205,7 @@ def _domain_problem(exc: DomainError) -> ProblemError:
     status_code = next((code for family, code in _DOMAIN_STATUSES if isinstance(exc, family)))
     headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Unavailable) else None
     return ProblemError(
-        status_code, str(exc), kind=exc.kind, errors=exc.errors, headers=headers, title=exc.title
+        status_code, str(exc), kind=exc.kind, title=exc.title, errors=exc.errors, headers=headers
     )
 
 

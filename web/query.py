@@ -4,9 +4,11 @@ the values picked silently (`?project_id=` answering the whole list reads as fil
 
 import uuid
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.filters import BaseFilterBackend
 from rest_framework.request import Request
@@ -34,6 +36,24 @@ def uuid_query_param(request: Request, name: str) -> uuid.UUID | None:
         return uuid.UUID(raw)
     except ValueError:
         raise InvalidInput({name: ["Must be a UUID."]}) from None
+
+
+def datetime_query_param(request: Request, name: str) -> datetime | None:
+    """The instant `name` names (ISO 8601; without an offset, UTC), None when absent;
+    InvalidInput unless one ASCII date-time that exists."""
+    raw = single_query_param(request, name)
+    if raw is None:
+        return None
+    try:
+        parsed = parse_datetime(raw) if raw.isascii() else None
+        if parsed is not None:
+            # In UTC, as the database compares it: an instant past year 9999 there is refused.
+            parsed = (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):
+        parsed = None
+    if parsed is None:
+        raise InvalidInput({name: ["Must be an ISO 8601 date-time, e.g. 2026-01-31T09:00:00Z."]})
+    return parsed
 
 
 _SHOWN_NAME = 100  # characters of an unknown name echoed back

@@ -32,6 +32,7 @@ class WebhookEndpointAdmin(ServiceSaveAdmin):
         "disabled_reason",
         "circuit",
         "consecutive_failures",
+        "failed_deliveries",
         "circuit_open_until",
         "last_failure_at",
         "id",

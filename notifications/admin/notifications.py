@@ -1,5 +1,5 @@
-"""Notifications in the admin: find stuck ones, read their delivery log, retry or unpark
-them, correct their content.
+"""Notifications in the admin: find stuck ones, read their delivery log, retry them (now, or
+a recurring one at its next occurrence), correct their content.
 
 The queue's own columns are read-only everywhere: state changes are buttons and actions
 that call the same services as the API, and a content edit is the API's guarded update,
@@ -25,6 +25,9 @@ from notifications.states import Move, allows
 from web.admin import ServiceSaveAdmin, StateButtonsAdmin, pretty_json
 
 RECENT_DELIVERIES = 20
+# The admin's name for unparking: a dead-lettered or parked row is retried, a recurring one
+# at its next occurrence (a one-shot is then due now).
+NEXT_OCCURRENCE = "Retry at the next occurrence"
 ERROR_CHARS = 60
 CLAIMED_REFUSAL = (
     "Nothing was saved: run_tick is delivering this notification right now. "
@@ -229,8 +232,9 @@ class NotificationAdmin(StateButtonsAdmin, ServiceSaveAdmin):
         buttons = []
         if allows(notification.state, Move.RETRY):
             buttons.append(("retry", "Retry now"))
-        if allows(notification.state, Move.UNPARK):
-            buttons.append(("unpark", "Unpark"))
+        # For a one-shot, retrying at the next occurrence is retrying now: one button.
+        if notification.is_recurring and allows(notification.state, Move.UNPARK):
+            buttons.append(("unpark", NEXT_OCCURRENCE))
         return buttons
 
     def press_state_button(
@@ -247,7 +251,7 @@ class NotificationAdmin(StateButtonsAdmin, ServiceSaveAdmin):
     def retry_now(self, request: HttpRequest, queryset: QuerySet) -> None:
         self._each(request, queryset, *self._state_changes()["retry"])
 
-    @admin.action(description="Unpark", permissions=["state_change"])
+    @admin.action(description=NEXT_OCCURRENCE, permissions=["state_change"])
     def unpark(self, request: HttpRequest, queryset: QuerySet) -> None:
         self._each(request, queryset, *self._state_changes()["unpark"])
 
@@ -255,7 +259,7 @@ class NotificationAdmin(StateButtonsAdmin, ServiceSaveAdmin):
     def _state_changes() -> dict[str, tuple[Callable, str]]:
         return {
             "retry": (services.notification_retry, "retried"),
-            "unpark": (services.notification_unpark, "unparked"),
+            "unpark": (services.notification_unpark, "retried at its next occurrence"),
         }
 
     def _each(self, request: HttpRequest, queryset: QuerySet, action: Callable, done: str) -> None:
@@ -278,7 +282,9 @@ def _apply(action: Callable, notification: Notification) -> str:
     except conflicts.NotificationClaimed:
         return "being delivered"
     except conflicts.NotificationNotParked:
-        return "not parked"
+        return "not dead-lettered or parked"
+    except conflicts.EndpointDeleted:
+        return "its webhook endpoint was deleted"
     except conflicts.NotificationHealthy:
         return "not failing"
     except conflicts.ScheduleFinished:

@@ -6,6 +6,11 @@ again without a success in between. While open, deliveries to the endpoint are d
 without an attempt. When the interval ends the circuit is half-open: one delivery probes
 it; a success closes it (and resets the interval), a failure opens it again for longer.
 Any answer that is not a 5xx proves the endpoint alive and closes it too.
+
+Beside the circuit, the endpoint's health counts its failed deliveries since the last
+success, whatever failed them: a 3xx or 4xx answer keeps the circuit closed (the endpoint
+is up) but is a failed delivery all the same, so an endpoint refusing everything reads
+`failing`, never `healthy`.
 """
 
 from dataclasses import dataclass, replace
@@ -26,18 +31,21 @@ TRANSPORT_FAILURES = frozenset(
 class Signal(Enum):
     """What one delivery attempt says about its endpoint."""
 
-    ALIVE = "alive"
-    FAILED = "failed"
+    ALIVE = "alive"  # answered 2xx
+    REJECTED = "rejected"  # answered, but refused the delivery (3xx, 4xx)
+    FAILED = "failed"  # a transport failure
 
 
 def signal_of(*, ok: bool, category: str, backpressure: bool = False) -> Signal | None:
-    """ALIVE for any answer but a 5xx, FAILED for a transport failure, None when the
-    attempt says nothing about the endpoint (a blocked address, an internal error, or a
-    push-back: busy is not down)."""
+    """ALIVE for a success, REJECTED for a 3xx or 4xx answer (alive, but the delivery
+    failed), FAILED for a transport failure, None when the attempt says nothing about the
+    endpoint (a blocked address, an internal error, or a push-back: busy is not down)."""
     if backpressure:
         return None
-    if ok or category in (ErrorCategory.HTTP_3XX, ErrorCategory.HTTP_4XX):
+    if ok:
         return Signal.ALIVE
+    if category in (ErrorCategory.HTTP_3XX, ErrorCategory.HTTP_4XX):
+        return Signal.REJECTED
     if category in TRANSPORT_FAILURES:
         return Signal.FAILED
     return None
@@ -49,6 +57,8 @@ class Circuit:
     open_until: datetime | None = None
     interval_seconds: int = 0
     last_failure_at: datetime | None = None
+    # Failed deliveries since the last success, a 3xx or 4xx answer included.
+    failed_deliveries: int = 0
 
     def is_open(self, now: datetime) -> bool:
         return is_circuit_open(self.open_until, now=now)
@@ -59,16 +69,29 @@ class Circuit:
 
     @property
     def healthy(self) -> bool:
-        return self.consecutive_failures == 0 and self.open_until is None
+        return (
+            self.consecutive_failures == 0
+            and self.open_until is None
+            and self.failed_deliveries == 0
+        )
 
 
 def after(circuit: Circuit, signal: Signal, *, now: datetime, threshold: int) -> Circuit:
     """The circuit once an attempt that ended at `now` gave `signal`."""
+    closed = replace(circuit, consecutive_failures=0, open_until=None, interval_seconds=0)
     if signal is Signal.ALIVE:
-        return replace(circuit, consecutive_failures=0, open_until=None, interval_seconds=0)
+        return replace(closed, failed_deliveries=0)
+    failed_deliveries = circuit.failed_deliveries + 1
+    if signal is Signal.REJECTED:
+        return replace(closed, failed_deliveries=failed_deliveries, last_failure_at=now)
     failures = circuit.consecutive_failures + 1
     if failures < threshold or circuit.is_open(now):
-        return replace(circuit, consecutive_failures=failures, last_failure_at=now)
+        return replace(
+            circuit,
+            consecutive_failures=failures,
+            last_failure_at=now,
+            failed_deliveries=failed_deliveries,
+        )
     interval = min(
         LONGEST_INTERVAL_SECONDS, max(FIRST_INTERVAL_SECONDS, circuit.interval_seconds * 2)
     )
@@ -77,6 +100,7 @@ def after(circuit: Circuit, signal: Signal, *, now: datetime, threshold: int) ->
         open_until=now + timedelta(seconds=interval),
         interval_seconds=interval,
         last_failure_at=now,
+        failed_deliveries=failed_deliveries,
     )
 
 
@@ -87,4 +111,5 @@ def circuit_of(endpoint: Any) -> Circuit:
         open_until=endpoint.circuit_open_until,
         interval_seconds=endpoint.circuit_interval_seconds,
         last_failure_at=endpoint.last_failure_at,
+        failed_deliveries=endpoint.failed_deliveries,
     )

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from notifications.models import Delivery, Notification
+from notifications.models import Channel, Delivery, Notification
 from notifications.recurrence import CpuBudget
 from notifications.scheduler.breaker import Signal
 
@@ -79,11 +79,16 @@ def late_ms(notification: Notification, *, at: datetime) -> int | None:
 
 
 def delivery_row(notification: Notification, *, at: datetime, **fields: Any) -> Delivery:
-    """A delivery-log row of the notification's current occurrence."""
+    """A delivery-log row of the notification's current occurrence (as claimed: its
+    `error_count` counts the failed attempts before this one)."""
+    channel = fields.get("channel")
+    endpoint_id = None if channel == Channel.EMAIL else notification.webhook_endpoint_id
     return Delivery(
         notification_id=notification.id,
         tenant_id=notification.tenant_id,
         occurrence=notification.occurrence,
+        endpoint_id=endpoint_id,
+        attempt=notification.error_count + 1,
         attempted_at=at,
         **fields,
     )

@@ -30,6 +30,7 @@ CIRCUIT_FIELDS = [
     "circuit_open_until",
     "circuit_interval_seconds",
     "last_failure_at",
+    "failed_deliveries",
 ]
 
 
@@ -80,4 +81,5 @@ def record_circuits(
         endpoint.circuit_open_until = circuit.open_until
         endpoint.circuit_interval_seconds = circuit.interval_seconds
         endpoint.last_failure_at = circuit.last_failure_at
+        endpoint.failed_deliveries = circuit.failed_deliveries
     WebhookEndpoint.objects.bulk_update(list(endpoints.values()), CIRCUIT_FIELDS)

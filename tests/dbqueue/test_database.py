@@ -54,8 +54,7 @@ def test_the_error_line_is_one_line_that_says_what_happened():
     locked = django_error(sqlite3.OperationalError("database is locked"))
 
     assert database_error_line("run_tick", lost) == (
-        "run_tick: lost the database connection "
-        "(terminating connection due to administrator command)"
+        "run_tick: cannot reach the database (terminating connection due to administrator command)"
     )
     assert database_error_line("consume_jobs", locked) == (
         "consume_jobs: database error (database is locked)"

@@ -48,7 +48,7 @@ def assert_one_clear_error(result: Finished, command: str) -> str:
     assert result.returncode != 0, result.stderr
     assert "Traceback" not in result.stderr, result.stderr
     [line] = [line for line in result.stderr.splitlines() if line.startswith("CommandError:")]
-    assert line.startswith(f"CommandError: {command}: lost the database connection"), line
+    assert line.startswith(f"CommandError: {command}: cannot reach the database"), line
     return line
 
 

@@ -102,7 +102,7 @@ def test_once_stops_on_a_lost_database_with_one_error_line_and_leaves_the_batch_
         call_command("consume_jobs", "--once", stdout=out)
 
     assert str(raised.value) == (
-        "consume_jobs: lost the database connection "
+        "consume_jobs: cannot reach the database "
         "(terminating connection due to administrator command)"
     )
     # No failure recorded for the batch's jobs (the database failed, not the jobs): they

@@ -1,7 +1,7 @@
-"""The support admin: queue filters, delivery log, retry/unpark, endpoints without secrets."""
+"""The support admin: queue filters, delivery log, retries, endpoints without secrets."""
 
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -26,16 +26,20 @@ def tenant(db):
     return make_tenant("Acme")
 
 
+def _mail(**fields):
+    return make_notification(channels=["email"], email_to=["ops@example.com"], **fields)
+
+
 def _rows(tenant):
     now = timezone.now()
     return {
-        "due": make_notification(tenant=tenant, next_fire_at=now - timedelta(minutes=1)),
-        "backing_off": make_notification(tenant=tenant, next_fire_at=now, error_count=1),
-        "dead_lettered": make_notification(
+        "due": _mail(tenant=tenant, next_fire_at=now - timedelta(minutes=1)),
+        "backing_off": _mail(tenant=tenant, next_fire_at=now, error_count=1),
+        "dead_lettered": _mail(
             tenant=tenant, next_fire_at=None, error_count=3, dead_letter_reason="exhausted"
         ),
-        "parked": make_notification(tenant=tenant, next_fire_at=None),
-        "claimed": make_notification(
+        "parked": _mail(tenant=tenant, next_fire_at=None),
+        "claimed": _mail(
             tenant=tenant, next_fire_at=now, claimed_until=now + timedelta(seconds=40)
         ),
     }
@@ -85,7 +89,7 @@ def test_change_page_shows_the_delivery_log_and_read_only_claim_columns(admin_cl
 def test_retry_now_rearms_failing_rows_and_skips_claimed_and_healthy_ones(admin_client, tenant):
     rows = _rows(tenant)
     now = timezone.now()
-    claimed_failing = make_notification(
+    claimed_failing = _mail(
         tenant=tenant, next_fire_at=now, error_count=1, claimed_until=now + timedelta(seconds=40)
     )
     ids = [rows["dead_lettered"].pk, claimed_failing.pk, rows["due"].pk]
@@ -113,7 +117,7 @@ def test_unpark_only_touches_parked_rows(admin_client, tenant):
         CHANGELIST, {"action": "unpark", "_selected_action": ids}, follow=True
     )
 
-    assert "not parked" in response.content.decode()
+    assert "not dead-lettered or parked" in response.content.decode()
     assert Notification.objects.get(pk=rows["parked"].pk).state == "scheduled"
     assert Notification.objects.get(pk=rows["backing_off"].pk).error_count == 1
 
@@ -237,3 +241,25 @@ def test_delivery_rows_link_to_their_notification_while_it_exists(admin_client, 
 
     assert f'<a href="{CHANGELIST}{notification.id}/change/">Weekly report</a>' in html
     assert f"(deleted) {gone}" in html
+
+
+def test_every_admin_page_writes_dates_one_way(admin_client, tenant):
+    at = datetime(2026, 3, 2, 21, 5, 7, tzinfo=UTC)
+    notification = make_notification(tenant=tenant, next_fire_at=at)
+    Delivery.objects.create(
+        tenant=tenant,
+        notification_id=notification.id,
+        occurrence=1,
+        channel="webhook",
+        outcome="delivered",
+        attempted_at=at,
+    )
+
+    pages = [
+        admin_client.get(f"{CHANGELIST}{notification.id}/change/").content.decode(),
+        admin_client.get("/admin/notifications/delivery/").content.decode(),
+    ]
+
+    for html in pages:
+        assert "2026-03-02 21:05:07 UTC" in html
+        assert "p.m." not in html and "March 2, 2026" not in html

@@ -89,7 +89,10 @@ def test_the_change_page_has_csrf_protected_buttons_for_the_rows_state(admin_cli
     scheduled_page = admin_client.get(_change_url(scheduled)).content.decode()
 
     assert f'action="{_button_url(dead, "retry")}"' in dead_page
-    assert f'action="{_button_url(dead, "unpark")}"' in dead_page
+    assert "Retry now" in dead_page
+    # A one-shot has one retry; "Unpark" is never a word support staff read.
+    assert _button_url(dead, "unpark") not in dead_page
+    assert "Unpark" not in dead_page
     assert "csrfmiddlewaretoken" in dead_page
     # Retry is for failing rows: a healthy scheduled row has neither button.
     assert _button_url(scheduled, "retry") not in scheduled_page
@@ -108,19 +111,46 @@ def test_the_retry_button_rearms_the_row_through_the_service(admin_client, tenan
     assert stored.claim_token == 5
 
 
-def test_the_unpark_button_puts_the_row_back_on_its_schedule(admin_client, tenant):
-    notification = make_notification(tenant=tenant, next_fire_at=None)
+def test_a_recurring_row_is_retried_at_its_next_occurrence(admin_client, tenant):
+    notification = make_notification(
+        tenant=tenant,
+        channels=["email"],
+        email_to=["ops@example.com"],
+        rrule="FREQ=DAILY",
+        next_fire_at=None,
+    )
+    page = admin_client.get(_change_url(notification)).content.decode()
+    assert f'action="{_button_url(notification, "unpark")}"' in page
+    assert "Retry at the next occurrence" in page
 
     response = admin_client.post(_button_url(notification, "unpark"), follow=True)
 
-    assert "The notification was unparked." in response.content.decode()
-    assert Notification.objects.get(pk=notification.pk).state == "scheduled"
+    assert "The notification was retried at its next occurrence." in response.content.decode()
+    stored = Notification.objects.get(pk=notification.pk)
+    assert stored.state == "scheduled"
+    assert stored.next_fire_at > timezone.now()
+
+
+def test_a_row_whose_endpoint_was_deleted_is_not_retried(admin_client, tenant):
+    notification = make_notification(
+        tenant=tenant, next_fire_at=None, error_count=5, dead_letter_reason="exhausted"
+    )
+
+    response = admin_client.post(_button_url(notification, "retry"), follow=True)
+
+    assert "Not retried: its webhook endpoint was deleted." in response.content.decode()
+    assert Notification.objects.get(pk=notification.pk).state == "dead_lettered"
 
 
 def test_a_button_refuses_a_claimed_row_with_a_warning(admin_client, tenant):
     now = timezone.now()
     notification = make_notification(
-        tenant=tenant, next_fire_at=now, error_count=1, claimed_until=now + timedelta(seconds=40)
+        tenant=tenant,
+        channels=["email"],
+        email_to=["ops@example.com"],
+        next_fire_at=now,
+        error_count=1,
+        claimed_until=now + timedelta(seconds=40),
     )
 
     response = admin_client.post(_button_url(notification, "retry"), follow=True)

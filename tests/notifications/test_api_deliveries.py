@@ -43,16 +43,21 @@ def test_log_of_a_notification_is_newest_first(alice):
     results = response.json()["results"]
     assert [r["occurrence"] for r in results] == [newer.occurrence, older.occurrence]
     assert results[0] == {
+        "id": newer.id,
         "notification_id": str(notification.id),
+        "endpoint_id": None,
         "occurrence": 2,
+        "attempt": None,
         "channel": "webhook",
         "outcome": "failed",
         "http_status": 503,
         "error_category": "http_5xx",
+        "error": "",
         "duration_ms": 12,
         "attempted_at": results[0]["attempted_at"],
         "late_ms": 1500,
         "skipped": None,
+        "created_at": results[0]["created_at"],
     }
 
 
@@ -164,3 +169,87 @@ def test_log_query_counts_are_pinned(alice, django_assert_num_queries):
     # the token with its membership, the rate-limit count, notification exists, page
     with django_assert_num_queries(4):
         client.get(f"/v1/notifications/{notification.id}/deliveries")
+
+
+def test_the_log_is_filtered_by_notification_endpoint_outcome_and_since(alice):
+    now = timezone.now()
+    first, second = uuid.uuid4(), uuid.uuid4()
+    endpoint, other_endpoint = uuid.uuid4(), uuid.uuid4()
+    rows = {
+        "old": make_delivery(
+            tenant=alice.tenant, notification_id=first, endpoint_id=endpoint, minutes_ago=60
+        ),
+        "failed": make_delivery(
+            tenant=alice.tenant,
+            notification_id=first,
+            endpoint_id=endpoint,
+            outcome="failed",
+            minutes_ago=5,
+        ),
+        "elsewhere": make_delivery(
+            tenant=alice.tenant, notification_id=second, endpoint_id=other_endpoint, minutes_ago=1
+        ),
+        "mail": make_delivery(
+            tenant=alice.tenant, notification_id=second, channel="email", minutes_ago=2
+        ),
+    }
+    since = (now - timedelta(minutes=10)).isoformat().replace("+00:00", "Z")
+
+    def ids(query: str) -> list[int]:
+        response = alice.client().get(f"/v1/deliveries?{query}")
+        assert response.status_code == 200, response.content
+        return [row["id"] for row in response.json()["results"]]
+
+    assert ids(f"notification_id={first}") == [rows["failed"].id, rows["old"].id]
+    assert ids(f"endpoint_id={endpoint}") == [rows["failed"].id, rows["old"].id]
+    assert ids("outcome=failed") == [rows["failed"].id]
+    assert ids(f"since={since}") == [rows["elsewhere"].id, rows["mail"].id, rows["failed"].id]
+    assert ids(f"endpoint_id={endpoint}&since={since}&outcome=failed") == [rows["failed"].id]
+    # Without an offset, UTC.
+    naive = (now - timedelta(minutes=3)).astimezone(UTC).replace(tzinfo=None).isoformat()
+    assert ids(f"since={naive}") == [rows["elsewhere"].id, rows["mail"].id]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "endpoint_id=nope",
+        "outcome=lost",
+        "since=yesterday",
+        "since=2026-02-30T00:00:00Z",
+        "since=9999-12-31T23:59:59-23:00",
+        "since=%D9%A2026-01-01T00:00:00Z",
+        "outcome=failed&outcome=delivered",
+        "endpoint=x",
+    ],
+)
+def test_a_bad_filter_is_400_naming_it(alice, query):
+    response = alice.client().get(f"/v1/deliveries?{query}")
+
+    assert response.status_code == 400
+    name = query.split("=", 1)[0]
+    assert name in response.json()["errors"]
+
+
+def test_the_error_shown_names_no_host_url_or_address(alice):
+    row = make_delivery(
+        tenant=alice.tenant,
+        notification_id=uuid.uuid4(),
+        outcome="timeout",
+        error="timed out after 10s contacting https://hooks.internal.example:8443 (10.0.0.7)",
+    )
+
+    [shown] = alice.client().get("/v1/deliveries").json()["results"]
+
+    assert shown["id"] == row.id
+    assert shown["error"] == "timed out after 10s contacting <url> (<ip>)"
+
+
+def test_another_tenants_endpoint_filter_shows_nothing(alice, charlie):
+    endpoint = uuid.uuid4()
+    make_delivery(tenant=alice.tenant, notification_id=uuid.uuid4(), endpoint_id=endpoint)
+
+    response = charlie.client().get(f"/v1/deliveries?endpoint_id={endpoint}")
+
+    assert response.status_code == 200
+    assert response.json()["results"] == []

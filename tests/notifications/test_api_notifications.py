@@ -322,6 +322,7 @@ def test_patch_or_retry_of_a_claimed_row_is_409_and_changes_nothing(alice):
 def test_retry_rearms_a_dead_lettered_row(alice):
     notification = make_notification(
         tenant=alice.tenant,
+        endpoint=make_endpoint(tenant=alice.tenant, url="https://hooks.example.com/in"),
         next_fire_at=None,
         error_count=3,
         last_error="HTTP 500",
@@ -419,3 +420,62 @@ def test_a_subject_with_nul_is_400_at_create_and_patch(alice):
     patched = alice.client().patch(path, {"subject": "Hi\x00"}, format="json")
     assert patched.status_code == 400
     assert Notification.objects.get().subject == "Hi"
+
+
+def test_retrying_a_row_whose_endpoint_was_deleted_is_409_and_changes_nothing(alice):
+    endpoint = make_endpoint(tenant=alice.tenant, url="https://hooks.example.com/in")
+    notification = make_notification(
+        tenant=alice.tenant,
+        endpoint=endpoint,
+        next_fire_at=None,
+        error_count=5,
+        last_error="endpoint missing",
+        dead_letter_reason="exhausted",
+    )
+    client = alice.client()
+    assert client.delete(f"/v1/webhook-endpoints/{endpoint.id}").status_code == 204
+
+    response = client.post(f"/v1/notifications/{notification.id}/retry")
+
+    assert response.status_code == 409
+    problem = response.json()
+    assert problem["type"].endswith("/webhook-endpoint-deleted")
+    assert problem["title"] == "Webhook endpoint deleted"
+    assert "webhook_endpoint" in problem["detail"]
+    stored = Notification.objects.get(pk=notification.pk)
+    assert (stored.state, stored.error_count) == ("dead_lettered", 5)
+
+
+def test_a_row_whose_webhook_went_before_its_endpoint_was_deleted_may_be_retried(alice):
+    notification = make_notification(
+        tenant=alice.tenant,
+        channels=["email", "webhook"],
+        email_to=["ops@example.com"],
+        channel_state={"webhook": "delivered"},
+        next_fire_at=None,
+        error_count=5,
+        dead_letter_reason="exhausted",
+    )
+
+    response = alice.client().post(f"/v1/notifications/{notification.id}/retry")
+
+    assert response.status_code == 200
+    assert response.json()["state"] == "scheduled"
+
+
+def test_a_new_endpoint_makes_the_row_retryable_again(alice):
+    notification = make_notification(
+        tenant=alice.tenant, next_fire_at=None, error_count=5, dead_letter_reason="exhausted"
+    )
+    endpoint = make_endpoint(tenant=alice.tenant, url="https://hooks.example.com/new")
+    client = alice.client()
+    assert client.post(f"/v1/notifications/{notification.id}/retry").status_code == 409
+
+    patched = client.patch(
+        f"/v1/notifications/{notification.id}",
+        {"webhook_endpoint": str(endpoint.id)},
+        format="json",
+    )
+    assert patched.status_code == 200
+
+    assert client.post(f"/v1/notifications/{notification.id}/retry").status_code == 200

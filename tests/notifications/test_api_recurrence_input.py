@@ -1,5 +1,5 @@
 """The API's side of §3/§4/§11 for schedules: costly rules, and rules whose BY lists
-multiply inside a period, refused (400 rrule_too_costly) at create and PATCH, non-ASCII
+multiply inside a period, refused (400 rrule-too-costly) at create and PATCH, non-ASCII
 digits in an RRULE a clear 400, fire_at without offset read as wall-clock time in the
 notification's zone and kept in whole seconds, and rules naming the time of day firing at
 second 0."""
@@ -34,7 +34,7 @@ def _create(actor, **overrides):
 def _assert_too_costly(response):
     assert response.status_code == 400
     body = response.json()
-    assert body["type"].endswith("/rrule_too_costly")
+    assert body["type"].endswith("/rrule-too-costly")
     assert "RECURRENCE_BUDGET_MS (20 ms of CPU)" in body["detail"]
     assert body["errors"]["rrule"] == [body["detail"]]
 
@@ -56,7 +56,7 @@ def test_a_rule_whose_periods_multiply_is_refused_at_create_and_patch(alice, rul
     for response in (refused_create, refused_patch):
         assert response.status_code == 400
         body = response.json()
-        assert body["type"].endswith("/rrule_too_costly")
+        assert body["type"].endswith("/rrule-too-costly")
         assert body["detail"].startswith("rrule is too costly: one ")
     assert Notification.objects.count() == 1
     row = Notification.objects.get(pk=created["id"])

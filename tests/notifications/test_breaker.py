@@ -19,8 +19,8 @@ def fail(circuit: Circuit, times: int, *, at: datetime = NOW) -> Circuit:
     ("ok", "category", "signal"),
     [
         (True, "", Signal.ALIVE),
-        (False, "http_4xx", Signal.ALIVE),
-        (False, "http_3xx", Signal.ALIVE),
+        (False, "http_4xx", Signal.REJECTED),
+        (False, "http_3xx", Signal.REJECTED),
         (False, "http_5xx", Signal.FAILED),
         (False, "timeout", Signal.FAILED),
         (False, "connection", Signal.FAILED),
@@ -67,3 +67,25 @@ def test_a_success_closes_it_and_resets_the_interval():
 
     assert closed.healthy
     assert fail(closed, 5).open_until == NOW + timedelta(minutes=1)
+
+
+def test_a_rejection_closes_the_circuit_but_counts_as_a_failed_delivery():
+    circuit = fail(Circuit(), 5)
+
+    rejected = after(circuit, Signal.REJECTED, now=NOW + timedelta(minutes=2), threshold=5)
+
+    assert not rejected.is_open(NOW + timedelta(minutes=2))
+    assert rejected.consecutive_failures == 0
+    assert rejected.failed_deliveries == 6
+    assert rejected.last_failure_at == NOW + timedelta(minutes=2)
+    assert not rejected.healthy
+
+
+def test_rejections_never_open_the_circuit_and_a_success_clears_them():
+    circuit = Circuit()
+    for _ in range(20):
+        circuit = after(circuit, Signal.REJECTED, now=NOW, threshold=5)
+
+    assert circuit.open_until is None
+    assert circuit.failed_deliveries == 20
+    assert after(circuit, Signal.ALIVE, now=NOW, threshold=5).healthy

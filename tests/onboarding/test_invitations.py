@@ -195,3 +195,22 @@ def test_no_token_reaches_a_log_line_or_a_problem(anonymous, alice, caplog):
 
     assert token not in caplog.text
     assert all(token not in answer.content.decode() for answer in answers[1:])
+
+
+def test_a_second_delete_is_404_as_for_a_token(alice):
+    invitation_id = invite(alice).json()["id"]
+    token_id = (
+        alice.client()
+        .post("/v1/tokens", {"name": "ci"}, format="json", headers={"Idempotency-Key": "t"})
+        .json()["id"]
+    )
+    client = alice.client()
+
+    first = [client.delete(f"/v1/invitations/{invitation_id}").status_code]
+    first.append(client.delete(f"/v1/tokens/{token_id}").status_code)
+    second = [client.delete(f"/v1/invitations/{invitation_id}").status_code]
+    second.append(client.delete(f"/v1/tokens/{token_id}").status_code)
+
+    assert first == [204, 204]
+    assert second == [404, 404]
+    assert Invitation.objects.get().status == "revoked"

@@ -85,4 +85,4 @@ def test_public_keys_belong_to_their_route(anonymous):
 
     # Not a 422 for "the same key with another request": another route, another key.
     assert verify.status_code == 400
-    assert verify.json()["type"].endswith("invalid-token")
+    assert verify.json()["type"].endswith("/invalid-token")

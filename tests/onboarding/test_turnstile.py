@@ -166,7 +166,7 @@ def test_the_failing_and_the_spent_test_secrets_are_400_captcha_failed(
 
     assert response.status_code == 400
     problem = response.json()
-    assert problem["type"].endswith("/captcha_failed")
+    assert problem["type"].endswith("/captcha-failed")
     assert "error-codes" not in response.content.decode()
     assert "duplicate" not in problem["detail"] and "invalid-input" not in problem["detail"]
     assert not SignupRequest.objects.exists()

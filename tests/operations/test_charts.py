@@ -1,8 +1,10 @@
 """The inline SVG chart: one stacked bar per label, exact counts in the segment titles."""
 
 import xml.etree.ElementTree as ET
+from itertools import pairwise
 
-from operations.charts import Series, lines_svg, stacked_bars_svg
+from notifications.models import DeliveryOutcome
+from operations.charts import RIGHT, WIDTH, Series, legend_positions, lines_svg, stacked_bars_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 SERIES = [Series("ok", "Delivered", "#0a0"), Series("bad", "Failed <5xx>", "#a00")]
@@ -69,3 +71,14 @@ def test_lines_connect_the_points_and_skip_hours_without_a_value():
     assert svg.count("<circle") == 4
     assert "00:00 p99 (s): 60</title>" in svg
     assert ">60</text>" in svg  # the axis tops at the largest value
+
+
+def test_the_legend_of_every_delivery_outcome_fits_without_overlapping():
+    series = [Series(o.value, o.label, "#000") for o in DeliveryOutcome]
+
+    positions = legend_positions(series)
+
+    for (x, width), (next_x, _) in pairwise(positions):
+        assert x + width < next_x
+    last_x, last_width = positions[-1]
+    assert last_x + last_width <= WIDTH - RIGHT

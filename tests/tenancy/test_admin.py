@@ -4,6 +4,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from tenancy.models import ApiToken
+from tests.notifications.factories import make_endpoint
 from tests.projects.factories import make_project
 
 
@@ -64,3 +65,15 @@ def test_project_page_shows_its_jobs_read_only(staff_client, alice):
 
     assert response.status_code == 200
     assert str(job.id) in response.content.decode()
+
+
+def test_the_admin_names_its_models_and_fields_in_plain_english(staff_client, alice):
+    endpoint = make_endpoint(tenant=alice.tenant, url="https://hooks.example.com/in")
+    index = staff_client.get("/admin/").content.decode()
+    endpoint_page = staff_client.get(
+        f"/admin/notifications/webhookendpoint/{endpoint.pk}/change/"
+    ).content.decode()
+
+    assert "API tokens" in index and "Api tokens" not in index
+    assert "External identities" in index and "identitys" not in index
+    assert ">URL" in endpoint_page and ">Url" not in endpoint_page

@@ -212,7 +212,12 @@ def test_a_rotation_sent_again_with_its_key_rotates_nothing_and_is_409(alice):
 
 def test_a_retry_replays_its_answer_even_once_the_row_is_healthy_again(alice):
     notification = make_notification(
-        tenant=alice.tenant, next_fire_at=None, error_count=3, dead_letter_reason="exhausted"
+        tenant=alice.tenant,
+        channels=["email"],
+        email_to=["ops@example.com"],
+        next_fire_at=None,
+        error_count=3,
+        dead_letter_reason="exhausted",
     )
     path = f"/v1/notifications/{notification.id}/retry"
 

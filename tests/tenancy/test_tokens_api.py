@@ -81,7 +81,11 @@ def test_a_replayed_create_is_409_naming_the_token_and_makes_no_second_one(alice
     token_id = first.json()["id"]
     assert first.status_code == 201
     assert replay.status_code == 409
-    assert f"/v1/tokens/{token_id}" in assert_problem(replay)["detail"]
+    detail = assert_problem(replay)["detail"]
+    # Named where it can be read: /v1/tokens/{id} has no GET.
+    assert f"token {token_id} (GET /v1/tokens lists it)" in detail
+    assert f"/v1/tokens/{token_id}" not in detail
+    assert first["Location"] == f"/v1/tokens/{token_id}"
     assert first.json()["token"] not in replay.content.decode()
     assert reused.status_code == 422
     assert ApiToken.objects.filter(user=alice.user, name="ci").count() == 1

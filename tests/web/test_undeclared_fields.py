@@ -20,6 +20,7 @@ pytestmark = pytest.mark.usefixtures("public_dns", "signup_on")
 # A body each endpoint would accept, so the undeclared field is the only thing wrong.
 VALID = {
     "/v1/projects": {"name": "Relaunch"},
+    "/v1/projects/{project}": {"name": "Renamed"},
     "/v1/notifications": {
         "channels": ["email"],
         "email_to": ["ops@example.com"],

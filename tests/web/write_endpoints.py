@@ -49,16 +49,24 @@ WRITES = (
         "POST", "/v1/projects", frozenset({"name", "invite"}), frozenset({"id", "status", "job"})
     ),
     Write(
+        "PATCH",
+        "/v1/projects/{project}",
+        frozenset({"name"}),
+        frozenset({"id", "status", "job", "created_at", "updated_at"}),
+    ),
+    Write(
         "POST",
         "/v1/notifications",
         NOTIFICATION_FIELDS | {"project_id"},
-        frozenset({"id", "state", "next_fire_at", "occurrence", "error_count", "created_at"}),
+        frozenset(
+            {"id", "state", "source", "next_fire_at", "occurrence", "error_count", "created_at"}
+        ),
     ),
     Write(
         "PATCH",
         "/v1/notifications/{notification}",
         NOTIFICATION_FIELDS,
-        frozenset({"id", "state", "project_id", "last_error", "updated_at"}),
+        frozenset({"id", "state", "source", "project_id", "last_error", "updated_at"}),
     ),
     Write(
         "POST",
@@ -146,15 +154,21 @@ class Targets:
     member: int
     user: int  # the actor's (PATCH /v1/me)
     tenant: uuid.UUID  # the actor's (PATCH /v1/tenant)
+    project: uuid.UUID
 
     def path(self, write: Write) -> str:
         return write.template.format(
-            notification=self.notification, endpoint=self.endpoint, job=self.job, member=self.member
+            notification=self.notification,
+            endpoint=self.endpoint,
+            job=self.job,
+            member=self.member,
+            project=self.project,
         )
 
 
 def seed_targets(actor) -> Targets:
-    """A dead-lettered notification, an endpoint and a failed job in the actor's tenant, so
+    """A dead-lettered notification, an endpoint and a failed job (with its project) in the
+    actor's tenant, so
     PATCH and the actions have a row to act on (and each retry succeeds once)."""
     endpoint = make_endpoint(tenant=actor.tenant, url="https://hooks.example.com/in")
     notification = make_notification(
@@ -173,6 +187,7 @@ def seed_targets(actor) -> Targets:
         member=member.user.id,
         user=actor.user.id,
         tenant=actor.tenant.id,
+        project=job.project_id,
     )
 
 
@@ -196,6 +211,7 @@ def stored_state(targets: Targets) -> tuple[dict[str, int], str]:
         *Notification.objects.filter(pk=targets.notification),
         *WebhookEndpoint.objects.filter(pk=targets.endpoint),
         *Job.objects.filter(pk=targets.job),
+        *Project.objects.filter(pk=targets.project),
         *Membership.objects.filter(user_id=targets.member),
     ]
     return counts, django_serializers.serialize("json", rows)

@@ -1,0 +1,86 @@
+"""On PostgreSQL, a project deleted while its provision job is being written back: the two
+take turns (the delete locks the jobs first, in the consumer's order), never deadlock, and
+never leave a notification pointing at a deleted project."""
+
+import threading
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from jobs.consumer import jobs_claim
+from jobs.models import Job
+from jobs.services import jobs_complete
+from notifications.models import Notification
+from projects.models import Project
+from projects.provisioning import provision_activate_many
+from projects.services import project_delete
+from tests.conftest import requires_postgres
+from tests.jobs.factories import make_endpoint
+from tests.projects.factories import make_project
+
+pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True)]
+
+
+def _run(target, errors: list) -> threading.Thread:
+    def run() -> None:
+        try:
+            target()
+        except Exception as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def test_a_delete_during_a_completion_waits_for_it_and_then_deletes(alice, settings):
+    settings.PROVISIONING_URL = ""
+    make_endpoint(alice.tenant)
+    project = make_project(alice)
+    now = timezone.now()
+    [job] = jobs_claim(now=now, limit=1)
+    completing, deleting = threading.Event(), threading.Event()
+    errors: list[Exception] = []
+
+    def apply(jobs):
+        completing.set()  # the job row is locked by the fenced update
+        deleting.wait(10)  # the delete has started and waits for that lock
+        provision_activate_many(jobs, now=now)
+
+    def complete():
+        jobs_complete(jobs=[job], now=now, apply=apply)
+
+    def delete():
+        completing.wait(10)
+        timer = threading.Timer(0.5, deleting.set)
+        timer.start()
+        project_delete(tenant=alice.tenant, project_id=project.id)
+
+    threads = [_run(complete, errors), _run(delete, errors)]
+    for thread in threads:
+        thread.join(30)
+
+    assert errors == []
+    assert not Project.objects.filter(pk=project.pk).exists()
+    assert not Job.objects.filter(pk=job.pk).exists()
+    # The activation committed first; its notifications stay, without the project.
+    announced = Notification.objects.filter(tenant=alice.tenant)
+    assert announced.exists()
+    assert set(announced.values_list("project_id", flat=True)) == {None}
+
+
+def test_a_completion_during_a_delete_is_fenced_out(alice, settings):
+    settings.PROVISIONING_URL = ""
+    project = make_project(alice)
+    now = timezone.now()
+    [job] = jobs_claim(now=now, limit=1)
+    applied: list = []
+
+    project_delete(tenant=alice.tenant, project_id=project.id)
+    done = jobs_complete(jobs=[job], now=now, apply=applied.extend)
+
+    assert done == set()
+    assert applied == []
