@@ -10,13 +10,12 @@ within 5 s of due) and the tick's CPU per row spent finding next occurrences, p5
 straight to the table, as a row from before the check would be: 12 rows, the same figures,
 and how the rows ended.
 
-Then every FREQ with BY lists that multiply inside a period (DESIGN §11): for each FREQ the
-longest list the create check admits (bisection through notification_create), the CPU of a
-create through the API (in process, bearer token; goal p99 ≤ 25 ms), and one tick over 120
-rows of those rules beside another tenant's row (goal: tick CPU per row p99 ≤ 20 ms, that
-row within 5 s). Last, the shapes the issue found (5-12 s per create before) written
-straight to the table: what the tick spends on them, and how they ended.
-"""
+Then every FREQ with BY lists that multiply inside a period (README: The scheduler, what a rule may
+cost): for each FREQ the longest list the create check admits (bisection through
+notification_create), the CPU of a create through the API (in process, bearer token; goal p99 ≤ 25
+ms), and one tick over 120 rows of those rules beside another tenant's row (goal: tick CPU per row
+p99 ≤ 20 ms, that row within 5 s). Last, the shapes the issue found (5-12 s per create before)
+written straight to the table: what the tick spends on them, and how they ended."""
 
 import statistics
 import tempfile

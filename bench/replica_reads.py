@@ -1,4 +1,4 @@
-"""API read throughput with and without a read replica (DESIGN.md §10), under gunicorn.
+"""API read throughput with and without a read replica (README: Scale), under gunicorn.
 
     .venv/bin/python bench/replica_reads.py [--replica-url postgres://postgres@127.0.0.1:5433/]
         [--clients N] [--seconds S] [--rounds R] [--pg-database NAME]

@@ -1,4 +1,4 @@
-"""Scale-out on one PostgreSQL (DESIGN.md §10): tick processes, read replicas, connections.
+"""Scale-out on one PostgreSQL (README: Scale): tick processes, read replicas, connections.
 
     .venv/bin/python bench/scale.py [--scenario ticks|reads|connections|all]
         [--tenants T] [--rows-per-tenant R] [--processes 1 2 4]

@@ -5,16 +5,13 @@ import argparse
 import collections
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg.rows import dict_row
 
 from bench.scale_db import admin_connection
-
-if TYPE_CHECKING:
-    from bench.scale_connections import Setup
 
 WEB, TICK, JOBS, JOBS_LISTEN = "gunicorn worker", "run_tick", "consume_jobs", "consume_jobs+LISTEN"
 KINDS = (WEB, TICK, JOBS, JOBS_LISTEN)
@@ -42,11 +39,20 @@ def pooler_console(url: str) -> psycopg.Connection:
     )
 
 
+class SampledSetup(Protocol):
+    """What a Sampler reads of a set-up (bench.scale_connections.Setup)."""
+
+    pooled: bool
+    args: argparse.Namespace
+
+    def sample(self, admin: Any, console: Any) -> collections.Counter: ...
+
+
 class Sampler:
     """A set-up's connections: read until every worker has connected, then sampled every
     SAMPLE_SECONDS in a thread while the load runs (`with`); keeps the peaks."""
 
-    def __init__(self, setup: "Setup") -> None:
+    def __init__(self, setup: SampledSetup) -> None:
         self.setup = setup
         self.admin = admin_connection()
         self.console = pooler_console(setup.args.pooler_url) if setup.pooled else None

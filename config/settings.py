@@ -97,7 +97,7 @@ TEMPLATES = [
 
 DATABASES = {"default": configured_database(database_url(f"sqlite:///{BASE_DIR / 'db.sqlite3'}"))}
 
-# --- Read replicas and the LISTEN connection (DESIGN.md §10) -------------------------------
+# --- Read replicas and the LISTEN connection (README: Scale) -------------------------------
 # API reads go to a healthy replica (dbqueue.replicas, dbqueue.bookmarks); under a test
 # runner each replica mirrors the test database instead of being created.
 REPLICA_MAX_LAG_SECONDS = positive(
@@ -184,7 +184,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
-# --- CORS: a browser front end on another origin (DESIGN §3b) ----------------------------
+# --- CORS: a browser front end on another origin (README: Signing in and sessions) ----------------
 # Empty (the default): no CORS header at all. No cookies are used, so none are allowed.
 CORS_ALLOWED_ORIGINS = origins("CORS_ALLOWED_ORIGINS")
 CORS_ALLOW_CREDENTIALS = False
@@ -247,7 +247,7 @@ INVITATION_TTL_SECONDS = int(
     positive("INVITATION_TTL_SECONDS", read("INVITATION_TTL_SECONDS", env.int, 604_800))
 )
 
-# --- Signing in and sessions (DESIGN §3b) ----------------------------------------------
+# --- Signing in and sessions (README: Signing in and sessions) ------------------------------------
 SIGNIN_URL = token_url("SIGNIN_URL", "http://localhost:3000/signin/verify?token={token}")
 SIGNIN_RATE_IP = rate("SIGNIN_RATE_IP", "10/hour")
 # Session tokens (signin, signup verify, an anonymous invitation accept) end this long after

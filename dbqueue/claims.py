@@ -22,8 +22,7 @@ short claim that took every row it ranked found the queue drained.
 What a claimer writes back afterwards is fenced on the claim token: `dbqueue.fences`.
 """
 
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
@@ -31,7 +30,7 @@ from typing import Any
 from django.db import connection, models
 
 from dbqueue.compiled import bind
-from dbqueue.ranking import CompiledRanking, compiled_ranking
+from dbqueue.ranking import ClaimSpec, CompiledRanking, compiled_ranking
 
 # How many ready rows a PostgreSQL claim ranks per row it takes; the rest cover rows that
 # concurrent claimers hold locked, so up to OVERSAMPLE - 1 of them do not shrink a batch.
@@ -59,22 +58,6 @@ class ClaimValue(Enum):
     NOW = "now"
     LEASE_UNTIL = "lease_until"
     INCREMENT = "increment"
-
-
-@dataclass(frozen=True)
-class ClaimSpec:
-    """How a queue claims: `ready(now)` is the queryset of claimable rows (one table, no
-    joins; `now` is an expression standing for the claim time, so use it only inside the
-    query), `order_by` the claim order within a group, `fair_by` the field whose groups
-    take turns (round-robin), and `on_claim` further columns the claim sets (a value, or a
-    ClaimValue). `capped_by` names the field whose values a claim may skip or cap (see
-    `claim`); rows where it is NULL are neither."""
-
-    ready: Callable[[Any], models.QuerySet]
-    order_by: tuple[str, ...]
-    fair_by: str
-    on_claim: Mapping[str, Any] = field(default_factory=dict)
-    capped_by: str | None = None
 
 
 def claim(

@@ -9,19 +9,33 @@ are bound per call (`dbqueue.claims.claim_statement`).
 """
 
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import connection, models
 from django.db.models.functions import RowNumber
 
 from dbqueue.compiled import Param
 
-if TYPE_CHECKING:
-    from dbqueue.claims import ClaimSpec
-
 # Compiled claim statements kept per process (one per queue and shape of claim).
 COMPILED_MAX = 64
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """How a queue claims: `ready(now)` is the queryset of claimable rows (one table, no
+    joins; `now` is an expression standing for the claim time, so use it only inside the
+    query), `order_by` the claim order within a group, `fair_by` the field whose groups
+    take turns (round-robin), and `on_claim` further columns the claim sets (a value, or a
+    ClaimValue). `capped_by` names the field whose values a claim may skip or cap (see
+    `claim`); rows where it is NULL are neither."""
+
+    ready: Callable[[Any], models.QuerySet]
+    order_by: tuple[str, ...]
+    fair_by: str
+    on_claim: Mapping[str, Any] = field(default_factory=dict)
+    capped_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -41,7 +55,7 @@ class CompiledRanking:
 _COMPILED: "OrderedDict[tuple, CompiledRanking]" = OrderedDict()
 
 
-def compiled_ranking(spec: "ClaimSpec", *, skipped: int, capped: int | None) -> CompiledRanking:
+def compiled_ranking(spec: ClaimSpec, *, skipped: int, capped: int | None) -> CompiledRanking:
     """The compiled parts for this shape of claim, compiled on first use. `capped` is
     None without a cap, else how many values have their own cap. The key holds the ready
     predicate itself (its constants, e.g. a setting, included), so a different predicate
@@ -81,7 +95,7 @@ def _field(model: type[models.Model], name: str) -> models.Field:
     return field_.target_field if field_.is_relation else field_
 
 
-def _compile(spec: "ClaimSpec", ready: models.QuerySet, capped: int | None) -> CompiledRanking:
+def _compile(spec: ClaimSpec, ready: models.QuerySet, capped: int | None) -> CompiledRanking:
     model = ready.model
     ranked_sql, ranked_params = _ranked(spec, ready, capped).query.sql_with_params()
     # The ranking's row count is a parameter, so one statement serves every batch size.
@@ -109,7 +123,7 @@ def _compile(spec: "ClaimSpec", ready: models.QuerySet, capped: int | None) -> C
     )
 
 
-def _ranked(spec: "ClaimSpec", ready: models.QuerySet, capped: int | None) -> models.QuerySet:
+def _ranked(spec: ClaimSpec, ready: models.QuerySet, capped: int | None) -> models.QuerySet:
     """The ready rows in fair order: each row's rank within its group (1 = the group's
     first by `order_by`), then `order_by` among rows of equal rank; with a cap (`capped`
     values with their own), at most that many rows of one `capped_by` value."""

@@ -1,4 +1,4 @@
-"""Input and output shapes of signup and invitations (DESIGN §3a)."""
+"""Input and output shapes of signup and invitations (README: API overview)."""
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -73,7 +73,7 @@ class InvitationAcceptedSerializer(serializers.Serializer):
     )
 
 
-# --- Signing in and invitation previews (DESIGN §3b) ----------------------------------------
+# --- Signing in and invitation previews (README: Signing in and sessions) -------------------------
 
 
 class SigninAcceptedSerializer(serializers.Serializer):

@@ -1,4 +1,4 @@
-"""The front door's behaviour (DESIGN §3a): signup behind Turnstile, invitations, and the
+"""The front door's behaviour (README: API overview): signup behind Turnstile, invitations, and the
 emails that carry their single-use tokens.
 
 The rows are tenancy's (tenancy.signups, tenancy.invitations); this app sits above the

@@ -1,4 +1,4 @@
-"""Cloudflare Turnstile, checked server-side through siteverify (DESIGN §3a).
+"""Cloudflare Turnstile, checked server-side through siteverify (README: API overview).
 
 The contract, from Cloudflare's "Validate the token" page
 (developers.cloudflare.com/turnstile/get-started/server-side-validation/): POST

@@ -266,7 +266,7 @@ class InvitationPreviewView(_PublicView):
         return answer_once(request, preview, body=serializer.validated_data, scope=scope)
 
 
-# --- Signing back in (DESIGN §3b) ----------------------------------------------------------
+# --- Signing back in (README: Signing in and sessions) --------------------------------------------
 
 
 class SigninView(_SignupView):

@@ -1,7 +1,7 @@
-"""Invitations into a tenant (DESIGN §3a): issued with the digest of a single-use link token
-(tenancy.link_tokens), re-issued for an address already pending, revoked, and accepted once
-into a membership. Emailing the link is the onboarding app's part, in the same transaction
-as the digest its token is checked against.
+"""Invitations into a tenant (README: API overview): issued with the digest of a single-use link
+token (tenancy.link_tokens), re-issued for an address already pending, revoked, and accepted once
+into a membership. Emailing the link is the onboarding app's part, in the same transaction as the
+digest its token is checked against.
 
 A token is looked up by its SHA-256 digest: what the database compares is the digest, so
 the time a lookup takes says nothing about the token itself.

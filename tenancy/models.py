@@ -298,8 +298,8 @@ class SignupRequest(models.Model):
 
 
 class SigninLink(models.Model):
-    """A single-use link that signs an existing user in (DESIGN §3b), valid for minutes.
-    Only the digest of its token is kept (tenancy.link_tokens, purpose `signin`)."""
+    """A single-use link that signs an existing user in (README: Signing in and sessions), valid for
+    minutes. Only the digest of its token is kept (tenancy.link_tokens, purpose `signin`)."""
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="signin_links"

@@ -1,6 +1,6 @@
-"""Signing back in (DESIGN §3b): a single-use link of an existing user, recorded as the
-digest of its token (tenancy.link_tokens, purpose `signin`) and valid for 15 minutes, and
-its verification into a session token. Emailing the link is the onboarding app's part.
+"""Signing back in (README: Signing in and sessions): a single-use link of an existing user,
+recorded as the digest of its token (tenancy.link_tokens, purpose `signin`) and valid for 15
+minutes, and its verification into a session token. Emailing the link is the onboarding app's part.
 
 Nothing here may tell a caller whether an address has an account: the caller hears the
 same whatever `signin_link_record` decided, and every address is counted against the

@@ -1,6 +1,6 @@
 """Signup requests: recorded with the digest of a single-use link token (tenancy.link_tokens),
-verified once into a tenant, its owner and a session token (DESIGN §3a). Emailing the link is
-the onboarding app's part."""
+verified once into a tenant, its owner and a session token (README: API overview). Emailing the link
+is the onboarding app's part."""
 
 from datetime import datetime, timedelta
 

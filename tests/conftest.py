@@ -123,7 +123,7 @@ requires_postgres = pytest.mark.skipif(
 )
 
 
-# --- Through a transaction pooler (DESIGN.md §10) -------------------------------------------
+# --- Through a transaction pooler (README: Scale) -------------------------------------------
 # With TEST_PGBOUNCER_URL=postgres://user@host:port (a PgBouncer in transaction mode in front
 # of DATABASE_URL's server), the test database is still created and dropped over DATABASE_URL
 # directly — CREATE/DROP DATABASE do not belong behind a pooler — and every test, and every

@@ -258,7 +258,7 @@ ROUTES += [
     RouteSpec("DELETE", "/v1/tokens/{id}", success=204, create=_token_id, user_scoped=True),
 ]
 
-# --- Identity, sessions, signing in, invitation previews (DESIGN §3b) -----------------------
+# --- Identity, sessions, signing in, invitation previews (README: Signing in and sessions) --------
 ROUTES += [
     RouteSpec("PATCH", "/v1/me", body=lambda: {"name": "Matrix"}),
     RouteSpec("PATCH", "/v1/tenant", roles=OWNER, body=lambda: {"name": "Renamed"}),

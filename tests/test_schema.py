@@ -156,7 +156,7 @@ def test_public_front_door_routes_need_no_token_and_declare_their_problems(schem
 
 
 def test_the_front_end_routes_are_documented(schema):
-    """DESIGN §3b: identity, sessions, signing in and invitation previews."""
+    """README: Signing in and sessions: identity, sessions, signing in and invitation previews."""
     paths = schema["paths"]
     me = paths["/v1/me"]
     assert {"get", "patch"} <= set(me)

@@ -140,8 +140,8 @@ def test_no_body_breaks_a_write(alice, write):
     check()
 
 
-# Input the store and the headers cannot hold (DESIGN §11): each is a 400 on any write that
-# takes it, whatever else the body holds, and writes nothing.
+# Input the store and the headers cannot hold (README: API overview): each is a 400 on any write
+# that takes it, whatever else the body holds, and writes nothing.
 _ADDRESS_FIELDS = {"email": str, "invite": list, "email_to": list}
 _OVERLONG_ADDRESS = st.integers(255, 320).map(address)
 _BROKEN_SUBJECT = st.tuples(_TEXT, st.sampled_from(["\r", "\n", "\r\n"]), _TEXT).map("".join)

@@ -1,4 +1,4 @@
-"""Secrets the product must read back, sealed at rest (DESIGN §11: no live secret at rest).
+"""Secrets the product must read back, sealed at rest (README: Account emails and secrets at rest).
 
 A link token can be stored as a digest because the server only ever checks it; a webhook
 signing secret cannot, because every delivery signs with it. Such a secret is stored sealed:

@@ -1,4 +1,4 @@
-"""No live link token at rest (DESIGN §11): the signup and invitation emails queued before
+"""No live link token at rest (README: Account emails and secrets at rest): the signup and invitation emails queued before
 link tokens were derived at send time (tenancy.link_tokens) hold their token in plain text,
 in their stored body and in any Resend batch recorded for them. This replaces each such link
 with a placeholder; nothing else in those bodies changes.

@@ -1,4 +1,4 @@
-"""Webhook signing secrets are stored sealed (web.sealed, DESIGN §11): the column first
+"""Webhook signing secrets are stored sealed (web.sealed; README: Account emails and secrets at rest): the column first
 widens for the sealed form, the stored secrets are sealed under SECRET_KEY, then the fields
 become the sealed kinds that read them back plain. Reversed, the secrets are unsealed."""
 

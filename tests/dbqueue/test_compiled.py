@@ -29,9 +29,9 @@ def token_with_membership() -> models.QuerySet[ApiToken]:
                 "user__memberships",
                 condition=Q(user__memberships__tenant_id=Param("tenant", models.UUIDField())),
             ),
-            tenant=FilteredRelation("membership__tenant"),
+            member_tenant=FilteredRelation("membership__tenant"),
         )
-        .select_related("membership", "tenant")
+        .select_related("membership", "member_tenant")
     )[:2]
 
 
@@ -53,8 +53,8 @@ def test_rows_are_the_orm_instances_with_their_related_objects(alice):
     assert token.user.date_joined == expected.user.date_joined
     assert token.membership == Membership.objects.get(user=alice.user)
     assert token.membership.role == Role.OWNER
-    assert token.tenant == alice.tenant
-    assert token.tenant.name == "Tenant A"
+    assert token.member_tenant == alice.tenant
+    assert token.member_tenant.name == "Tenant A"
     assert not token._state.adding
 
 
@@ -78,8 +78,8 @@ def test_each_run_binds_its_values_into_one_compiled_statement(
         [charlies] = query.run(prefix=prefix(charlie), tenant=charlie.tenant.id)
 
     assert compilations == [ApiToken]
-    assert (in_a.tenant, in_a.membership.role) == (alice.tenant, Role.OWNER)
-    assert (in_b.tenant, in_b.membership.role) == (charlie.tenant, Role.MEMBER)
+    assert (in_a.member_tenant, in_a.membership.role) == (alice.tenant, Role.OWNER)
+    assert (in_b.member_tenant, in_b.membership.role) == (charlie.tenant, Role.MEMBER)
     assert charlies.user == charlie.user
 
 

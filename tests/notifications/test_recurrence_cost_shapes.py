@@ -1,6 +1,6 @@
-"""Every rule shape costs what the budget allows (DESIGN §11): the work of a search is
-counted in what dateutil really expands — every occurrence of every period, not only the
-ones it yields — and a rule whose periods hold more than a search may expand is refused
+"""Every rule shape costs what the budget allows (README: The scheduler, what a rule may cost): the
+work of a search is counted in what dateutil really expands — every occurrence of every period, not
+only the ones it yields — and a rule whose periods hold more than a search may expand is refused
 before dateutil expands any of it.
 
 The count here is independent of the meter's own: the `expanded` fixture counts each

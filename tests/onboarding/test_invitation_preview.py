@@ -1,5 +1,6 @@
-"""POST /v1/invitations/preview (DESIGN §3b): what an invitation's token opens, shown before
-the invitee accepts, without using the token; the tokens accept refuses are refused alike."""
+"""POST /v1/invitations/preview (README: Signing in and sessions): what an invitation's token opens,
+shown before the invitee accepts, without using the token; the tokens accept refuses are refused
+alike."""
 
 import uuid
 from datetime import timedelta

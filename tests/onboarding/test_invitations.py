@@ -1,5 +1,5 @@
 """/v1/invitations: create (owner, Idempotency-Key required), list, read, revoke, and the
-public or signed-in accept (DESIGN §3a)."""
+public or signed-in accept (README: API overview)."""
 
 import logging
 import uuid

@@ -1,7 +1,7 @@
-"""DESIGN §11 "No live secret at rest": once a signup's and an invitation's emails went out
-(a tick, through the email backend or the fake Resend), no table and column, admin page or
-API answer holds a live link token, raw or URL-encoded; the email received holds it, and it
-works."""
+"""No live secret at rest (README: Account emails and secrets at rest): once a signup's and an
+invitation's emails went out (a tick, through the email backend or the fake Resend), no table and
+column, admin page or API answer holds a live link token, raw or URL-encoded; the email received
+holds it, and it works."""
 
 import uuid
 from datetime import timedelta

@@ -1,5 +1,5 @@
-"""POST /v1/signin and /v1/signin/verify (DESIGN §3b): the same bytes for every address, a
-single-use 15-minute link for an account, kept only as a digest, traded for a session."""
+"""POST /v1/signin and /v1/signin/verify (README: Signing in and sessions): the same bytes for every
+address, a single-use 15-minute link for an account, kept only as a digest, traded for a session."""
 
 from datetime import timedelta
 

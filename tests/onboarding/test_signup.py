@@ -1,4 +1,4 @@
-"""POST /v1/signup and /v1/signup/verify (DESIGN §3a): no account enumeration, one pending
+"""POST /v1/signup and /v1/signup/verify (README: API overview): no account enumeration, one pending
 request per address, single-use hashed tokens, the tenant made in one transaction."""
 
 import logging

@@ -7,7 +7,7 @@ create's own BEGIN/COMMIT rather than a test transaction's SAVEPOINTs. The budge
 create is at most 6 data statements; transaction control is listed but not budgeted. On
 PostgreSQL the create's three inserts are one statement (WITH … INSERT), atomic without a
 transaction around it, and every write answer ends with the primary's WAL position for its
-`Tickwork-Bookmark` (`SELECT pg_current_wal_lsn()`, DESIGN.md §10); a read's bookmark comes
+`Tickwork-Bookmark` (`SELECT pg_current_wal_lsn()`, README: Scale); a read's bookmark comes
 from a position cached for a second, which the warm-up request fills (held here for the
 whole test so the count does not depend on how fast it runs).
 """

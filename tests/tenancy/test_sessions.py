@@ -1,6 +1,6 @@
-"""Sessions that end and tokens that stay where they are bound (DESIGN §3b): an expired token
-is 401 `token-expired`, signing out revokes the calling token, and a token bound to one
-tenant is 403 in any other."""
+"""Sessions that end and tokens that stay where they are bound (README: Signing in and sessions): an
+expired token is 401 `token-expired`, signing out revokes the calling token, and a token bound to
+one tenant is 403 in any other."""
 
 import uuid
 from datetime import timedelta

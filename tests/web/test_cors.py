@@ -1,6 +1,6 @@
-"""CORS for a browser front end on another origin (DESIGN §3b): preflights answered before
-authentication, every answer to an allowed origin carrying its headers, nothing for any
-other origin, and no credentials."""
+"""CORS for a browser front end on another origin (README: Signing in and sessions): preflights
+answered before authentication, every answer to an allowed origin carrying its headers, nothing for
+any other origin, and no credentials."""
 
 import uuid
 

@@ -1,6 +1,6 @@
-"""Webhook signing secrets at rest (DESIGN §11): stored sealed under a key derived from
-SECRET_KEY, read back plain by the product, opened by a fallback key after a rotation of
-SECRET_KEY, never by another key, and absent in plain from every stored column."""
+"""Webhook signing secrets at rest (README: Account emails and secrets at rest): stored sealed under
+a key derived from SECRET_KEY, read back plain by the product, opened by a fallback key after a
+rotation of SECRET_KEY, never by another key, and absent in plain from every stored column."""
 
 import uuid
 from datetime import UTC, datetime, timedelta

@@ -126,7 +126,7 @@ WRITES += (
     ),
 )
 
-# --- Identity, signing in and invitation previews (DESIGN §3b) -----------------------------
+# --- Identity, signing in and invitation previews (README: Signing in and sessions) ---------------
 WRITES += (
     Write("PATCH", "/v1/me", frozenset({"name"}), frozenset({"id", "email", "tenants"})),
     Write("PATCH", "/v1/tenant", frozenset({"name"}), frozenset({"id", "created_at"})),
