@@ -14,6 +14,8 @@ from notifications.retention import (
     notifications_completed_before,
 )
 from tenancy.idempotency import operation_keys_expired
+from tenancy.signins import signin_links_ended
+from tenancy.tokens import sessions_ended
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,8 @@ class PruneCounts:
     deliveries: int
     operation_keys: int
     email_batches: int
+    sessions: int
+    signin_links: int
 
 
 # Resend keeps an idempotency key 24 h; a batch record is kept twice as long.
@@ -46,7 +50,8 @@ EMAIL_BATCH_RETENTION = timedelta(days=2)
 def retention_prune(*, now: datetime, policy: RetentionPolicy) -> PruneCounts:
     """Delete completed jobs, completed notifications and delivery-log rows past their
     retention (a completed notification goes with the delivery log of its age), expired
-    operation keys and old email batch records, in bounded batches. Live rows are never
+    operation keys, old email batch records, ended sessions and sign-in links, in bounded
+    batches. Live rows are never
     candidates: pending, enqueued and failed jobs (dead letters wait for support staff)
     stay, as do notifications on their schedule, dead-lettered or parked; the delivery log
     is history only."""
@@ -74,4 +79,6 @@ def _candidates(*, now: datetime, policy: RetentionPolicy) -> dict[str, QuerySet
         "deliveries": deliveries_before(before=deliveries_before_time),
         "operation_keys": operation_keys_expired(now=now),
         "email_batches": email_batches_before(before=now - EMAIL_BATCH_RETENTION),
+        "sessions": sessions_ended(now=now),
+        "signin_links": signin_links_ended(now=now),
     }

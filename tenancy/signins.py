@@ -15,6 +15,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import QuerySet
 
 from dbqueue.ratelimit import count_request
 from dbqueue.rates import parse_rate
@@ -90,3 +91,9 @@ def signin_verify(*, token: str, now: datetime) -> SignedIn:
         raise InvalidToken
     SigninLink.objects.filter(pk=link.pk).update(used_at=now)
     return SignedIn(user=link.user, session=session_issue(user=link.user, name="signin", now=now))
+
+
+def signin_links_ended(*, now: datetime) -> QuerySet[SigninLink]:
+    """Sign-in links past their end, used or not: what `prune` may delete (a used one is
+    past its end within minutes too)."""
+    return SigninLink.objects.filter(expires_at__lt=now)

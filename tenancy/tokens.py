@@ -96,3 +96,17 @@ def token_revoke_current(*, credential: object, now: datetime) -> None:
     if not isinstance(credential, ApiToken):
         raise NotRevocableHere
     ApiToken.objects.filter(pk=credential.pk, revoked_at__isnull=True).update(revoked_at=now)
+
+
+# An ended session is kept this long, so that a client presenting it is told `token-expired`
+# (sign in again) rather than a bare 401, then `prune` deletes it.
+ENDED_SESSION_RETENTION = timedelta(days=7)
+
+
+def sessions_ended(*, now: datetime) -> QuerySet[ApiToken]:
+    """Session tokens that ended (or were revoked) more than ENDED_SESSION_RETENTION ago:
+    what `prune` may delete. API tokens are the user's to revoke and are never candidates."""
+    before = now - ENDED_SESSION_RETENTION
+    return ApiToken.objects.filter(kind=TokenKind.SESSION).filter(
+        Q(expires_at__lt=before) | Q(revoked_at__lt=before)
+    )

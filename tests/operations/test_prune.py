@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from jobs.models import Job, JobStatus
 from notifications.models import Delivery, EmailBatch, Notification
-from tenancy.models import OperationKey
+from tenancy.models import ApiToken, OperationKey, SigninLink, TokenKind
 from tests.jobs.factories import make_job
 from tests.notifications.factories import make_notification
 
@@ -81,6 +81,8 @@ def test_prune_deletes_what_is_past_retention_and_prints_counts(alice, settings)
         "deliveries": 2,
         "operation_keys": 1,
         "email_batches": 1,
+        "sessions": 0,
+        "signin_links": 0,
     }
     assert set(Notification.objects.values_list("pk", flat=True)) == {
         rows["recent_completed"].pk,
@@ -103,6 +105,7 @@ def test_days_overrides_the_retention_settings_and_prints_one_logfmt_line(alice)
 
     assert re.fullmatch(
         r"event=prune jobs=2 notifications=2 deliveries=3 operation_keys=1 email_batches=1 "
+        r"sessions=0 signin_links=0 "
         r"jobs_days=7 "
         r"deliveries_days=7 "
         r"duration_s=\d+\.\d{3}",
@@ -124,6 +127,8 @@ def test_each_table_has_its_own_age(alice, settings):
         "deliveries": 0,
         "operation_keys": 1,
         "email_batches": 1,
+        "sessions": 0,
+        "signin_links": 0,
     }
 
     call_command("prune", "--json", "--deliveries-days", "30", stdout=(out := io.StringIO()))
@@ -134,6 +139,8 @@ def test_each_table_has_its_own_age(alice, settings):
         "deliveries": 2,
         "operation_keys": 0,
         "email_batches": 0,
+        "sessions": 0,
+        "signin_links": 0,
     }
 
 
@@ -197,6 +204,8 @@ def table_sizes() -> dict[str, int]:
         "deliveries": Delivery.objects.count(),
         "operation_keys": OperationKey.objects.count(),
         "email_batches": EmailBatch.objects.count(),
+        "sessions": 0,
+        "signin_links": 0,
     }
 
 
@@ -214,6 +223,8 @@ def test_a_dry_run_prints_what_would_go_per_table_and_deletes_nothing(alice, set
         "deliveries": 2,
         "operation_keys": 1,
         "email_batches": 1,
+        "sessions": 0,
+        "signin_links": 0,
     }
     assert table_sizes() == before
 
@@ -221,7 +232,7 @@ def test_a_dry_run_prints_what_would_go_per_table_and_deletes_nothing(alice, set
 
     assert re.fullmatch(
         r"event=prune_dry_run jobs=2 notifications=2 deliveries=3 operation_keys=1 "
-        r"email_batches=1 "
+        r"email_batches=1 sessions=0 signin_links=0 "
         r"jobs_days=7 deliveries_days=7 duration_s=\d+\.\d{3}",
         out.getvalue().strip(),
     )
@@ -284,6 +295,8 @@ def test_yes_confirms_a_retention_of_0_days(alice):
         "deliveries": 3,
         "operation_keys": 1,
         "email_batches": 1,
+        "sessions": 0,
+        "signin_links": 0,
     }
     assert not Job.objects.filter(status=JobStatus.COMPLETED).exists()
     assert not Notification.objects.filter(state="completed").exists()
@@ -310,3 +323,33 @@ def test_the_refusal_is_one_error_line_and_a_failing_exit_status():
         "(DELIVERY_RETENTION_DAYS=0): "
         "see the counts with --dry-run, then run again with --yes to delete them.\n"
     )
+
+
+def test_ended_sessions_and_signin_links_go_and_api_tokens_stay(alice):
+    now = timezone.now()
+    long_ago, moments_ago = now - timedelta(days=8), now - timedelta(minutes=1)
+    ended = ApiToken.issue(user=alice.user, name="old session")[0]
+    revoked = ApiToken.issue(user=alice.user, name="signed out")[0]
+    live = ApiToken.issue(user=alice.user, name="live session")[0]
+    just_ended = ApiToken.issue(user=alice.user, name="just ended")[0]
+    old_api = ApiToken.issue(user=alice.user, name="expired API token")[0]
+    ApiToken.objects.filter(pk=ended.pk).update(kind=TokenKind.SESSION, expires_at=long_ago)
+    ApiToken.objects.filter(pk=revoked.pk).update(
+        kind=TokenKind.SESSION, expires_at=now + timedelta(days=1), revoked_at=long_ago
+    )
+    ApiToken.objects.filter(pk=live.pk).update(kind=TokenKind.SESSION, expires_at=now)
+    ApiToken.objects.filter(pk=just_ended.pk).update(kind=TokenKind.SESSION, expires_at=moments_ago)
+    ApiToken.objects.filter(pk=old_api.pk).update(expires_at=long_ago)
+    SigninLink.objects.create(user=alice.user, token_digest="a" * 64, expires_at=moments_ago)
+    pending = SigninLink.objects.create(
+        user=alice.user, token_digest="b" * 64, expires_at=now + timedelta(minutes=10)
+    )
+
+    call_command("prune", "--json", stdout=(out := io.StringIO()))
+
+    counts = json.loads(out.getvalue())
+    assert (counts["sessions"], counts["signin_links"]) == (2, 1)
+    remaining = set(ApiToken.objects.values_list("pk", flat=True))
+    assert {ended.pk, revoked.pk} & remaining == set()
+    assert {live.pk, just_ended.pk, old_api.pk} <= remaining
+    assert list(SigninLink.objects.values_list("pk", flat=True)) == [pending.pk]
