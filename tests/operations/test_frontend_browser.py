@@ -1,8 +1,8 @@
 """The example front end (examples/frontend) in a real browser, served by `manage.py demo`
 on its own origin and calling the demo's API on another: a team signs up, signs out and back
-in, creates and renames a project, invites someone, who previews and accepts the invitation
-and sees the members, and signs out. The emailed links are read from the demo's output (the
-console e-mail backend, under `tick |`), as a developer reads them.
+in, creates, renames and deletes projects, invites someone, who previews and accepts the
+invitation and sees the members, and signs out. The emailed links are read from the demo's
+output (the console e-mail backend, under `tick |`), as a developer reads them.
 
 The same page opened on an origin the API does not allow shows the page's network error:
 the journey fails when CORS breaks.
@@ -97,7 +97,12 @@ class Journey:
         expect(self.page.locator("#who")).to_have_text(who)
 
     def notice(self, text: str) -> None:
-        expect(self.page.get_by_role("status")).to_contain_text(text)
+        try:
+            expect(self.page.get_by_role("status")).to_contain_text(text)
+        except AssertionError:
+            problem = self.page.locator("#problem")
+            shown = problem.inner_text() if problem.is_visible() else "no problem shown"
+            raise AssertionError(f"no notice {text!r}; the page shows: {shown}") from None
 
     def shot(self, name: str) -> None:
         self.steps += 1
@@ -158,6 +163,13 @@ def test_a_team_signs_up_signs_in_invites_and_the_invitee_joins(demo, page):
     journey.click("Rename")
     journey.notice("Project renamed to Website relaunch.")
     expect(projects.get_by_role("listitem")).to_contain_text("Website relaunch")
+    journey.fill("Projects", {"Project name": "Scratch"})
+    journey.click("Create project")
+    journey.notice("Project Scratch created.")
+    expect(projects.get_by_role("listitem")).to_have_count(2)
+    journey.click("Delete Scratch")
+    journey.notice("Project deleted.")
+    expect(projects.get_by_role("listitem")).to_have_count(1)
     journey.shot("project-renamed")
 
     # An invitation, listed as pending.
