@@ -69,6 +69,15 @@ def count_request(key: str, rate: Rate) -> Hit:
     return Hit(count=count, limit=rate.limit, seconds_left=left_us / _MICROS)
 
 
+def uncount_request(key: str) -> None:
+    """Take back one request counted in `key`'s current window: a request its limit should
+    not have counted after all. A window that has ended is left alone (it counts nothing)."""
+    using = router.db_for_write(RateWindow)
+    RateWindow.objects.using(using).filter(
+        key=key, count__gt=0, expires_us__gt=DatabaseNowMicros()
+    ).update(count=models.F("count") - 1)
+
+
 def blocked_for_us(key: models.Expression, limit: models.Expression) -> models.Subquery:
     """An expression for other queries, run on the primary: the microseconds left in `key`'s
     current window when it has counted at least `limit` requests, else NULL (one index

@@ -14,6 +14,7 @@ from rest_framework.generics import ListAPIView
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from onboarding.serializers import (
@@ -51,6 +52,7 @@ from tenancy.signins import signin_verify
 from tenancy.signups import signup_verify
 from tenancy.throttling import (
     AddressRateThrottle,
+    AttemptThrottle,
     SigninAddressThrottle,
     SignupAddressThrottle,
     UserRateThrottle,
@@ -79,7 +81,25 @@ class _SignupView(_PublicView):
         super().initial(request, *args, **kwargs)
 
 
-class SignupView(_SignupView):
+class _LinkRequestView(_SignupView):
+    """E-mails a link, limited per client address; a request refused as malformed (400) is
+    taken back from that limit (tenancy.throttling.AttemptThrottle)."""
+
+    def get_throttles(self) -> list[BaseThrottle]:
+        self._throttles = super().get_throttles()
+        return self._throttles
+
+    def finalize_response(
+        self, request: Request, response: HttpResponse, *args: Any, **kwargs: Any
+    ) -> HttpResponse:
+        if response.status_code == status.HTTP_400_BAD_REQUEST:
+            for throttle in getattr(self, "_throttles", ()):
+                if isinstance(throttle, AttemptThrottle):
+                    throttle.take_back()
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
+class SignupView(_LinkRequestView):
     throttle_classes = [AddressRateThrottle, UserRateThrottle, SignupAddressThrottle]
     extra_problem_statuses = {"POST": (503,)}
 
@@ -269,7 +289,7 @@ class InvitationPreviewView(_PublicView):
 # --- Signing back in (README: Signing in and sessions) --------------------------------------------
 
 
-class SigninView(_SignupView):
+class SigninView(_LinkRequestView):
     """Served with the front door (SIGNUP_ENABLED), which guarantees a Turnstile secret."""
 
     throttle_classes = [AddressRateThrottle, UserRateThrottle, SigninAddressThrottle]

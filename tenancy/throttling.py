@@ -23,7 +23,7 @@ from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
-from dbqueue.ratelimit import Hit, count_request
+from dbqueue.ratelimit import Hit, count_request, uncount_request
 from dbqueue.rates import Rate, parse_rate
 from tenancy.services import FailureLimit
 
@@ -130,7 +130,26 @@ def too_many_failures(seconds_left: float) -> exceptions.Throttled:
     )
 
 
-class SignupAddressThrottle(_CountingThrottle):
+class AttemptThrottle(_CountingThrottle):
+    """A per-address limit on attempts that e-mail a link. A request refused as malformed
+    (400: a mistyped address, a failed CAPTCHA) sends nothing, so the view takes its count
+    back (`take_back`): a typo must not lock a person out for the rest of the window."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._key: str | None = None
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        self._key = self.key(request)
+        return super().allow_request(request, view)
+
+    def take_back(self) -> None:
+        if self._key is not None and self._hit is not None:
+            uncount_request(self._key)
+            self._hit = None
+
+
+class SignupAddressThrottle(AttemptThrottle):
     """Signup attempts per client address (`SIGNUP_RATE_IP`), whoever the caller is."""
 
     def key(self, request: Request) -> str | None:
@@ -140,7 +159,7 @@ class SignupAddressThrottle(_CountingThrottle):
         return parse_rate(settings.SIGNUP_RATE_IP)
 
 
-class SigninAddressThrottle(_CountingThrottle):
+class SigninAddressThrottle(AttemptThrottle):
     """Signin attempts per client address (`SIGNIN_RATE_IP`), whoever the caller is."""
 
     def key(self, request: Request) -> str | None:

@@ -133,6 +133,16 @@ def test_the_client_address_is_limited_by_signin_rate_ip(anonymous, settings, db
     assert int(answers[-1]["Retry-After"]) > 0
 
 
+def test_a_refused_signin_does_not_count_toward_the_per_address_limit(anonymous, alice, settings):
+    settings.SIGNIN_RATE_IP = "2/hour"
+    refused = [signin(anonymous, "not-an-address") for _ in range(3)]
+
+    answers = [signin(anonymous, f"n{i}@example.com") for i in range(3)]
+
+    assert [answer.status_code for answer in refused] == [400, 400, 400]
+    assert [answer.status_code for answer in answers] == [202, 202, 429]
+
+
 def test_signin_is_off_with_the_front_door(anonymous, alice, settings):
     settings.SIGNUP_ENABLED = False
 

@@ -134,6 +134,22 @@ def test_the_per_address_limit_answers_429_with_retry_after(anonymous, settings)
     assert SignupRequest.objects.count() == 2
 
 
+def test_a_refused_signup_does_not_count_toward_the_per_address_limit(
+    anonymous, siteverify, settings
+):
+    settings.SIGNUP_RATE_IP = "2/hour"
+    malformed = [signup(anonymous, email="not-an-address") for _ in range(3)]
+    settings.TURNSTILE_SECRET_KEY = "2x0000000000000000000000000000000AA"
+    failed_captcha = [signup(anonymous) for _ in range(3)]
+    settings.TURNSTILE_SECRET_KEY = "1x0000000000000000000000000000000AA"
+
+    accepted = [signup(anonymous, email=f"u{i}@example.com") for i in range(3)]
+
+    assert [r.status_code for r in malformed + failed_captcha] == [400] * 6
+    assert [r.status_code for r in accepted] == [202, 202, 429]
+    assert SignupRequest.objects.count() == 2
+
+
 @pytest.mark.parametrize(
     "body",
     [

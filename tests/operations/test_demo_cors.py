@@ -1,5 +1,6 @@
 """The demo's API answers the front end the emailed links point to (http://localhost:3000)
-across origins, unless the developer names other origins."""
+across origins, unless the developer names other origins; the links follow the front end's
+port; the per-address signup and signin limits are raised for a developer trying the pages."""
 
 import pytest
 from django.core.management import call_command
@@ -29,6 +30,7 @@ def children_environment(monkeypatch, settings):
     monkeypatch.setattr(demo, "Supervisor", Supervisor)
     monkeypatch.setattr(demo, "_check_port", lambda port: None)
     monkeypatch.setattr(demo, "_receiver_port", lambda wanted, port: (wanted, ""))
+    monkeypatch.setattr(demo, "_front_end_port", lambda wanted, taken: (wanted, ""))
     return captured
 
 
@@ -48,3 +50,45 @@ def test_the_developer_may_name_other_origins(children_environment, monkeypatch,
     call_command("demo", port=18000)
 
     assert children_environment["CORS_ALLOWED_ORIGINS"] == "http://localhost:5173"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_emailed_links_open_the_front_end_on_its_port(
+    children_environment, monkeypatch, capsys
+):
+    for name in (
+        "CORS_ALLOWED_ORIGINS",
+        "SIGNUP_VERIFY_URL",
+        "INVITATION_ACCEPT_URL",
+        "SIGNIN_URL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+    call_command("demo", port=18000, frontend_port=13000)
+
+    assert children_environment["CORS_ALLOWED_ORIGINS"] == "http://localhost:13000"
+    assert children_environment["SIGNUP_VERIFY_URL"] == (
+        "http://localhost:13000/signup/verify?token={token}"
+    )
+    assert children_environment["INVITATION_ACCEPT_URL"] == (
+        "http://localhost:13000/invitations/accept?token={token}"
+    )
+    assert (
+        children_environment["SIGNIN_URL"] == "http://localhost:13000/signin/verify?token={token}"
+    )
+    assert (
+        "Front end: http://localhost:13000/?api=http://localhost:18000 " in capsys.readouterr().out
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_signup_and_signin_limits_are_raised_unless_the_developer_set_them(
+    children_environment, monkeypatch, capsys
+):
+    monkeypatch.delenv("SIGNUP_RATE_IP", raising=False)
+    monkeypatch.setenv("SIGNIN_RATE_IP", "3/hour")
+
+    call_command("demo", port=18000)
+
+    assert children_environment["SIGNUP_RATE_IP"] == "100/hour"
+    assert children_environment["SIGNIN_RATE_IP"] == "3/hour"

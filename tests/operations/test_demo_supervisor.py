@@ -172,10 +172,18 @@ def free_port() -> int:
 class Demo:
     """A `manage.py demo` launcher in its own process group, its output collected."""
 
-    def __init__(self, tmp_path: Path, port: int, *, receiver_port: int | None = None) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        port: int,
+        *,
+        receiver_port: int | None = None,
+        env: dict | None = None,
+    ) -> None:
         self.port = port
-        # Not the default port: demos of other test runs on this machine may hold it.
+        # Not the default ports: demos of other test runs on this machine may hold them.
         self.receiver_port = receiver_port or free_port()
+        self.frontend_port = free_port()
         env = {
             **os.environ,
             "DEBUG": "true",
@@ -184,11 +192,13 @@ class Demo:
             "PROVISIONING_URL": "",
             "RESEND_API_KEY": "",
             "EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend",
+            **(env or {}),
         }
         self.process = subprocess.Popen(
             [
                 *(sys.executable, "manage.py", "demo", "--port", str(port)),
                 *("--receiver-port", str(self.receiver_port)),
+                *("--frontend-port", str(self.frontend_port)),
             ],
             cwd=ROOT,
             env=env,
@@ -258,8 +268,10 @@ class Demo:
 
 
 @contextmanager
-def running_demo(tmp_path: Path, port: int, *, receiver_port: int | None = None) -> Iterator[Demo]:
-    demo = Demo(tmp_path, port, receiver_port=receiver_port)
+def running_demo(
+    tmp_path: Path, port: int, *, receiver_port: int | None = None, env: dict | None = None
+) -> Iterator[Demo]:
+    demo = Demo(tmp_path, port, receiver_port=receiver_port, env=env)
     try:
         yield demo
     finally:
@@ -268,11 +280,11 @@ def running_demo(tmp_path: Path, port: int, *, receiver_port: int | None = None)
 
 def assert_clean_stop(demo: Demo, pids: dict[str, int]) -> None:
     assert demo.finish(timeout=30) == 0, demo.output
-    assert set(pids) == {"web", "tick", "jobs", "hook", "turn"}
+    assert set(pids) == {"web", "tick", "jobs", "hook", "turn", "page"}
     assert [name for name, pid in pids.items() if not gone(pid)] == []
     assert "Traceback" not in demo.output
     assert "KeyboardInterrupt" not in demo.output
-    assert "demo | stopping web, tick, jobs, hook, turn" in demo.output
+    assert "demo | stopping web, tick, jobs, hook, turn, page" in demo.output
     assert "still running at the deadline" not in demo.output  # each stopped on its SIGTERM
     assert demo.output.endswith("demo | stopped\n")
 
@@ -364,7 +376,7 @@ def test_the_children_die_with_a_sigkilled_launcher_and_free_the_port(tmp_path):
         while alive := [name for name, pid in pids.items() if not gone(pid)]:
             assert time.monotonic() < deadline, f"still running: {alive}"
             time.sleep(0.1)
-    assert set(pids) == {"web", "tick", "jobs", "hook", "turn"}
+    assert set(pids) == {"web", "tick", "jobs", "hook", "turn", "page"}
     port_check("127.0.0.1", port)
 
 

@@ -1,20 +1,27 @@
 """`manage.py demo`: set up a local install with a demo tenant and run every process.
 
 Migrates, creates (or reuses) the demo tenant and its owner, prints a fresh token and curl
-examples, then runs the development server, `run_tick --loop`, `consume_jobs --loop` and a
-local webhook receiver (`demo_receiver`) under operations.supervisor until Ctrl-C (or
-SIGTERM). Only these children may deliver webhooks to private addresses such as 127.0.0.1
-(WEBHOOK_ALLOW_PRIVATE_TARGETS); the setting stays off everywhere else. `--no-serve` stops
-after the set-up.
+examples, then runs the development server, `run_tick --loop`, `consume_jobs --loop`, a
+local webhook receiver (`demo_receiver`) and the example front end (`demo_frontend`) under
+operations.supervisor until Ctrl-C (or SIGTERM). Only these children may deliver webhooks
+to private addresses such as 127.0.0.1 (WEBHOOK_ALLOW_PRIVATE_TARGETS); the setting stays
+off everywhere else. `--no-serve` stops after the set-up.
 
 The receiver listens on the same port every run (`--receiver-port`, 8001), so the webhook
 endpoints an earlier run created on the same database still reach it. When that port is
 taken the receiver falls back to a free one, and the demo says which endpoints miss it.
 
+The example front end (examples/frontend) is served on http://localhost:3000
+(`--frontend-port`; a free port when it is taken), the origin the API allows
+(CORS_ALLOWED_ORIGINS) and the one the emailed links point to, so it calls the API across
+origins as a real front end does.
+
 Signup is on in the children, checked with Cloudflare Turnstile's documented always-passing
 test secret against a local stand-in siteverify (`demo_siteverify`, on a free port), so the
 printed signup → verify → invite → accept calls run as pasted; their tokens arrive in the
-emails the console backend prints under `tick |`.
+emails the console backend prints under `tick |`. The per-address signup and signin
+limits are raised (SIGNUP_RATE_IP, SIGNIN_RATE_IP: 100 an hour) so that a developer trying
+the pages is not locked out; a value in the environment wins.
 """
 
 import os
@@ -46,9 +53,17 @@ HOST = "127.0.0.1"
 # watch an invitation arrive).
 TICK_INTERVAL_SECONDS = 2
 RECEIVER_PORT = 8001
+# The example front end's port: SIGNUP_VERIFY_URL and the other links default to its origin.
+FRONT_END_PORT = 3000
 CONSOLE_EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
-# The origin the emailed links point to (SIGNUP_VERIFY_URL and the others default to it).
-FRONT_END_ORIGIN = "http://localhost:3000"
+# Enough signups and signins an hour from one address for a developer trying the pages.
+DEMO_LINK_RATE = "100/hour"
+# The pages the emailed links open, on the front end's origin.
+LINK_PAGES = {
+    "SIGNUP_VERIFY_URL": "/signup/verify?token={token}",
+    "INVITATION_ACCEPT_URL": "/invitations/accept?token={token}",
+    "SIGNIN_URL": "/signin/verify?token={token}",
+}
 
 
 class Command(BaseCommand):
@@ -63,14 +78,27 @@ class Command(BaseCommand):
             help=f"the webhook receiver's port, the same every run ({RECEIVER_PORT}); "
             "a free one when it is taken",
         )
+        parser.add_argument(
+            "--frontend-port",
+            type=int,
+            default=FRONT_END_PORT,
+            help=f"the example front end's port ({FRONT_END_PORT}); a free one when it is taken",
+        )
         parser.add_argument("--no-serve", action="store_true", help="Set up and exit.")
 
     def handle(
-        self, *args: Any, port: int, receiver_port: int, no_serve: bool, **options: Any
+        self,
+        *args: Any,
+        port: int,
+        receiver_port: int,
+        frontend_port: int,
+        no_serve: bool,
+        **options: Any,
     ) -> None:
         if not settings.DEBUG:
             raise CommandError("demo is for local development: run it with DEBUG=true")
         _check_range("--receiver-port", receiver_port)
+        _check_range("--frontend-port", frontend_port)
         if not no_serve:
             _check_port(port)
         try:
@@ -81,6 +109,11 @@ class Command(BaseCommand):
         hook_port, fallback = (
             (receiver_port, "") if no_serve else _receiver_port(receiver_port, port)
         )
+        page_port, page_fallback = (
+            (frontend_port, "")
+            if no_serve
+            else _front_end_port(frontend_port, taken=(port, hook_port))
+        )
         base, hook_url = f"http://{HOST}:{port}", f"http://{HOST}:{hook_port}/hook"
         self.stdout.write(
             f"Demo tenant {demo.grant.tenant.name} ({demo.grant.tenant.id}), "
@@ -88,23 +121,24 @@ class Command(BaseCommand):
             f"API token (shown once): {demo.grant.token}\n"
             f"Admin: {base}/admin/  user {demo.admin_username}  password {demo.admin_password}\n"
             f"Webhook receiver: {hook_url} (prints each verified delivery){fallback}\n"
+            f"Front end: {_front_end_url(page_port, port)} (examples/frontend; "
+            f"its emailed links are printed under tick |){page_fallback}\n"
             f"{_side_effects()}\n\n" + _examples(base, token=demo.grant.token, hook_url=hook_url)
         )
         if not no_serve:
-            self._serve(port, hook_port)
+            self._serve(port, hook_port, page_port)
 
-    def _serve(self, port: int, hook_port: int) -> None:
+    def _serve(self, port: int, hook_port: int, page_port: int) -> None:
         captcha_port = free_port(HOST)
         supervisor = Supervisor(
-            _processes(port, hook_port, captcha_port),
+            _processes(port, hook_port, captcha_port, page_port),
             out=self.stdout,
             # Unbuffered, so each line shows up when it is written, not a block later.
             env={
                 **os.environ,
                 "PYTHONUNBUFFERED": "1",
                 "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
-                # The front end the emailed links point to calls the API from its origin.
-                "CORS_ALLOWED_ORIGINS": os.environ.get("CORS_ALLOWED_ORIGINS", FRONT_END_ORIGIN),
+                **_front_end_environment(page_port),
                 **_signup_environment(captcha_port),
             },
             label="demo",
@@ -147,6 +181,42 @@ def _receiver_port(wanted: int, api_port: int) -> tuple[int, str]:
             "pick another --receiver-port)"
         )
     return wanted, ""
+
+
+def _front_end_port(wanted: int, *, taken: tuple[int, ...]) -> tuple[int, str]:
+    """The front end's port, and a warning when it is not `wanted` (the emailed links and
+    the allowed origin follow the port it gets)."""
+    try:
+        if wanted in taken:
+            raise PortUnavailable(f"port {wanted} on {HOST} is another demo process's")
+        port_check(HOST, wanted)
+    except PortUnavailable as exc:
+        fallback = free_port(HOST)
+        return fallback, (
+            f"\n  {exc}, so the front end is served on port {fallback} this run (free that "
+            "port or pick another --frontend-port)"
+        )
+    return wanted, ""
+
+
+def _front_end_origin(page_port: int) -> str:
+    return f"http://localhost:{page_port}"
+
+
+def _front_end_url(page_port: int, api_port: int) -> str:
+    """The page's address; it names the API when the API is not on the page's default."""
+    url = f"{_front_end_origin(page_port)}/"
+    return url if api_port == 8000 else f"{url}?api=http://localhost:{api_port}"
+
+
+def _front_end_environment(page_port: int) -> dict[str, str]:
+    """The front end's origin allowed to call the API, and the emailed links on it; what the
+    developer's environment names wins."""
+    origin = _front_end_origin(page_port)
+    names = {"CORS_ALLOWED_ORIGINS": origin} | {
+        name: origin + page for name, page in LINK_PAGES.items()
+    }
+    return {name: os.environ.get(name, default) for name, default in names.items()}
 
 
 # The first calls, as pasted after the variables `_examples` prints (the README's calls use
@@ -200,6 +270,8 @@ def _signup_environment(captcha_port: int) -> dict[str, str]:
         "TURNSTILE_SECRET_KEY": PASSING_SECRET,
         "TURNSTILE_VERIFY_URL": f"http://{HOST}:{captcha_port}{SITEVERIFY_PATH}",
         "TURNSTILE_HOSTNAMES": TEST_HOSTNAME,
+        "SIGNUP_RATE_IP": os.environ.get("SIGNUP_RATE_IP", DEMO_LINK_RATE),
+        "SIGNIN_RATE_IP": os.environ.get("SIGNIN_RATE_IP", DEMO_LINK_RATE),
     }
 
 
@@ -215,7 +287,7 @@ def _examples(base: str, *, token: str, hook_url: str) -> str:
     )
 
 
-def _processes(port: int, hook_port: int, captcha_port: int) -> list[ProcessSpec]:
+def _processes(port: int, hook_port: int, captcha_port: int, page_port: int) -> list[ProcessSpec]:
     manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
     return [
         ProcessSpec("web", [*manage, "runserver", f"{HOST}:{port}", "--noreload"]),
@@ -227,6 +299,7 @@ def _processes(port: int, hook_port: int, captcha_port: int) -> list[ProcessSpec
         ProcessSpec("jobs", [*manage, "consume_jobs", "--loop", "--interval", "1"]),
         ProcessSpec("hook", [*manage, "demo_receiver", "--port", str(hook_port)]),
         ProcessSpec("turn", [*manage, "demo_siteverify", "--port", str(captcha_port)]),
+        ProcessSpec("page", [*manage, "demo_frontend", "--port", str(page_port)]),
     ]
 
 
