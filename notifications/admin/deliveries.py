@@ -12,7 +12,8 @@ from django.utils.text import Truncator
 from notifications.models import Delivery, Notification
 from web.admin import ReadOnlyModelAdmin
 
-ERROR_CHARS = 60
+# Long enough to tell errors apart, short enough that the list fits a 1366-pixel window.
+ERROR_CHARS = 40
 
 
 @admin.register(Delivery)
@@ -24,13 +25,9 @@ class DeliveryAdmin(ReadOnlyModelAdmin):
         "tenant",
         "occurrence",
         "channel",
-        "outcome",
-        "http_status",
-        "error_category",
+        "result",
         "short_error",
-        "duration_ms",
-        "late_ms",
-        "skipped_count",
+        "timing",
     ]
     list_filter = ["outcome", "channel", "error_category"]
     list_select_related = ["tenant"]
@@ -62,3 +59,20 @@ class DeliveryAdmin(ReadOnlyModelAdmin):
     @admin.display(description="error")
     def short_error(self, delivery: Delivery) -> str:
         return Truncator(delivery.error).chars(ERROR_CHARS)
+
+    @admin.display(description="outcome", ordering="outcome")
+    def result(self, delivery: Delivery) -> str:
+        """The outcome with what qualifies it: the HTTP status and error category of an
+        attempt, how many occurrences a skip jumped over."""
+        details = [str(delivery.http_status or ""), delivery.error_category]
+        if delivery.skipped_count:
+            details.append(f"{delivery.skipped_count} skipped")
+        shown = ", ".join(detail for detail in details if detail)
+        label = delivery.get_outcome_display()
+        return f"{label} ({shown})" if shown else label
+
+    @admin.display(description="took / late")
+    def timing(self, delivery: Delivery) -> str:
+        took = "–" if delivery.duration_ms is None else f"{delivery.duration_ms} ms"
+        late = "–" if delivery.late_ms is None else f"{delivery.late_ms} ms"
+        return f"{took} / {late}"

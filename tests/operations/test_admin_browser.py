@@ -95,3 +95,39 @@ def test_support_retries_a_dead_lettered_notification_and_reads_queue_health(pag
     expect(figures.get_by_role("row", name="Dead-lettered")).to_contain_text("0")
     expect(page.locator("#deliveries-chart svg")).to_be_visible()
     expect(page.locator("#lateness-chart svg")).to_have_count(1)
+
+
+@pytest.fixture
+def deliveries(queue) -> None:
+    """A page of delivery-log rows with the longest values their columns show."""
+    from notifications.models import Delivery, Notification
+
+    row = Notification.objects.get(subject="Nightly export")
+    for occurrence in range(1, 30):
+        Delivery.objects.create(
+            tenant=row.tenant,
+            notification_id=row.pk,
+            occurrence=occurrence,
+            channel="email",
+            outcome="failed",
+            http_status=503,
+            error_category="transient",
+            error="HTTP 503 from the mail relay: service unavailable, try again later " * 3,
+            duration_ms=10_000,
+            late_ms=123_456,
+        )
+
+
+def test_the_delivery_log_fits_a_1366_pixel_window(deliveries, page):
+    page.set_viewport_size({"width": 1366, "height": 768})
+    _log_in(page)
+
+    page.goto("/admin/notifications/delivery/")
+    expect(page.locator("#result_list")).to_contain_text("Nightly export")
+
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    table = page.evaluate(
+        "(() => { const r = document.querySelector('#changelist .results');"
+        " return r.scrollWidth - r.clientWidth; })()"
+    )
+    assert (overflow, table) == (0, 0)
