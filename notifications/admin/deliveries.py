@@ -73,6 +73,6 @@ class DeliveryAdmin(ReadOnlyModelAdmin):
 
     @admin.display(description="took / late")
     def timing(self, delivery: Delivery) -> str:
-        took = "–" if delivery.duration_ms is None else f"{delivery.duration_ms} ms"
-        late = "–" if delivery.late_ms is None else f"{delivery.late_ms} ms"
+        took = "-" if delivery.duration_ms is None else f"{delivery.duration_ms} ms"
+        late = "-" if delivery.late_ms is None else f"{delivery.late_ms} ms"
         return f"{took} / {late}"
