@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import connections
 from rest_framework.test import APIClient
@@ -65,6 +66,15 @@ def bob(alice) -> Actor:
 @pytest.fixture
 def charlie(db) -> Actor:
     return make_owner("Tenant B", "charlie@example.com")
+
+
+@pytest.fixture
+def admin_client(db, client):
+    """Django's test client logged in as a superuser of the admin (no password: hashing one
+    would dominate the test's time). Replaces pytest-django's fixture of the same name."""
+    user = get_user_model().objects.create_superuser("support", "support@example.com", None)
+    client.force_login(user)
+    return client
 
 
 @pytest.fixture
