@@ -18,8 +18,8 @@ import psycopg
 import pytest
 from django.db import connection
 
-from tests.notifications.test_tick_command import subprocess_env
 from tests.support.gunicorn import ROOT, Served, app_env, gunicorn
+from tests.support.processes import subprocess_env
 
 REPLICA_URL = os.environ.get("TEST_REPLICA_URL", "").strip()
 needs_replica = pytest.mark.skipif(

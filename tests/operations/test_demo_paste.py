@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.operations.test_demo_supervisor import ROOT, Demo, free_port, running_demo
+from tests.support.demo import Demo, free_port, running_demo
+from tests.support.processes import ROOT
 
 KEY_HEADER = re.compile(r'-H "Idempotency-Key: (\$\([^"]*\))"')
 VARIABLE_USE = re.compile(r"\$\{?([A-Za-z_]\w*)")

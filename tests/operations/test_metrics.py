@@ -12,7 +12,7 @@ from notifications.scheduler.deliver import Senders
 from notifications.scheduler.tick import run_tick
 from notifications.transports.base import DeliveryResult
 from tests.notifications.factories import make_endpoint, make_notification
-from tests.operations.test_queue_status import fill_queues
+from tests.support.queues import fill_queues
 
 LABEL = r'[a-z_]+="[a-z_0-9.+A-Za-z]+"'
 SAMPLE = re.compile(rf"^[a-z_]+(\{{{LABEL}(,{LABEL})*\}})? -?\d+(\.\d+)?$")
