@@ -131,6 +131,13 @@ requires_postgres = pytest.mark.skipif(
     reason="needs PostgreSQL: run the suite with DATABASE_URL=postgres://...",
 )
 
+# Tests of SQLite itself, or of processes on a SQLite file of their own whatever DATABASE_URL
+# says: the SQLite pass runs them, the PostgreSQL pass would only run them again.
+sqlite_only = pytest.mark.skipif(
+    _configured_vendor() != "sqlite",
+    reason="SQLite only (whatever DATABASE_URL says): the SQLite pass runs it",
+)
+
 
 # --- Through a transaction pooler (DESIGN.md §10) -------------------------------------------
 # With TEST_PGBOUNCER_URL=postgres://user@host:port (a PgBouncer in transaction mode in front

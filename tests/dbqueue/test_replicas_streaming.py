@@ -19,7 +19,13 @@ from tests.dbqueue.replica_support import (
     wait_until_replayed,
 )
 
-pytestmark = [requires_postgres, needs_replica, pytest.mark.django_db(transaction=True)]
+# They share one replica cluster and stop or pause it: one xdist worker runs them in turn.
+pytestmark = [
+    requires_postgres,
+    needs_replica,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.xdist_group("replica"),
+]
 
 PAIRS = 1000
 

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from operations.supervisor import PortUnavailable, ProcessSpec, Supervisor, port_check
+from tests.conftest import sqlite_only
 from tests.support.demo import Demo, free_port, gone, running_demo, started_pids
 
 
@@ -149,6 +150,7 @@ def assert_clean_stop(demo: Demo, pids: dict[str, int]) -> None:
     assert demo.output.endswith("demo | stopped\n")
 
 
+@sqlite_only  # the demo runs on a SQLite file of its own
 def test_demo_runs_a_project_through_its_job_and_invitation_then_stops_on_ctrl_c(tmp_path):
     with running_demo(tmp_path, free_port()) as demo:
         token = demo.wait_for(r"API token \(shown once\): (\S+)", timeout=30)[1]
@@ -176,6 +178,7 @@ def test_demo_runs_a_project_through_its_job_and_invitation_then_stops_on_ctrl_c
     assert "event=run_tick claimed=0 " not in demo.output  # idle ticks are not shown
 
 
+@sqlite_only  # the demo runs on a SQLite file of its own
 def test_sigterm_to_the_launcher_alone_stops_every_process(tmp_path):
     with running_demo(tmp_path, free_port()) as demo:
         pids = started_pids(demo.wait_for(r"demo \| started .*", timeout=30)[0])
@@ -186,6 +189,7 @@ def test_sigterm_to_the_launcher_alone_stops_every_process(tmp_path):
         assert_clean_stop(demo, pids)
 
 
+@sqlite_only  # the demo runs on a SQLite file of its own
 def test_the_demo_receiver_prints_each_verified_webhook_delivery(tmp_path):
     with running_demo(tmp_path, free_port()) as demo:
         token = demo.wait_for(r"API token \(shown once\): (\S+)", timeout=30)[1]
@@ -221,6 +225,7 @@ def test_the_demo_receiver_prints_each_verified_webhook_delivery(tmp_path):
     assert "hook | rejected" not in demo.output
 
 
+@sqlite_only  # the demo runs on a SQLite file of its own
 def test_the_children_die_with_a_sigkilled_launcher_and_free_the_port(tmp_path):
     port = free_port()
     with running_demo(tmp_path, port) as demo:
@@ -238,6 +243,7 @@ def test_the_children_die_with_a_sigkilled_launcher_and_free_the_port(tmp_path):
     port_check("127.0.0.1", port)
 
 
+@sqlite_only  # the demo runs on a SQLite file of its own
 def test_a_port_in_use_is_a_clear_error_before_anything_starts(tmp_path):
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
