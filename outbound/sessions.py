@@ -2,6 +2,8 @@
 environment, TLS bound to the hostname of a URL pinned to a vetted address, and every
 connection watched by the exchange's deadline."""
 
+from typing import Any
+
 import requests
 from requests.adapters import HTTPAdapter
 
@@ -16,11 +18,13 @@ class _Adapter(HTTPAdapter):
         self._tls_hostname = tls_hostname
         super().__init__(max_retries=0)
 
-    def init_poolmanager(self, *args: object, **pool_kwargs: object) -> None:
+    def init_poolmanager(
+        self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any
+    ) -> None:
         if self._tls_hostname:
             pool_kwargs["server_hostname"] = self._tls_hostname
             pool_kwargs["assert_hostname"] = self._tls_hostname
-        super().init_poolmanager(*args, **pool_kwargs)
+        super().init_poolmanager(connections, maxsize, block, **pool_kwargs)
         self.poolmanager.pool_classes_by_scheme = {
             "http": WatchedHTTPPool,
             "https": WatchedHTTPSPool,
