@@ -9,13 +9,14 @@ secret rotated) through the API while the demo runs is verified without a restar
 import json
 from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import Any, TextIO
+from typing import Any
 
 from django.db import close_old_connections
 from django.utils import timezone
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from notifications.models import WebhookEndpoint
+from operations.supervisor import TextSink
 
 MAX_BODY_BYTES = 1 << 20
 
@@ -43,12 +44,16 @@ def endpoint_secrets(base_url: str) -> list[str]:
 
 def describe(event: Mapping[str, Any], webhook_id: str) -> str:
     """One line for a verified delivery: its id, event type and, if any, subject."""
-    data = event.get("data") if isinstance(event.get("data"), dict) else {}
+    data = event.get("data")
+    if not isinstance(data, dict):
+        data = {}
     subject = f" subject={json.dumps(data['subject'])}" if "subject" in data else ""
     return f"verified webhook-id={webhook_id} type={event.get('type')}{subject}"
 
 
-def receiver(*, host: str, port: int, out: TextIO, secrets: Callable[[], list[str]]) -> HTTPServer:
+def receiver(
+    *, host: str, port: int, out: TextSink, secrets: Callable[[], list[str]]
+) -> HTTPServer:
     """An HTTP server on host:port that answers 204 to a verified delivery and 400 to
     anything else, writing one line per POST to `out`."""
 

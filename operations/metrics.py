@@ -1,5 +1,8 @@
 """GET /metrics: Prometheus text exposition of both queues and the workers' counters.
 
+prometheus_client renders it: a registry holding one custom collector, which reads every
+series from the database when it is collected (nothing is counted in this process).
+
 Off unless METRICS_ENABLED; when METRICS_TOKEN is set, scrapers must send it as a bearer
 token. Figures are read from the database at scrape time, so every web process answers the
 same, whichever worker processes (cron or --loop) did the work. Nothing tenant-specific
@@ -13,6 +16,15 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
+from prometheus_client.core import (
+    CollectorRegistry,
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
+from prometheus_client.registry import Collector
 
 from dbqueue.clock import database_now
 from dbqueue.totals import worker_totals
@@ -21,7 +33,8 @@ from notifications.scheduler.lateness import lateness_histogram
 from notifications.stats import endpoint_circuit_stats, notification_queue_stats
 from web.problems import problem_response
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# The text format generate_latest writes (0.0.4).
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 
 # Every counter a worker reports, so each series exists (at 0) before its first increment.
 WORKER_OUTCOMES = {
@@ -63,138 +76,134 @@ def _bearer_matches(request: HttpRequest, token: str) -> bool:
 
 def metrics_exposition(*, now: datetime) -> str:
     """The whole exposition: queue gauges, then the workers' cumulative counters."""
-    return "".join(_lines(now))
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QueueCollector(now=now))
+    return generate_latest(registry).decode()
 
 
-def _lines(now: datetime) -> Iterator[str]:
+class QueueCollector(Collector):
+    """Every series of /metrics, read from the database as of `now` when collected."""
+
+    def __init__(self, *, now: datetime) -> None:
+        self.now = now
+
+    def collect(self) -> Iterator[Metric]:
+        yield from _notification_families(self.now)
+        yield from _job_and_circuit_families(self.now)
+        yield from _worker_families(worker_totals())
+
+
+def _gauge(name: str, help_text: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, help_text, value=value)
+
+
+def _notification_families(now: datetime) -> Iterator[Metric]:
     notifications = notification_queue_stats(now=now)
-    yield from _family(
+    family = GaugeMetricFamily(
         "tickwork_notifications",
-        "gauge",
         "Notifications by queue state (due: claimable now; in_flight: leased by a tick).",
-        [
-            ({"state": state}, notifications[state])
-            for state in ("due", "backing_off", "dead_lettered", "in_flight")
-        ],
+        labels=["state"],
     )
-    yield from _family(
+    for state in ("due", "backing_off", "dead_lettered", "in_flight"):
+        family.add_metric([state], notifications[state])
+    yield family
+    yield _gauge(
         "tickwork_notifications_oldest_due_age_seconds",
-        "gauge",
         "How late the most overdue claimable notification is.",
-        [({}, notifications["oldest_due_age_seconds"])],
+        notifications["oldest_due_age_seconds"],
     )
-    yield from _family(
+    yield _gauge(
         "tickwork_notifications_oldest_backing_off_age_seconds",
-        "gauge",
         "How long the oldest occurrence being retried has been outstanding since it was due.",
-        [({}, notifications["oldest_backing_off_age_seconds"])],
+        notifications["oldest_backing_off_age_seconds"],
     )
-    yield from _job_and_circuit_families(now)
-    yield from _worker_families(worker_totals())
 
 
-def _job_and_circuit_families(now: datetime) -> Iterator[str]:
+def _job_and_circuit_families(now: datetime) -> Iterator[Metric]:
     jobs = job_queue_stats(now=now)
-    yield from _family(
+    family = GaugeMetricFamily(
         "tickwork_jobs",
-        "gauge",
         "Jobs by status (failed: dead-lettered, waiting for a retry).",
-        [({"status": status}, jobs[status]) for status in ("pending", "in_flight", "failed")],
+        labels=["status"],
     )
-    yield from _family(
+    for status in ("pending", "in_flight", "failed"):
+        family.add_metric([status], jobs[status])
+    yield family
+    yield _gauge(
         "tickwork_jobs_oldest_pending_age_seconds",
-        "gauge",
         "Age of the oldest pending job.",
-        [({}, jobs["oldest_pending_age_seconds"])],
+        jobs["oldest_pending_age_seconds"],
     )
     circuits = endpoint_circuit_stats(now=now)
-    yield from _family(
+    yield _gauge(
         "tickwork_webhook_circuits_open",
-        "gauge",
         "Webhook endpoints whose circuit is open: their deliveries wait, unattempted.",
-        [({}, circuits["open_circuits"])],
+        circuits["open_circuits"],
     )
-    yield from _family(
+    yield _gauge(
         "tickwork_webhook_endpoints_failing",
-        "gauge",
         "Webhook endpoints with consecutive transport failures and a closed circuit.",
-        [({}, circuits["failing_endpoints"])],
+        circuits["failing_endpoints"],
     )
 
 
-def _worker_families(totals: dict[str, dict[str, tuple[int, datetime]]]) -> Iterator[str]:
+def _worker_families(totals: dict[str, dict[str, tuple[int, datetime]]]) -> Iterator[Metric]:
     def total(worker: str, name: str) -> int:
         return totals.get(worker, {}).get(name, (0, None))[0]
 
-    yield from _family(
+    runs = CounterMetricFamily(
         "tickwork_worker_runs_total",
-        "counter",
         "Ticks run by run_tick; batches that claimed work for consume_jobs.",
-        [({"worker": worker}, total(worker, "runs")) for worker in WORKER_OUTCOMES],
+        labels=["worker"],
     )
-    yield from _family(
+    claimed = CounterMetricFamily(
         "tickwork_worker_claimed_total",
-        "counter",
         "Rows (notifications or jobs) claimed by each worker.",
-        [({"worker": worker}, total(worker, "claimed")) for worker in WORKER_OUTCOMES],
+        labels=["worker"],
     )
-    yield from _family(
+    outcomes = CounterMetricFamily(
         "tickwork_worker_outcomes_total",
-        "counter",
         "Claimed rows by the outcome the worker wrote back (fenced_out: dropped, reclaimed).",
-        [
-            ({"worker": worker, "outcome": outcome}, total(worker, outcome))
-            for worker, outcomes in WORKER_OUTCOMES.items()
-            for outcome in outcomes
-        ],
+        labels=["worker", "outcome"],
     )
+    last_run = GaugeMetricFamily(
+        "tickwork_worker_last_run_timestamp_seconds",
+        "When the worker last finished a tick (run_tick) or a batch with work (consume_jobs).",
+        labels=["worker"],
+    )
+    for worker, names in WORKER_OUTCOMES.items():
+        runs.add_metric([worker], total(worker, "runs"))
+        claimed.add_metric([worker], total(worker, "claimed"))
+        for outcome in names:
+            outcomes.add_metric([worker, outcome], total(worker, outcome))
+        if "runs" in totals.get(worker, {}):
+            last_run.add_metric([worker], round(totals[worker]["runs"][1].timestamp(), 3))
+    yield runs
+    yield claimed
+    yield outcomes
     yield from _tick_families(
         {name: value for name, (value, _) in totals.get("run_tick", {}).items()}
     )
-    last_runs = [
-        ({"worker": worker}, round(totals[worker]["runs"][1].timestamp(), 3))
-        for worker in WORKER_OUTCOMES
-        if "runs" in totals.get(worker, {})
-    ]
-    yield from _family(
-        "tickwork_worker_last_run_timestamp_seconds",
-        "gauge",
-        "When the worker last finished a tick (run_tick) or a batch with work (consume_jobs).",
-        last_runs,
-    )
+    yield last_run
 
 
-def _tick_families(totals: Mapping[str, int]) -> Iterator[str]:
+def _tick_families(totals: Mapping[str, int]) -> Iterator[Metric]:
     """Whether the scheduler keeps up: the lateness of its attempts, the occurrences it
     skipped, and what the last tick left due. `totals` are run_tick's, {name: total}."""
-    name = "tickwork_delivery_lateness_seconds"
     histogram = lateness_histogram()
-    buckets = list(histogram.cumulative(totals))
-    yield f"# HELP {name} How late channel attempts were: attempted_at minus the due time.\n"
-    yield f"# TYPE {name} histogram\n"
-    for le, count in buckets:
-        yield f'{name}_bucket{{le="{le}"}} {count}\n'
-    yield f"{name}_sum {totals.get(f'{histogram.name}_sum_ms', 0) / 1000}\n"
-    yield f"{name}_count {buckets[-1][1]}\n"
-    yield from _family(
+    yield HistogramMetricFamily(
+        "tickwork_delivery_lateness_seconds",
+        "How late channel attempts were: attempted_at minus the due time.",
+        buckets=list(histogram.cumulative(totals)),
+        sum_value=totals.get(f"{histogram.name}_sum_ms", 0) / 1000,
+    )
+    yield CounterMetricFamily(
         "tickwork_occurrences_skipped_total",
-        "counter",
         "Occurrences of recurring notifications skipped because they were handled late.",
-        [({}, totals.get("skipped", 0))],
+        value=totals.get("skipped", 0),
     )
-    yield from _family(
+    yield _gauge(
         "tickwork_tick_due_left",
-        "gauge",
         "Due notifications left when the last tick stopped (0 when it emptied the queue).",
-        [({}, totals.get("due_left", 0))],
+        totals.get("due_left", 0),
     )
-
-
-def _family(
-    name: str, kind: str, help_text: str, samples: list[tuple[dict[str, str], float]]
-) -> Iterator[str]:
-    yield f"# HELP {name} {help_text}\n"
-    yield f"# TYPE {name} {kind}\n"
-    for labels, value in samples:
-        rendered = ",".join(f'{key}="{label}"' for key, label in labels.items())
-        yield f"{name}{{{rendered}}} {value}\n" if rendered else f"{name} {value}\n"

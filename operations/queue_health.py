@@ -2,8 +2,10 @@
 them, and the delivery log's last 24 hours by hour and outcome. Every figure group is one
 bounded aggregate in the database; nothing is loaded row by row."""
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from django.db.models import Count, Q
 from django.db.models.functions import TruncHour
@@ -115,7 +117,7 @@ def _band(bound: float) -> str:
     return f"le_{bound:g}"
 
 
-def _band_quantile(row: dict, share: float) -> float:
+def _band_quantile(row: Mapping[str, Any], share: float) -> float:
     """The upper bound of the band the quantile falls in; past the last band, the last
     band (as Prometheus' histogram_quantile reads the +Inf bucket)."""
     wanted = share * row["total"]

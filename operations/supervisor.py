@@ -28,12 +28,20 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import IO, TextIO
+from typing import IO, Protocol
 
 from dbqueue.signals import stop_on_signals
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+class TextSink(Protocol):
+    """Where output lines go: a text file, or a management command's stdout."""
+
+    def write(self, text: str, /) -> object: ...
+
+    def flush(self) -> None: ...
 
 
 def _show_every_line(line: str) -> bool:
@@ -114,7 +122,7 @@ class Supervisor:
         self,
         specs: Sequence[ProcessSpec],
         *,
-        out: TextIO,
+        out: TextSink,
         env: Mapping[str, str] | None = None,
         label: str = "supervisor",
         grace: float = 15.0,

@@ -15,9 +15,9 @@ import threading
 from collections import OrderedDict
 from typing import Any, NamedTuple
 
+import certifi
 from requests import PreparedRequest
 from requests.adapters import HTTPAdapter
-from requests.certs import where as default_ca_bundle
 from urllib3.connectionpool import HTTPConnectionPool
 
 from .deadline import WatchedHTTPPool, WatchedHTTPSPool
@@ -106,8 +106,10 @@ def _new_pool(origin: Origin, *, keep: int) -> HTTPConnectionPool:
     connect_to = origin.address or origin.host
     if origin.scheme == "http":
         return WatchedHTTPPool(connect_to, **common)
-    bundle = origin.ca_bundle or default_ca_bundle()
-    trust = {"ca_cert_dir": bundle} if os.path.isdir(bundle) else {"ca_certs": bundle}
+    bundle = origin.ca_bundle or certifi.where()
+    trust: dict[str, Any] = (
+        {"ca_cert_dir": bundle} if os.path.isdir(bundle) else {"ca_certs": bundle}
+    )
     if origin.address:
         # Pinned to a vetted IP: the hostname still goes out as SNI and the certificate is
         # checked against it.

@@ -11,9 +11,13 @@ import os
 import socket
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+if TYPE_CHECKING:
+    from urllib3._base_connection import BaseHTTPConnection
 
 
 class Deadline:
@@ -121,25 +125,27 @@ class _WatchedHTTPSConnection(HTTPSConnection):
         _watch_connection(self)
 
 
-def _taken(connection: HTTPConnection) -> HTTPConnection:
+def _taken(connection: "BaseHTTPConnection") -> "BaseHTTPConnection":
     """A connection just taken from a pool: a kept-alive one is watched by the exchange
     taking it (a new one registers itself on connecting)."""
     deadline = active_deadline.get()
-    if deadline is not None and connection.sock is not None:
+    # The pools hold urllib3's own connections, which have the socket the protocol leaves out.
+    sock = getattr(connection, "sock", None)
+    if deadline is not None and sock is not None:
         deadline.reused = True
-        deadline.watch(connection.sock)
+        deadline.watch(sock)
     return connection
 
 
 class WatchedHTTPPool(HTTPConnectionPool):
     ConnectionCls = _WatchedHTTPConnection
 
-    def _get_conn(self, timeout: float | None = None) -> HTTPConnection:
+    def _get_conn(self, timeout: float | None = None) -> "BaseHTTPConnection":
         return _taken(super()._get_conn(timeout))
 
 
 class WatchedHTTPSPool(HTTPSConnectionPool):
     ConnectionCls = _WatchedHTTPSConnection
 
-    def _get_conn(self, timeout: float | None = None) -> HTTPConnection:
+    def _get_conn(self, timeout: float | None = None) -> "BaseHTTPConnection":
         return _taken(super()._get_conn(timeout))

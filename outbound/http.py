@@ -15,7 +15,9 @@ from urllib.parse import SplitResult, urlsplit
 
 import requests
 import urllib3
-from requests.certs import where as default_ca_bundle
+
+# certifi's where(), which requests.certs re-exports; types-requests omits it.
+from requests.certs import where as default_ca_bundle  # type: ignore[attr-defined]
 from requests.structures import CaseInsensitiveDict
 
 from .categories import ErrorCategory

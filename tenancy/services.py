@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import models, transaction
 from django.db.models import FilteredRelation, Q
 
@@ -248,7 +248,7 @@ def _user_get_or_create(email: str) -> AbstractBaseUser:
 @dataclass(frozen=True)
 class Grant:
     tenant: Tenant
-    user: AbstractBaseUser
+    user: User
     role: str
     token: str
     # When the token ends: a session's always, an operator's API token never.

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import connections
 from rest_framework.test import APIClient
@@ -68,6 +69,15 @@ def charlie(db) -> Actor:
 
 
 @pytest.fixture
+def admin_client(db, client):
+    """Django's test client logged in as a superuser of the admin (no password: hashing one
+    would dominate the test's time). Replaces pytest-django's fixture of the same name."""
+    user = get_user_model().objects.create_superuser("support", "support@example.com", None)
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
 def public_dns(monkeypatch) -> None:
     """Every hostname resolves to one public address; nothing reaches a real resolver."""
 
@@ -120,6 +130,13 @@ def _configured_vendor() -> str:
 requires_postgres = pytest.mark.skipif(
     _configured_vendor() != "postgresql",
     reason="needs PostgreSQL: run the suite with DATABASE_URL=postgres://...",
+)
+
+# Tests of SQLite itself, or of processes on a SQLite file of their own whatever DATABASE_URL
+# says: the SQLite pass runs them, the PostgreSQL pass would only run them again.
+sqlite_only = pytest.mark.skipif(
+    _configured_vendor() != "sqlite",
+    reason="SQLite only (whatever DATABASE_URL says): the SQLite pass runs it",
 )
 
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.onboarding.test_address_lengths import address
+from tests.support.addresses import address
 from tests.web.write_endpoints import WRITES, assert_problem, seed_targets, send, stored_state
 from web.headers import SINGLE_VALUE_HEADERS
 

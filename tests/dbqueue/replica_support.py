@@ -2,10 +2,12 @@
 tests. TEST_REPLICA_URL names the streaming replica's server (`.ci/replica.sh` makes one on
 127.0.0.1:5433); the app reads the test database there under the same name."""
 
+import fcntl
 import http.client
 import json
 import os
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,13 +20,28 @@ import psycopg
 import pytest
 from django.db import connection
 
-from tests.notifications.test_tick_command import subprocess_env
 from tests.support.gunicorn import ROOT, Served, app_env, gunicorn
+from tests.support.processes import subprocess_env
 
 REPLICA_URL = os.environ.get("TEST_REPLICA_URL", "").strip()
 needs_replica = pytest.mark.skipif(
     not REPLICA_URL, reason="needs a streaming replica: TEST_REPLICA_URL (see .ci/replica.sh)"
 )
+
+
+@pytest.fixture
+def replica_to_itself() -> Iterator[None]:
+    """The replica cluster is one for every pytest process on this machine (each xdist
+    worker, each run), and these tests stop or pause it: they take turns, under an flock
+    named after the replica's address."""
+    parts = urlsplit(REPLICA_URL)
+    lock = Path(tempfile.gettempdir()) / f"tickwork-replica-{parts.hostname}-{parts.port}.lock"
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
 
 
 @dataclass(frozen=True)

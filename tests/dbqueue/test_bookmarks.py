@@ -9,8 +9,8 @@ from dbqueue.replicas import Lsn, ReplicaRouter, Routing
 from projects.models import Project
 from tests.conftest import requires_postgres
 from tests.dbqueue.replica_support import call, create_project
-from tests.notifications.test_tick_command import subprocess_env
 from tests.support.gunicorn import app_env, gunicorn
+from tests.support.processes import subprocess_env
 
 pytestmark = pytest.mark.django_db
 

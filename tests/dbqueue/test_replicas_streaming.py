@@ -16,10 +16,17 @@ from tests.dbqueue.replica_support import (
     needs_replica,
     replica_control,
     replica_sql,
+    replica_to_itself,  # noqa: F401  (a fixture)
     wait_until_replayed,
 )
 
-pytestmark = [requires_postgres, needs_replica, pytest.mark.django_db(transaction=True)]
+# They share one replica cluster and stop or pause it: they take turns (replica_to_itself).
+pytestmark = [
+    requires_postgres,
+    needs_replica,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("replica_to_itself"),
+]
 
 PAIRS = 1000
 

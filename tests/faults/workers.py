@@ -12,7 +12,7 @@ from typing import IO
 from django.db import connection
 from django.utils import timezone
 
-from tests.notifications.test_tick_command import ROOT, subprocess_env
+from tests.support.processes import ROOT, subprocess_env
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from django.utils import timezone
 from jobs.consumer import jobs_worker
 from jobs.models import Job, JobStatus
 from tests.jobs.factories import make_job
-from tests.notifications.test_tick_command import fail_with, session_ended
+from tests.support.processes import fail_with, session_ended
 
 
 @pytest.fixture(autouse=True)

@@ -4,21 +4,12 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from notifications.models import Delivery, Notification, WebhookEndpoint
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
 
 CHANGELIST = "/admin/notifications/notification/"
-
-
-@pytest.fixture
-def admin_client(db, client):
-    """A logged-in superuser (no password: hashing one would dominate the test's time)."""
-    user = get_user_model().objects.create_superuser("support", "support@example.com", None)
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ the services, content saved through the guarded update (never the claim columns)
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from notifications.models import Notification
@@ -22,13 +21,6 @@ QUEUE_STATE_FIELDS = [
     "unfinished_claims",
     "tenant",
 ]
-
-
-@pytest.fixture
-def admin_client(db, client):
-    user = get_user_model().objects.create_superuser("support", "support@example.com", None)
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture

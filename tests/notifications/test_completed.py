@@ -4,7 +4,6 @@ by state, not retried, re-armed by a new schedule, and counted in no queue figur
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from notifications.models import Notification
 from notifications.scheduler.deliver import Senders
@@ -119,13 +118,6 @@ def test_queue_figures_count_no_completed_or_parked_row(alice, finished):
 
     assert (stats["due"], stats["backing_off"], stats["dead_lettered"]) == (0, 0, 1)
     assert stats["in_flight"] == 0
-
-
-@pytest.fixture
-def admin_client(db, client):
-    user = get_user_model().objects.create_superuser("support", "support@example.com", None)
-    client.force_login(user)
-    return client
 
 
 def test_the_admin_lists_completed_rows_and_names_them_in_the_delivery_log(admin_client, finished):

@@ -8,14 +8,15 @@ from django.db import connection
 
 from dbqueue.claims import claim_statement
 from notifications.scheduler.tick import DUE
+from tests.conftest import sqlite_only
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 
 
+# SQLite's plan; PostgreSQL's is in test_tick_explain_pg.
+@sqlite_only
 @pytest.mark.django_db
 def test_the_claim_searches_the_due_index():
-    if connection.vendor != "sqlite":
-        pytest.skip("SQLite's plan (PostgreSQL's is in test_tick_explain_pg)")
     _, sql, params = claim_statement(DUE, now=NOW, lease=timedelta(seconds=45), limit=16)
 
     with connection.cursor() as cursor:

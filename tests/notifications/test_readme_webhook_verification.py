@@ -9,8 +9,8 @@ from django.test import RequestFactory
 from notifications.transports.base import WebhookMessage
 from notifications.transports.signing import generate_secret
 from notifications.transports.webhook import send_webhook
-from tests.notifications.test_tick_command import ROOT
 from tests.support.http_server import recording_server
+from tests.support.processes import ROOT
 
 PLACEHOLDER = '"whsec_..."'
 

@@ -1,18 +1,14 @@
 """manage.py run_tick: one summary line per tick, argument errors, SIGTERM in --loop mode."""
 
-import os
 import re
 import signal
 import subprocess
 import sys
-import time
 from io import StringIO
-from pathlib import Path
 
-import psycopg
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import DatabaseError, OperationalError, connection
+from django.db import DatabaseError
 from django.utils import timezone
 
 from dbqueue.worker import ConnectionLost
@@ -26,8 +22,8 @@ from tests.notifications.factories import (
     make_tenant,
 )
 from tests.support.http_server import Reply, recording_server
+from tests.support.processes import ROOT, fail_with, session_ended, subprocess_env, wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
 SUMMARY = re.compile(
     r"event=run_tick claimed=\d+ delivered=\d+ partial=\d+ failed=\d+ deferred=\d+ "
     r"released=\d+ dead_lettered=\d+ fenced_out=\d+ errors=\d+ skipped=\d+ due_left=\d+ "
@@ -54,21 +50,6 @@ def test_prints_exactly_one_summary_line(db, settings):
 def test_bad_arguments_are_a_clear_command_error(db, arguments):
     with pytest.raises(CommandError, match="must be a positive"):
         call_command("run_tick", *arguments)
-
-
-def session_ended() -> OperationalError:
-    """What Django raises when the server terminated the session (pg_terminate_backend)."""
-    message = "terminating connection due to administrator command\nserver closed the connection"
-    error = OperationalError(message)
-    error.__cause__ = psycopg.errors.AdminShutdown(message)
-    return error
-
-
-def fail_with(error: Exception):
-    def fail(*args, **kwargs):
-        raise error
-
-    return fail
 
 
 def test_a_lost_database_is_one_error_line_and_a_failed_command(db, monkeypatch):
@@ -186,25 +167,3 @@ def test_loop_stops_on_sigterm_after_writing_back_the_row_in_flight():
         None,
     )
     assert Delivery.objects.get(notification_id=row.pk).outcome == "delivered"
-
-
-def subprocess_env() -> dict[str, str]:
-    """The environment of a tick process using this test's PostgreSQL database."""
-    settings_dict = connection.settings_dict
-    url = (
-        f"postgres://{settings_dict['USER']}@{settings_dict['HOST'] or '127.0.0.1'}:"
-        f"{settings_dict['PORT'] or 5432}/{settings_dict['NAME']}"
-    )
-    return {
-        **os.environ,
-        "DATABASE_URL": url,
-        "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
-        "SECRET_KEY": "test-only-secret-key-not-for-production",
-    }
-
-
-def wait_until(condition, *, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)

@@ -17,8 +17,8 @@ from dbqueue.models import ConcurrencySlot
 from notifications.models import Delivery, DeliveryOutcome, Notification, NotificationState
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
-from tests.notifications.test_tick_command import ROOT, subprocess_env, wait_until
 from tests.support.http_server import Reply, recording_server
+from tests.support.processes import ROOT, subprocess_env, wait_until
 
 pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True)]
 

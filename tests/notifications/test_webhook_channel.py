@@ -14,7 +14,7 @@ from standardwebhooks import Webhook
 from notifications.transports.base import WebhookMessage
 from notifications.transports.signing import generate_secret
 from notifications.transports.webhook import send_webhook
-from tests.outbound.test_ssrf import fake_resolver
+from tests.support.resolvers import fake_resolver
 
 URL = "https://hooks.example.com/hook?token=s3cret"
 PAYLOAD = {"type": "notification.fired", "data": {"notification_id": 7, "subject": "Zürich"}}

@@ -10,23 +10,13 @@ from notifications.models import Notification
 from projects.models import Project
 from tenancy.models import Invitation, OperationKey, SignupRequest
 from tests.onboarding.conftest import account_emails, deliver_mail, emailed_token
+from tests.support.addresses import address
 from tests.web.write_endpoints import assert_problem
 from web.fields import MAX_EMAIL_LENGTH, validate_email_address
 
 pytestmark = pytest.mark.django_db
 
 OVERLONG = (MAX_EMAIL_LENGTH + 1, 300, 320)
-
-
-def address(length: int) -> str:
-    """A well-formed address of exactly `length` (70-320) characters: labels of 50 and a
-    local part of at most 64, as Django's validator wants them."""
-    domain = length - len("@com") - 64  # its labels, each with the dot that follows it
-    labels = -(-domain // 51)
-    local = length - len("@com") - 51 * labels
-    result = "a" * local + "@" + ("d" * 50 + ".") * labels + "com"
-    assert len(result) == length and 0 < local <= 64
-    return result
 
 
 def _post(client, path, body, key=None):

@@ -5,7 +5,6 @@ Skipped only when no chromium executable exists (`.ci/run` installs it); Playwri
 browser download is not used."""
 
 import os
-import shutil
 from datetime import timedelta
 
 import pytest
@@ -14,11 +13,9 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect, sync_playwright
 
 from tests.notifications.factories import make_notification, make_tenant
+from tests.support.browser import CHROMIUM, TIMEOUT_MS
 
-CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 PASSWORD = "correct horse battery staple"
-# Generous: a busy CI machine may take seconds to start chromium or answer a page.
-TIMEOUT_MS = 30_000
 
 pytestmark = [
     pytest.mark.browser,

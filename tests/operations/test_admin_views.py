@@ -3,7 +3,6 @@ and the 24-hour chart."""
 
 from datetime import timedelta
 
-import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
@@ -14,14 +13,7 @@ from tests.notifications.factories import make_notification, make_tenant
 PAGE = "/admin/queue-health/"
 
 
-@pytest.fixture
-def staff_client(db, client):
-    user = get_user_model().objects.create_superuser("support", "support@example.com", None)
-    client.force_login(user)
-    return client
-
-
-def test_the_page_shows_both_queues_and_the_last_24_hours(staff_client):
+def test_the_page_shows_both_queues_and_the_last_24_hours(admin_client):
     tenant = make_tenant("Acme")
     now = timezone.now()
     make_notification(tenant=tenant, next_fire_at=now - timedelta(minutes=2))
@@ -36,7 +28,7 @@ def test_the_page_shows_both_queues_and_the_last_24_hours(staff_client):
         attempted_at=now,
     )
 
-    response = staff_client.get(PAGE)
+    response = admin_client.get(PAGE)
 
     html = response.content.decode()
     assert response.status_code == 200
@@ -49,8 +41,8 @@ def test_the_page_shows_both_queues_and_the_last_24_hours(staff_client):
     assert "?state=dead_lettered" in html and "?status__exact=failed" in html
 
 
-def test_the_admin_index_links_to_the_page(staff_client):
-    html = staff_client.get("/admin/").content.decode()
+def test_the_admin_index_links_to_the_page(admin_client):
+    html = admin_client.get("/admin/").content.decode()
 
     assert f'href="{PAGE}"' in html
 

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.operations.test_demo_supervisor import ROOT, Demo, free_port, running_demo
+from tests.conftest import sqlite_only
+from tests.support.demo import Demo, free_port, running_demo
+from tests.support.processes import ROOT
 
 KEY_HEADER = re.compile(r'-H "Idempotency-Key: (\$\([^"]*\))"')
 VARIABLE_USE = re.compile(r"\$\{?([A-Za-z_]\w*)")
@@ -24,7 +26,11 @@ PLACEHOLDER = re.compile(r"<[a-z ]+>")
 PUBLIC_POST = re.compile(r'"\$API/v1/(signup|signup/verify|invitations/accept)"')
 EMAILED_TOKEN = r"tick \| \S*/{page}\?token=([A-Za-z0-9_-]+)"
 
-pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+# The demo runs on a SQLite file of its own.
+pytestmark = [
+    pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl"),
+    sqlite_only,
+]
 
 
 def shell_commands(block: str) -> list[str]:

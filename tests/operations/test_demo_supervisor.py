@@ -2,28 +2,19 @@
 with its server and both workers on a fresh SQLite file, stopped by Ctrl-C or SIGTERM."""
 
 import io
-import json
 import os
-import re
 import signal
 import socket
-import subprocess
 import sys
 import textwrap
 import threading
 import time
-import urllib.request
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from operations.supervisor import PortUnavailable, ProcessSpec, Supervisor, port_check
-
-ROOT = Path(__file__).resolve().parents[2]
-STARTED = re.compile(r"\| started (.*); Ctrl-C")
+from tests.conftest import sqlite_only
+from tests.support.demo import Demo, free_port, gone, running_demo, started_pids
 
 
 def python(code: str) -> list[str]:
@@ -59,21 +50,6 @@ CRASHING = python(
     sys.exit(3)
     """
 )
-
-
-def started_pids(output: str) -> dict[str, int]:
-    [listing] = STARTED.findall(output)
-    return {name: int(pid) for name, pid in re.findall(r"(\w+) \(pid (\d+)\)", listing)}
-
-
-def gone(pid: int) -> bool:
-    """The process has exited (a zombie waiting for a reaper that is not us counts)."""
-    try:
-        os.kill(pid, 0)
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (ProcessLookupError, FileNotFoundError):
-        return True
-    return stat.rpartition(")")[2].split()[0] == "Z"
 
 
 def stop_later(supervisor: Supervisor, *delays: float) -> None:
@@ -163,121 +139,6 @@ def test_port_check_refuses_a_port_someone_listens_on():
 # --- manage.py demo, end to end ------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class Demo:
-    """A `manage.py demo` launcher in its own process group, its output collected."""
-
-    def __init__(
-        self,
-        tmp_path: Path,
-        port: int,
-        *,
-        receiver_port: int | None = None,
-        env: dict | None = None,
-    ) -> None:
-        self.port = port
-        # Not the default ports: demos of other test runs on this machine may hold them.
-        self.receiver_port = receiver_port or free_port()
-        self.frontend_port = free_port()
-        env = {
-            **os.environ,
-            "DEBUG": "true",
-            "DATABASE_URL": f"sqlite:///{tmp_path / 'demo.sqlite3'}",
-            # Whatever a developer's environment or .env says, this run uses the defaults.
-            "PROVISIONING_URL": "",
-            "RESEND_API_KEY": "",
-            "EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend",
-            **(env or {}),
-        }
-        self.process = subprocess.Popen(
-            [
-                *(sys.executable, "manage.py", "demo", "--port", str(port)),
-                *("--receiver-port", str(self.receiver_port)),
-                *("--frontend-port", str(self.frontend_port)),
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        self._lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._lines.append(line)
-
-    @property
-    def output(self) -> str:
-        return "".join(self._lines)
-
-    def wait_for(self, pattern: str, *, timeout: float) -> re.Match[str]:
-        deadline = time.monotonic() + timeout
-        while (found := re.search(pattern, self.output)) is None:
-            assert self.process.poll() is None, f"demo exited early:\n{self.output}"
-            assert time.monotonic() < deadline, f"no {pattern!r} in:\n{self.output}"
-            time.sleep(0.1)
-        return found
-
-    def request(self, path: str, *, token: str = "", body: dict | None = None) -> tuple:
-        """(status, JSON answer) of a GET, or of a POST of `body`."""
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers |= {"Content-Type": "application/json", "Idempotency-Key": str(uuid.uuid4())}
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}{path}", data=data, headers=headers
-        )
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return response.status, json.loads(response.read())
-
-    def wait_healthy(self, *, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            assert self.process.poll() is None, f"demo exited early:\n{self.output}"
-            try:
-                if self.request("/healthz")[0] == 200:
-                    return
-            except OSError:
-                assert time.monotonic() < deadline, f"/healthz never answered:\n{self.output}"
-                time.sleep(0.2)
-
-    def finish(self, *, timeout: float) -> int:
-        returncode = self.process.wait(timeout=timeout)
-        self._reader.join(timeout=5)
-        return returncode
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        if STARTED.search(self.output):
-            for pid in started_pids(self.output).values():
-                if not gone(pid):
-                    os.killpg(pid, signal.SIGKILL)
-        self.process.wait()
-
-
-@contextmanager
-def running_demo(
-    tmp_path: Path, port: int, *, receiver_port: int | None = None, env: dict | None = None
-) -> Iterator[Demo]:
-    demo = Demo(tmp_path, port, receiver_port=receiver_port, env=env)
-    try:
-        yield demo
-    finally:
-        demo.kill()  # a failed assertion must not leave servers behind
-
-
 def assert_clean_stop(demo: Demo, pids: dict[str, int]) -> None:
     assert demo.finish(timeout=30) == 0, demo.output
     assert set(pids) == {"web", "tick", "jobs", "hook", "turn", "page"}
@@ -289,6 +150,7 @@ def assert_clean_stop(demo: Demo, pids: dict[str, int]) -> None:
     assert demo.output.endswith("demo | stopped\n")
 
 
+@sqlite_only  # the demo runs on a SQLite file of its own
 def test_demo_runs_a_project_through_its_job_and_invitation_then_stops_on_ctrl_c(tmp_path):
     with running_demo(tmp_path, free_port()) as demo:
         token = demo.wait_for(r"API token \(shown once\): (\S+)", timeout=30)[1]
@@ -318,6 +180,7 @@ def test_demo_runs_a_project_through_its_job_and_invitation_then_stops_on_ctrl_c
     assert "event=run_tick claimed=0 " not in demo.output  # idle ticks are not shown
 
 
+@sqlite_only  # the demo runs on a SQLite file of its own
 def test_sigterm_to_the_launcher_alone_stops_every_process(tmp_path):
     with running_demo(tmp_path, free_port()) as demo:
         pids = started_pids(demo.wait_for(r"demo \| started .*", timeout=30)[0])
@@ -328,6 +191,7 @@ def test_sigterm_to_the_launcher_alone_stops_every_process(tmp_path):
         assert_clean_stop(demo, pids)
 
 
+@sqlite_only  # the demo runs on a SQLite file of its own
 def test_the_demo_receiver_prints_each_verified_webhook_delivery(tmp_path):
     with running_demo(tmp_path, free_port()) as demo:
         token = demo.wait_for(r"API token \(shown once\): (\S+)", timeout=30)[1]
@@ -363,6 +227,7 @@ def test_the_demo_receiver_prints_each_verified_webhook_delivery(tmp_path):
     assert "hook | rejected" not in demo.output
 
 
+@sqlite_only  # the demo runs on a SQLite file of its own
 def test_the_children_die_with_a_sigkilled_launcher_and_free_the_port(tmp_path):
     port = free_port()
     with running_demo(tmp_path, port) as demo:
@@ -380,6 +245,7 @@ def test_the_children_die_with_a_sigkilled_launcher_and_free_the_port(tmp_path):
     port_check("127.0.0.1", port)
 
 
+@sqlite_only  # the demo runs on a SQLite file of its own
 def test_a_port_in_use_is_a_clear_error_before_anything_starts(tmp_path):
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))

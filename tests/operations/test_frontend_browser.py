@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.operations.test_admin_browser import CHROMIUM, TIMEOUT_MS
-from tests.operations.test_demo_supervisor import Demo, free_port, running_demo
+from tests.support.browser import CHROMIUM, TIMEOUT_MS
+from tests.support.demo import Demo, free_port, running_demo
 
 SCREENSHOTS = os.environ.get("FRONTEND_SCREENSHOTS", "")
 

@@ -12,10 +12,11 @@ from notifications.scheduler.deliver import Senders
 from notifications.scheduler.tick import run_tick
 from notifications.transports.base import DeliveryResult
 from tests.notifications.factories import make_endpoint, make_notification
-from tests.operations.test_queue_status import fill_queues
+from tests.support.queues import fill_queues
 
 LABEL = r'[a-z_]+="[a-z_0-9.+A-Za-z]+"'
-SAMPLE = re.compile(rf"^[a-z_]+(\{{{LABEL}(,{LABEL})*\}})? -?\d+(\.\d+)?$")
+# A value as Go prints a float (prometheus_client writes 5.0, 1.7672256e+09, +Inf).
+SAMPLE = re.compile(rf"^[a-z_]+(\{{{LABEL}(,{LABEL})*\}})? (-?\d+(\.\d+)?(e[+-]\d+)?|[+-]Inf|NaN)$")
 
 
 @pytest.fixture
@@ -27,7 +28,8 @@ def metrics_on(settings):
 
 
 def samples(response) -> dict[str, float]:
-    """{'name{labels}': value} for every sample; fails on any malformed line."""
+    """{'name{labels}': value} for every sample (labels in name order, as prometheus_client
+    writes them); fails on any malformed line."""
     found = {}
     for line in response.content.decode().splitlines():
         if line.startswith("# "):
@@ -75,10 +77,10 @@ def test_exposes_both_queues_and_the_worker_counters(client, alice, metrics_on):
     assert figures["tickwork_webhook_endpoints_failing"] == 0
     assert figures['tickwork_worker_runs_total{worker="run_tick"}'] == 2
     assert figures['tickwork_worker_claimed_total{worker="run_tick"}'] == 7
-    assert figures['tickwork_worker_outcomes_total{worker="run_tick",outcome="delivered"}'] == 6
-    assert figures['tickwork_worker_outcomes_total{worker="run_tick",outcome="dead_lettered"}'] == 1
-    assert figures['tickwork_worker_outcomes_total{worker="run_tick",outcome="fenced_out"}'] == 0
-    assert figures['tickwork_worker_outcomes_total{worker="consume_jobs",outcome="completed"}'] == 1
+    assert figures['tickwork_worker_outcomes_total{outcome="delivered",worker="run_tick"}'] == 6
+    assert figures['tickwork_worker_outcomes_total{outcome="dead_lettered",worker="run_tick"}'] == 1
+    assert figures['tickwork_worker_outcomes_total{outcome="fenced_out",worker="run_tick"}'] == 0
+    assert figures['tickwork_worker_outcomes_total{outcome="completed",worker="consume_jobs"}'] == 1
     last_tick = figures['tickwork_worker_last_run_timestamp_seconds{worker="run_tick"}']
     assert abs(last_tick - timezone.now().timestamp()) < 60
 
@@ -87,7 +89,7 @@ def test_counters_exist_at_zero_before_any_worker_ran(client, db, metrics_on):
     figures = samples(client.get("/metrics"))
 
     assert figures['tickwork_worker_runs_total{worker="consume_jobs"}'] == 0
-    assert figures['tickwork_worker_outcomes_total{worker="consume_jobs",outcome="failed"}'] == 0
+    assert figures['tickwork_worker_outcomes_total{outcome="failed",worker="consume_jobs"}'] == 0
     assert not any(name.startswith("tickwork_worker_last_run") for name in figures)
 
 

@@ -12,8 +12,8 @@ import urllib3.util.connection
 
 from outbound import http
 from outbound.connections import Connections
-from tests.outbound.test_ssrf import fake_resolver
 from tests.support.http_server import Reply, recording_server
+from tests.support.resolvers import fake_resolver
 
 
 def post(url, connections, **overrides):

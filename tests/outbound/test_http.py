@@ -10,8 +10,8 @@ import pytest
 import urllib3.util.connection
 
 from outbound import http
-from tests.outbound.test_ssrf import fake_resolver
 from tests.support.http_server import Reply, recording_server
+from tests.support.resolvers import fake_resolver
 
 
 @contextmanager

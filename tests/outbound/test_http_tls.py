@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from outbound import http
-from tests.outbound.test_ssrf import fake_resolver
+from tests.support.resolvers import fake_resolver
 
 HOSTNAME = "hooks.example.test"
 

@@ -1,12 +1,12 @@
 """SSRF defences: which addresses count as public, and which webhook URLs are accepted."""
 
-import contextlib
 import ipaddress
 import socket
 
 import pytest
 
 from outbound.ssrf import UnsafeWebhookUrl, is_public_address, validate_webhook_url
+from tests.support.resolvers import fake_resolver
 
 NON_PUBLIC = [
     "127.0.0.1",
@@ -72,26 +72,6 @@ def test_public_addresses_are_accepted(address):
 def test_address_objects_are_accepted_too():
     assert is_public_address(ipaddress.ip_address("8.8.8.8")) is True
     assert is_public_address(ipaddress.ip_address("::ffff:192.168.0.1")) is False
-
-
-def fake_resolver(table: dict[str, list[str]]):
-    """A getaddrinfo that answers from `table` (and IP literals as themselves, like the real
-    one) and fails for any other name."""
-
-    def getaddrinfo(host, port, *args, **kwargs):
-        with contextlib.suppress(ValueError):
-            return [_address_info(str(ipaddress.ip_address(host)), port)]
-        if host not in table:
-            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-        return [_address_info(ip, port) for ip in table[host]]
-
-    return getaddrinfo
-
-
-def _address_info(ip, port):
-    family = socket.AF_INET6 if ":" in ip else socket.AF_INET
-    sockaddr = (ip, port, 0, 0) if ":" in ip else (ip, port)
-    return (family, socket.SOCK_STREAM, 6, "", sockaddr)
 
 
 @pytest.fixture

@@ -1,24 +1,16 @@
 """Admin: token list without secrets, the revoke action; tenants and projects render."""
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from tenancy.models import ApiToken
 from tests.notifications.factories import make_endpoint
 from tests.projects.factories import make_project
 
 
-@pytest.fixture
-def staff_client(client, db):
-    admin = get_user_model().objects.create_superuser("root", "root@example.com", None)
-    client.force_login(admin)
-    return client
-
-
-def test_token_list_shows_prefix_but_never_digest_or_secret(staff_client, alice):
+def test_token_list_shows_prefix_but_never_digest_or_secret(admin_client, alice):
     token = ApiToken.objects.get(user=alice.user)
 
-    response = staff_client.get("/admin/tenancy/apitoken/")
+    response = admin_client.get("/admin/tenancy/apitoken/")
 
     html = response.content.decode()
     assert response.status_code == 200
@@ -27,20 +19,20 @@ def test_token_list_shows_prefix_but_never_digest_or_secret(staff_client, alice)
     assert alice.token not in html
 
 
-def test_token_change_page_hides_the_digest_and_tokens_cannot_be_added(staff_client, alice):
+def test_token_change_page_hides_the_digest_and_tokens_cannot_be_added(admin_client, alice):
     token = ApiToken.objects.get(user=alice.user)
 
-    page = staff_client.get(f"/admin/tenancy/apitoken/{token.pk}/change/")
+    page = admin_client.get(f"/admin/tenancy/apitoken/{token.pk}/change/")
 
     assert page.status_code == 200
     assert token.digest not in page.content.decode()
-    assert staff_client.get("/admin/tenancy/apitoken/add/").status_code == 403
+    assert admin_client.get("/admin/tenancy/apitoken/add/").status_code == 403
 
 
-def test_revoke_action_revokes_and_the_token_stops_working(staff_client, alice):
+def test_revoke_action_revokes_and_the_token_stops_working(admin_client, alice):
     token = ApiToken.objects.get(user=alice.user)
 
-    staff_client.post(
+    admin_client.post(
         "/admin/tenancy/apitoken/",
         {"action": "revoke", "_selected_action": [token.pk]},
     )
@@ -51,26 +43,26 @@ def test_revoke_action_revokes_and_the_token_stops_working(staff_client, alice):
 
 
 @pytest.mark.parametrize("page", ["tenancy/tenant/", "tenancy/membership/", "projects/project/"])
-def test_changelists_render(staff_client, alice, page):
+def test_changelists_render(admin_client, alice, page):
     make_project(alice)
 
-    assert staff_client.get(f"/admin/{page}").status_code == 200
+    assert admin_client.get(f"/admin/{page}").status_code == 200
 
 
-def test_project_page_shows_its_jobs_read_only(staff_client, alice):
+def test_project_page_shows_its_jobs_read_only(admin_client, alice):
     project = make_project(alice)
     job = project.jobs.get()
 
-    response = staff_client.get(f"/admin/projects/project/{project.pk}/change/")
+    response = admin_client.get(f"/admin/projects/project/{project.pk}/change/")
 
     assert response.status_code == 200
     assert str(job.id) in response.content.decode()
 
 
-def test_the_admin_names_its_models_and_fields_in_plain_english(staff_client, alice):
+def test_the_admin_names_its_models_and_fields_in_plain_english(admin_client, alice):
     endpoint = make_endpoint(tenant=alice.tenant, url="https://hooks.example.com/in")
-    index = staff_client.get("/admin/").content.decode()
-    endpoint_page = staff_client.get(
+    index = admin_client.get("/admin/").content.decode()
+    endpoint_page = admin_client.get(
         f"/admin/notifications/webhookendpoint/{endpoint.pk}/change/"
     ).content.decode()
 

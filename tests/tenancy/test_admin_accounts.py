@@ -1,28 +1,18 @@
 """Admin pages of tokens made through the API and of external identities: readable, and never
 showing a token's secret or digest, nor a JWT."""
 
-import pytest
-from django.contrib.auth import get_user_model
-
 from tenancy.models import ApiToken, ExternalIdentity
 
 
-@pytest.fixture
-def staff_client(client, db):
-    admin = get_user_model().objects.create_superuser("root", "root@example.com", None)
-    client.force_login(admin)
-    return client
-
-
-def test_tokens_made_through_the_api_list_by_prefix_name_and_dates_only(staff_client, alice):
+def test_tokens_made_through_the_api_list_by_prefix_name_and_dates_only(admin_client, alice):
     made = alice.client().post(
         "/v1/tokens", {"name": "deploy-bot", "expires_in_days": 7}, format="json"
     )
     secret = made.json()["token"]
     token = ApiToken.objects.get(pk=made.json()["id"])
 
-    listed = staff_client.get("/admin/tenancy/apitoken/").content.decode()
-    page = staff_client.get(f"/admin/tenancy/apitoken/{token.pk}/change/").content.decode()
+    listed = admin_client.get("/admin/tenancy/apitoken/").content.decode()
+    page = admin_client.get(f"/admin/tenancy/apitoken/{token.pk}/change/").content.decode()
 
     assert token.prefix in listed and "deploy-bot" in listed
     for html in (listed, page):
@@ -31,14 +21,14 @@ def test_tokens_made_through_the_api_list_by_prefix_name_and_dates_only(staff_cl
         assert token.digest not in html
 
 
-def test_external_identities_are_listed_read_only(staff_client, alice):
+def test_external_identities_are_listed_read_only(admin_client, alice):
     identity = ExternalIdentity.objects.create(
         issuer="https://login.example.com", subject="idp-42", user=alice.user
     )
 
-    listed = staff_client.get("/admin/tenancy/externalidentity/")
-    page = staff_client.get(f"/admin/tenancy/externalidentity/{identity.pk}/change/")
+    listed = admin_client.get("/admin/tenancy/externalidentity/")
+    page = admin_client.get(f"/admin/tenancy/externalidentity/{identity.pk}/change/")
 
     assert listed.status_code == page.status_code == 200
     assert "idp-42" in listed.content.decode()
-    assert staff_client.get("/admin/tenancy/externalidentity/add/").status_code == 403
+    assert admin_client.get("/admin/tenancy/externalidentity/add/").status_code == 403

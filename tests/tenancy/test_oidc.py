@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 from dbqueue.models import RateWindow
 from tenancy import oidc
 from tenancy.models import ExternalIdentity
-from tests.onboarding.test_address_lengths import address
+from tests.support.addresses import address
 from tests.support.oidc_issuer import ec_key, local_issuer, rsa_key
 from tests.web.write_endpoints import assert_problem
 from web.fields import MAX_EMAIL_LENGTH

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from dbqueue.models import RateWindow
 from tenancy.models import ApiToken
-from tests.web.test_problems import assert_problem
+from tests.support.problems import assert_problem
 
 pytestmark = pytest.mark.django_db
 

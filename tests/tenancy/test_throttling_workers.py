@@ -10,7 +10,7 @@ import json
 import pytest
 from django.db import connection
 
-from tests.conftest import requires_postgres
+from tests.conftest import requires_postgres, sqlite_only
 from tests.support.gunicorn import app_env, gunicorn, manage, spread_requests
 
 LIMITS = {"THROTTLE_RATE_USER": "10/hour", "THROTTLE_RATE_AUTH_FAILURES": "5/hour"}
@@ -29,7 +29,9 @@ def postgres_url() -> str:
 ON_POSTGRES = [requires_postgres, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=ON_POSTGRES)])
+@pytest.fixture(
+    params=[pytest.param("sqlite", marks=sqlite_only), pytest.param("postgres", marks=ON_POSTGRES)]
+)
 def app(request, tmp_path):
     """The environment of an app process on a migrated database of its own kind."""
     if request.param == "postgres":

@@ -8,18 +8,7 @@ from django.test import RequestFactory
 
 import projects.views
 from projects.models import Project
-
-PROBLEM = "application/problem+json"
-
-
-def assert_problem(response, status):
-    assert response.status_code == status
-    assert response["Content-Type"] == PROBLEM
-    body = response.json()
-    assert body["status"] == status
-    assert body["type"].startswith("https://")
-    assert body["title"] and body["detail"]
-    return body
+from tests.support.problems import assert_problem
 
 
 def test_routing_404_is_a_problem(alice, settings):

@@ -9,8 +9,8 @@ from rest_framework.test import APIClient
 from projects.models import Project
 from tenancy.models import OperationKey, SignupRequest
 from tests.conftest import requires_postgres
-from tests.notifications.test_tick_command import subprocess_env
 from tests.support.gunicorn import app_env, connect, gunicorn, read_answer
+from tests.support.processes import subprocess_env
 from tests.web.write_endpoints import assert_problem
 from web.headers import is_repeated
 
