@@ -189,7 +189,7 @@ ROUTES = [
     RouteSpec("GET", f"/v1/deliveries?notification_id={UNKNOWN_ID}", create=_delivery_seed),
     RouteSpec(
         "GET",
-        f"/v1/deliveries?endpoint_id={uuid.uuid4()}&outcome=failed&since=2026-01-01T00:00:00Z",
+        "/v1/deliveries?endpoint_id=5c8d2f1e-7b3a-4c6d-9e0f-1a2b3c4d5e6f&outcome=failed&since=2026-01-01T00:00:00Z",
         create=_delivery_seed,
     ),
     RouteSpec(
