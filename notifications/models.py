@@ -196,6 +196,8 @@ class Notification(models.Model):
         max_length=8,
         choices=NotificationSource.choices,
         default=NotificationSource.API,
+        # Rows written in SQL (bulk loads, the planner tests) are the API's too.
+        db_default=NotificationSource.API,
         editable=False,
     )
     created_at = models.DateTimeField(default=utc_now, editable=False)

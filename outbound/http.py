@@ -152,19 +152,22 @@ class _Exchange:
         timeout: float,
     ) -> HttpResponse:
         """The request sent under one deadline. A kept-alive connection that the receiver
-        closed before answering costs one new connection, within the same deadline (what
-        browsers do; the webhook-id lets a receiver drop a repeat)."""
+        closed before answering is dropped and the request sent again, within the same
+        deadline (what browsers do; the webhook-id lets a receiver drop a repeat). The pool
+        may hold several such connections (a receiver closes every idle one): each failure
+        on a reused connection discards it, so the attempts end with a new connection,
+        whose failure is the answer, or with the deadline."""
         deadline = Deadline(timeout)
         token = active_deadline.set(deadline)
         try:
-            try:
-                return self._send(request, adapter, timeout, deadline)
-            except requests.ConnectionError as exc:
-                stale = deadline.reused and not isinstance(exc, requests.Timeout)
-                if not stale or deadline.expired:
-                    raise
-            deadline.reused = False
-            return self._send(request, adapter, timeout, deadline)
+            while True:
+                try:
+                    return self._send(request, adapter, timeout, deadline)
+                except requests.ConnectionError as exc:
+                    stale = deadline.reused and not isinstance(exc, requests.Timeout)
+                    if not stale or deadline.expired:
+                        raise
+                deadline.reused = False
         except _FAILURES as exc:
             raise _classify(exc, target=target, timeout=timeout, deadline=deadline) from None
         finally:

@@ -72,8 +72,10 @@ class _Server(ThreadingHTTPServer):
 
 
 class RecordingServer:
-    """`idle_timeout`: seconds a kept-alive connection may wait for its next request before
-    the server closes it (None: never)."""
+    """`idle_timeout`: seconds a kept-alive connection may wait, after an answer, for its
+    next request before the server closes it (None: never). A new connection's first
+    request and every request's body are waited for without a limit, as real servers give
+    them their own, longer timeouts."""
 
     def __init__(
         self, responder: Responder | None = None, *, idle_timeout: float | None = None
@@ -85,7 +87,6 @@ class RecordingServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
-            timeout = idle_timeout
             # Headers and body are two writes: with Nagle on, a kept-alive connection would
             # wait for the client's delayed ACK (40 ms) before every body.
             disable_nagle_algorithm = True
@@ -93,7 +94,19 @@ class RecordingServer:
             def log_message(self, *args: object) -> None:
                 pass
 
+            def parse_request(self) -> bool:
+                # The request line arrived: the rest of the request is not idle time.
+                self.connection.settimeout(None)
+                return super().parse_request()
+
             def _handle(self) -> None:
+                try:
+                    self._answer()
+                finally:
+                    # Waiting for the next request line on this connection is idle time.
+                    self.connection.settimeout(idle_timeout)
+
+            def _answer(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 if len(body) < length:
