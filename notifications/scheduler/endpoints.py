@@ -7,8 +7,8 @@ from typing import Any
 
 from django.db import DatabaseError
 
+from notifications.circuits import Signal, circuit_of
 from notifications.models import Channel, Notification, WebhookEndpoint
-from notifications.scheduler.breaker import Signal, circuit_of
 from notifications.scheduler.deliver import RowDelivery, pending_channels
 from notifications.scheduler.gate import EndpointGate
 from notifications.scheduler.lane import Tick

@@ -20,8 +20,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, Protocol
 
-from notifications.scheduler import breaker
-from notifications.scheduler.breaker import Circuit
+from notifications import circuits
+from notifications.circuits import Circuit
 
 # How many of an endpoint's latest deliveries set its pace (the slowest of them).
 PACE_SAMPLES = 8
@@ -204,7 +204,7 @@ class EndpointGate:
         now: datetime,
         backpressure: bool,
         seconds: float | None = None,
-    ) -> breaker.Signal | None:
+    ) -> circuits.Signal | None:
         """Free the slot, note how long the attempt took (`seconds`, None when unknown) and
         apply it to the circuit; the attempt's signal when it says something new about the
         endpoint (so it must be written down), else None."""
@@ -212,13 +212,13 @@ class EndpointGate:
         self.finishes.append(now)
         if seconds is not None:
             self.durations.setdefault(endpoint_id, deque(maxlen=PACE_SAMPLES)).append(seconds)
-        signal = breaker.signal_of(ok=ok, category=category, backpressure=backpressure)
+        signal = circuits.signal_of(ok=ok, category=category, backpressure=backpressure)
         if signal is None:
             return None
         before = self.circuit(endpoint_id)
-        if signal is breaker.Signal.ALIVE and before.healthy:
+        if signal is circuits.Signal.ALIVE and before.healthy:
             return None
-        self.circuits[endpoint_id] = breaker.after(
+        self.circuits[endpoint_id] = circuits.after(
             before, signal, now=now, threshold=self.threshold
         )
         return signal

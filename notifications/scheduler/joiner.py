@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from notifications.circuits import Signal
 from notifications.models import Notification
-from notifications.scheduler.breaker import Signal
 from notifications.scheduler.buffer import WriteBackBuffer
 from notifications.scheduler.deliver import Deferral, RowDelivery
 from notifications.scheduler.plan import plan_delivery

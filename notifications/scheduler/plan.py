@@ -14,10 +14,10 @@ from enum import StrEnum
 from typing import Any
 
 from dbqueue.backoff import retry_delay
+from notifications.circuits import Signal
 from notifications.models import Delivery, DeliveryOutcome, Notification
 from notifications.recurrence import InvalidRecurrence
 from notifications.scheduler import outcomes
-from notifications.scheduler.breaker import Signal
 from notifications.scheduler.deadletter import advance, dead_letter, invalid_schedule
 from notifications.scheduler.deliver import Deferral, RowDelivery, due_time
 from notifications.scheduler.outcomes import (

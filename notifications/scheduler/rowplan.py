@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from notifications.circuits import Signal
 from notifications.models import Delivery, Notification
 from notifications.recurrence import CpuBudget
-from notifications.scheduler.breaker import Signal
 
 
 class Branch(StrEnum):

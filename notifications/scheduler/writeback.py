@@ -17,9 +17,9 @@ from django.conf import settings
 from django.db import transaction
 
 from dbqueue.fences import fenced_update_many
+from notifications import circuits
+from notifications.circuits import circuit_of
 from notifications.models import Delivery, Notification, WebhookEndpoint
-from notifications.scheduler import breaker
-from notifications.scheduler.breaker import circuit_of
 from notifications.scheduler.plan import RowPlan
 
 logger = logging.getLogger("notifications.scheduler")
@@ -65,7 +65,7 @@ def write_back(
 
 
 def record_circuits(
-    signals: Sequence[tuple[Any, breaker.Signal]], *, now: datetime, threshold: int
+    signals: Sequence[tuple[Any, circuits.Signal]], *, now: datetime, threshold: int
 ) -> None:
     """Apply the attempts' signals to their endpoints' circuits as the database has them
     (locked, so ticks on several machines add up rather than overwrite each other). Only
@@ -75,7 +75,7 @@ def record_circuits(
         endpoint = endpoints.get(endpoint_id)
         if endpoint is None:
             continue
-        circuit = breaker.after(circuit_of(endpoint), signal, now=now, threshold=threshold)
+        circuit = circuits.after(circuit_of(endpoint), signal, now=now, threshold=threshold)
         endpoint.consecutive_failures = circuit.consecutive_failures
         endpoint.circuit_open_until = circuit.open_until
         endpoint.circuit_interval_seconds = circuit.interval_seconds

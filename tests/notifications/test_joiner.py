@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from notifications.circuits import Signal
 from notifications.models import Notification
-from notifications.scheduler.breaker import Signal
 from notifications.scheduler.buffer import WriteBackBuffer
 from notifications.scheduler.deliver import Deferral
 from notifications.scheduler.joiner import Joiner
