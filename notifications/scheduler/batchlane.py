@@ -16,7 +16,7 @@ from django.db.models import Q
 from dbqueue.claims import Claimed
 from notifications.models import Channel, Notification
 from notifications.scheduler.buffer import WriteBackBuffer
-from notifications.scheduler.deliver import Deferral
+from notifications.scheduler.deliver import Deferral, DeferralReason
 from notifications.scheduler.joiner import Joiner
 from notifications.scheduler.lane import Tick, may_start, without_poison
 from notifications.scheduler.mail import (
@@ -28,7 +28,6 @@ from notifications.scheduler.mail import (
     send_when_due,
     take_slots,
 )
-from notifications.scheduler.outcomes import DeferralReason
 from notifications.transports.resend import BATCH_LIMIT, BatchAnswer
 
 # Rows with nothing but an email left to send: email is their only channel, or their webhook

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from django.db import DatabaseError
 
-from notifications.scheduler.rowplan import Bucket, RowPlan
+from notifications.scheduler.plan import Bucket, RowPlan
 from notifications.scheduler.summary import FLUSH_SECONDS
 
 if TYPE_CHECKING:

@@ -15,9 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db import models
 
 from notifications.models import Channel, Notification, WebhookEndpoint
-from notifications.scheduler.outcomes import DeferralReason
 from notifications.transports.base import DeliveryResult, EmailMessage, WebhookMessage
 from outbound.categories import ErrorCategory
 from outbound.connections import Connections
@@ -50,6 +50,15 @@ def default_senders(connections: Connections | None = None) -> Senders:
         webhook=webhook,
         email_batch=batches if settings.RESEND_API_KEY else None,
     )
+
+
+class DeferralReason(models.TextChoices):
+    """Why a channel of an occurrence was deferred unattempted (a deferred delivery-log
+    row's category)."""
+
+    CIRCUIT_OPEN = "circuit_open", "Endpoint circuit open"
+    SEND_BUDGET = "send_budget", "No email send budget"
+    RATE_LIMITED = ErrorCategory.RATE_LIMITED.value, "Provider asked to wait (Retry-After)"
 
 
 @dataclass(frozen=True)

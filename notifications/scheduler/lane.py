@@ -18,9 +18,8 @@ from django.db import DatabaseError
 
 from dbqueue.clock import Clock
 from notifications.models import Notification
-from notifications.scheduler import outcomes
 from notifications.scheduler.buffer import WriteBackBuffer
-from notifications.scheduler.plan import plan_poison, plan_release
+from notifications.scheduler.plan import is_poison, plan_poison, plan_release
 from notifications.scheduler.summary import TickConfig, TickSummary
 
 logger = logging.getLogger("notifications.scheduler")
@@ -90,9 +89,7 @@ def without_poison(
     policy = tick.config.policy
     fine = []
     for row in rows:
-        if outcomes.is_poison(
-            unfinished_claims=row.unfinished_claims, max_attempts=row.max_attempts
-        ):
+        if is_poison(unfinished_claims=row.unfinished_claims, max_attempts=row.max_attempts):
             buffer.add(plan_poison(row, token=row.claim_token, now=now, policy=policy))
         else:
             fine.append(row)

@@ -21,6 +21,7 @@ from notifications.models import Channel, Notification, WebhookEndpoint
 from notifications.scheduler.buffer import WriteBackBuffer
 from notifications.scheduler.deliver import (
     Deferral,
+    DeferralReason,
     RowDelivery,
     RowWorkers,
     Senders,
@@ -30,7 +31,6 @@ from notifications.scheduler.endpoints import Endpoints
 from notifications.scheduler.gate import Admission
 from notifications.scheduler.joiner import Joiner
 from notifications.scheduler.lane import Carrier, Tick, may_start, release, without_poison
-from notifications.scheduler.outcomes import DeferralReason
 from notifications.scheduler.rowclaims import RowClaims
 from notifications.scheduler.slots import EndpointSlots
 

@@ -8,7 +8,7 @@ from django.conf import settings
 
 from dbqueue.totals import Histogram, WorkerSummary
 from notifications.scheduler.lateness import lateness_histogram
-from notifications.scheduler.rowplan import Policy, RowPlan
+from notifications.scheduler.plan import Policy, RowPlan
 
 # What the lease must cover after a row's channel timeout: the channel's grace (at most 1 s)
 # and the write-back of its outcome (within FLUSH_SECONDS), with room to spare. Below the

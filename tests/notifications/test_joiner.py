@@ -13,8 +13,7 @@ from notifications.models import Notification
 from notifications.scheduler.buffer import WriteBackBuffer
 from notifications.scheduler.deliver import Deferral
 from notifications.scheduler.joiner import Joiner
-from notifications.scheduler.plan import Bucket, RowPlan
-from notifications.scheduler.rowplan import Branch
+from notifications.scheduler.plan import Branch, Bucket, RowPlan
 from notifications.scheduler.summary import TickConfig, TickSummary
 from notifications.transports.base import DeliveryResult
 
