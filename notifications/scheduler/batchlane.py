@@ -16,9 +16,10 @@ from django.db.models import Q
 from dbqueue.claims import Claimed
 from notifications.models import Channel, Notification
 from notifications.scheduler.buffer import WriteBackBuffer
+from notifications.scheduler.context import Tick
 from notifications.scheduler.deliver import Deferral, DeferralReason
 from notifications.scheduler.joiner import Joiner
-from notifications.scheduler.lane import Tick, may_start, without_poison
+from notifications.scheduler.lane import may_start, without_poison
 from notifications.scheduler.mail import (
     Holdoff,
     OutgoingBatch,

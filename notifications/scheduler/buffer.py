@@ -6,15 +6,11 @@ summary."""
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from django.db import DatabaseError
 
+from notifications.scheduler.context import FLUSH_SECONDS, Tick
 from notifications.scheduler.plan import Bucket, RowPlan
-from notifications.scheduler.summary import FLUSH_SECONDS
-
-if TYPE_CHECKING:
-    from notifications.scheduler.lane import Tick
 
 logger = logging.getLogger("notifications.scheduler")
 
@@ -22,7 +18,7 @@ WriteBack = Callable[..., list[RowPlan]]  # write(plans, now=, circuit_failures=
 
 
 class WriteBackBuffer:
-    def __init__(self, tick: "Tick", *, write: WriteBack) -> None:
+    def __init__(self, tick: Tick, *, write: WriteBack) -> None:
         self.tick, self.write = tick, write
         self.plans: list[RowPlan] = []
         self.since: datetime | None = None  # when the oldest of them finished

@@ -9,9 +9,9 @@ from django.db import DatabaseError
 
 from notifications.circuits import Signal, circuit_of
 from notifications.models import Channel, Notification, WebhookEndpoint
+from notifications.scheduler.context import Tick
 from notifications.scheduler.deliver import RowDelivery, pending_channels
 from notifications.scheduler.gate import EndpointGate
-from notifications.scheduler.lane import Tick
 from outbound.categories import ErrorCategory
 
 

@@ -8,17 +8,15 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from notifications.circuits import Signal
 from notifications.models import Notification
 from notifications.scheduler.buffer import WriteBackBuffer
+from notifications.scheduler.context import Tick
 from notifications.scheduler.deliver import Deferral, RowDelivery
 from notifications.scheduler.plan import plan_delivery
 from notifications.transports.base import DeliveryResult
-
-if TYPE_CHECKING:
-    from notifications.scheduler.lane import Tick
 
 logger = logging.getLogger("notifications.scheduler")
 
@@ -39,7 +37,7 @@ class _Join:
 
 
 class Joiner:
-    def __init__(self, tick: "Tick", buffer: WriteBackBuffer) -> None:
+    def __init__(self, tick: Tick, buffer: WriteBackBuffer) -> None:
         self.tick, self.buffer = tick, buffer
         self.joins: dict[Any, _Join] = {}
 

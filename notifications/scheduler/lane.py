@@ -8,40 +8,17 @@ work in flight and what it does when that work comes back; the tick only loops o
 the lost-connection rule."""
 
 import logging
-import threading
 from collections.abc import Collection
 from concurrent.futures import Future
 from datetime import datetime
 from typing import Protocol
 
-from django.db import DatabaseError
-
-from dbqueue.clock import Clock
 from notifications.models import Notification
 from notifications.scheduler.buffer import WriteBackBuffer
+from notifications.scheduler.context import Tick
 from notifications.scheduler.plan import is_poison, plan_poison, plan_release
-from notifications.scheduler.summary import TickConfig, TickSummary
 
 logger = logging.getLogger("notifications.scheduler")
-
-
-class Tick(Protocol):
-    """What a lane may ask of the tick that drives it."""
-
-    config: TickConfig
-    clock: Clock
-    stop: threading.Event
-    summary: TickSummary
-    lost: DatabaseError | None
-
-    def may_claim(self) -> bool:
-        """No cap reached, no stop asked, time left, the connection not lost."""
-
-    def claim_room(self, wanted: int) -> int:
-        """`wanted`, or fewer if the tick's cap on claimed rows leaves less."""
-
-    def lose(self, exc: DatabaseError) -> bool:
-        """Whether `exc` cost the tick its connection (from then on nothing is written)."""
 
 
 class Carrier(Protocol):

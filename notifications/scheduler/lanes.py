@@ -9,9 +9,10 @@ from typing import Any
 from dbqueue.claims import Claimed
 from notifications.scheduler.batchlane import BatchLane
 from notifications.scheduler.buffer import WriteBackBuffer
+from notifications.scheduler.context import Tick
 from notifications.scheduler.deliver import Senders
 from notifications.scheduler.joiner import Joiner
-from notifications.scheduler.lane import Lane, Tick
+from notifications.scheduler.lane import Lane
 from notifications.scheduler.rowlane import RowLane
 
 

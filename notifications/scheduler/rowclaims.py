@@ -15,8 +15,8 @@ from django.db import DatabaseError
 from django.db.models import Q
 
 from dbqueue.claims import Claimed
+from notifications.scheduler.context import Tick
 from notifications.scheduler.gate import ClaimLimits, EndpointGate
-from notifications.scheduler.lane import Tick
 
 
 class RowClaims:

@@ -19,6 +19,7 @@ from django.db.models import Q
 from dbqueue.claims import Claimed
 from notifications.models import Channel, Notification, WebhookEndpoint
 from notifications.scheduler.buffer import WriteBackBuffer
+from notifications.scheduler.context import Tick
 from notifications.scheduler.deliver import (
     Deferral,
     DeferralReason,
@@ -30,7 +31,7 @@ from notifications.scheduler.deliver import (
 from notifications.scheduler.endpoints import Endpoints
 from notifications.scheduler.gate import Admission
 from notifications.scheduler.joiner import Joiner
-from notifications.scheduler.lane import Carrier, Tick, may_start, release, without_poison
+from notifications.scheduler.lane import Carrier, may_start, release, without_poison
 from notifications.scheduler.rowclaims import RowClaims
 from notifications.scheduler.slots import EndpointSlots
 

@@ -21,8 +21,8 @@ from django.db import DatabaseError
 
 from dbqueue.slots import SlotHolder
 from notifications.models import Notification
+from notifications.scheduler.context import Tick
 from notifications.scheduler.gate import EndpointGate
-from notifications.scheduler.lane import Tick
 from notifications.webhook_endpoints import slot_scope
 
 # How long the next claims leave alone an endpoint whose slots other ticks hold, at first.

@@ -27,10 +27,9 @@ from dbqueue.database import connection_lost
 from dbqueue.worker import ConnectionLost, Worker
 from notifications.models import Notification
 from notifications.scheduler.buffer import WriteBackBuffer
+from notifications.scheduler.context import TickConfig, TickSummary, due_rows_left
 from notifications.scheduler.deliver import Senders, default_senders
 from notifications.scheduler.lanes import build_lanes
-from notifications.scheduler.lateness import due_rows_left
-from notifications.scheduler.summary import TickConfig, TickSummary
 from notifications.scheduler.writeback import write_back
 from outbound.connections import Connections
 
@@ -104,7 +103,7 @@ def run_tick(
 
 
 class _Tick:
-    """The driver: loops over the lanes until none has work left (lane.Tick is what it
+    """The driver: loops over the lanes until none has work left (context.Tick is what it
     offers them)."""
 
     def __init__(self, config: TickConfig, clock: Clock, stop: threading.Event) -> None:
