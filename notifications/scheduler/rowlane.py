@@ -12,13 +12,12 @@ from collections import deque
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from django.db.models import Q
 
 from dbqueue.claims import Claimed
 from notifications.models import Channel, Notification, WebhookEndpoint
-from notifications.scheduler.buffer import WriteBackBuffer
 from notifications.scheduler.context import Tick
 from notifications.scheduler.deliver import (
     Deferral,
@@ -30,10 +29,21 @@ from notifications.scheduler.deliver import (
 )
 from notifications.scheduler.endpoints import Endpoints
 from notifications.scheduler.gate import Admission
-from notifications.scheduler.joiner import Joiner
-from notifications.scheduler.lane import Carrier, may_start, release, without_poison
 from notifications.scheduler.rowclaims import RowClaims
 from notifications.scheduler.slots import EndpointSlots
+from notifications.scheduler.writeback import (
+    Joiner,
+    WriteBackBuffer,
+    may_start,
+    release,
+    without_poison,
+)
+
+
+class Carrier(Protocol):
+    """A lane that carries one channel of rows the row lane claimed."""
+
+    def take(self, row: Notification) -> None: ...
 
 
 class RowLane:

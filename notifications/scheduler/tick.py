@@ -26,11 +26,10 @@ from dbqueue.clock import Clock
 from dbqueue.database import connection_lost
 from dbqueue.worker import ConnectionLost, Worker
 from notifications.models import Notification
-from notifications.scheduler.buffer import WriteBackBuffer
 from notifications.scheduler.context import TickConfig, TickSummary, due_rows_left
 from notifications.scheduler.deliver import Senders, default_senders
 from notifications.scheduler.lanes import build_lanes
-from notifications.scheduler.writeback import write_back
+from notifications.scheduler.writeback import WriteBackBuffer, write_back
 from outbound.connections import Connections
 
 # Origins (endpoint host and vetted address) a tick keeps connections to; beyond, the
