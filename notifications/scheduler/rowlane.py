@@ -3,7 +3,7 @@
 
 A row is claimed when a worker slot is free for it, or a place in the queue of a webhook
 endpoint that answers fast enough to start it well within its lease (`EndpointGate`). Each
-endpoint gets at most a few slots, shared by every tick process (`slots.EndpointSlots`), and
+endpoint gets at most a few slots, shared by every tick process (`gate.EndpointSlots`), and
 its circuit breaker defers its rows while it is down, so a dead receiver costs nobody else
 anything. A channel another lane carries (an email in a Resend batch) is handed to that
 lane, and the joiner writes the row back once both are known.
@@ -37,9 +37,13 @@ from notifications.scheduler.deliver import (
     Senders,
     pending_channels,
 )
-from notifications.scheduler.endpoints import Endpoints
-from notifications.scheduler.gate import Admission, ClaimLimits, EndpointGate
-from notifications.scheduler.slots import EndpointSlots
+from notifications.scheduler.gate import (
+    Admission,
+    ClaimLimits,
+    EndpointGate,
+    Endpoints,
+    EndpointSlots,
+)
 from notifications.scheduler.writeback import (
     Joiner,
     WriteBackBuffer,
