@@ -1,7 +1,9 @@
-"""Deliver one claimed row: its channels in parallel, each bounded by the channel timeout.
+"""Deliver one claimed row: its channels in parallel, each bounded by the channel timeout,
+in the row workers (`RowWorkers`); what a delivery brings back (`RowDelivery`: the results,
+and the channels deferred unattempted with their `Deferral` and its reason).
 
 Runs in a worker thread with no database access: everything it needs (the row, its webhook
-endpoint) was loaded by the claim loop. Never raises: a channel that raises or overruns
+endpoint) was loaded by the row lane. Never raises: a channel that raises or overruns
 becomes a failed DeliveryResult.
 """
 

@@ -6,9 +6,10 @@ is reached. The main thread does all database work; worker threads only call the
 The tick itself is a thin driver: each lane (lanes.py) owns one kind of work — rows
 delivered one by one (rowlane.py), emails sent in paced Resend batches (batchlane.py) — and
 says when it wants to claim, what it has in flight and what to do when that comes back; the
-joiner (joiner.py) writes a row back once every lane that carried a channel of it is done,
-through the write-back buffer (buffer.py). The tick owns the loop, the budget, the cap, the
-stop, and the rule for a lost database connection.
+joiner writes a row back once every lane that carried a channel of it is done, through the
+write-back buffer (both in writeback.py). The tick owns the loop, the budget, the cap, the
+stop, and the rule for a lost database connection; what it offers its lanes, what it is
+told and what it reports are in context.py.
 """
 
 import dataclasses
