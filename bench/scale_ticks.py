@@ -165,7 +165,7 @@ class TickLines:
         from django.db import connection
         from django.utils import timezone
 
-        from notifications.scheduler.lateness import due_rows_left
+        from notifications.scheduler.context import due_rows_left
 
         for line in stream:
             fields = dict(part.split("=", 1) for part in line.split() if "=" in part)

@@ -45,7 +45,7 @@ class WebhookEndpoint(models.Model):
     retired_secrets = SealedSecretsField(default=list, blank=True, editable=False)
     enabled = models.BooleanField(default=True)
     disabled_reason = models.CharField(max_length=200, blank=True, default="")
-    # The circuit breaker, shared by every tick (scheduler.breaker decides its moves).
+    # The circuit breaker, shared by every tick (notifications.circuits decides its moves).
     consecutive_failures = models.PositiveIntegerField(default=0)
     circuit_open_until = models.DateTimeField(null=True, blank=True)
     circuit_interval_seconds = models.PositiveIntegerField(default=0)

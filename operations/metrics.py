@@ -29,7 +29,7 @@ from prometheus_client.registry import Collector
 from dbqueue.clock import database_now
 from dbqueue.totals import worker_totals
 from jobs.stats import job_queue_stats
-from notifications.scheduler.lateness import lateness_histogram
+from notifications.scheduler.context import lateness_histogram
 from notifications.stats import endpoint_circuit_stats, notification_queue_stats
 from web.problems import problem_response
 

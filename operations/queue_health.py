@@ -12,7 +12,7 @@ from django.db.models.functions import TruncHour
 
 from jobs.stats import job_queue_stats
 from notifications.models import Delivery, DeliveryOutcome
-from notifications.scheduler.lateness import LATENESS_BOUNDS_S
+from notifications.scheduler.context import LATENESS_BOUNDS_S
 from notifications.stats import endpoint_circuit_stats, notification_queue_stats
 
 HOURS = 24

@@ -15,10 +15,8 @@ from django.db.models import Q
 
 from dbqueue.claims import Claimed
 from notifications.models import Channel, Notification
-from notifications.scheduler.buffer import WriteBackBuffer
-from notifications.scheduler.deliver import Deferral
-from notifications.scheduler.joiner import Joiner
-from notifications.scheduler.lane import Tick, may_start, without_poison
+from notifications.scheduler.context import Tick
+from notifications.scheduler.deliver import Deferral, DeferralReason
 from notifications.scheduler.mail import (
     Holdoff,
     OutgoingBatch,
@@ -28,7 +26,7 @@ from notifications.scheduler.mail import (
     send_when_due,
     take_slots,
 )
-from notifications.scheduler.outcomes import DeferralReason
+from notifications.scheduler.writeback import Joiner, WriteBackBuffer, may_start, without_poison
 from notifications.transports.resend import BATCH_LIMIT, BatchAnswer
 
 # Rows with nothing but an email left to send: email is their only channel, or their webhook

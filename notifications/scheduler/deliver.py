@@ -1,7 +1,9 @@
-"""Deliver one claimed row: its channels in parallel, each bounded by the channel timeout.
+"""Deliver one claimed row: its channels in parallel, each bounded by the channel timeout,
+in the row workers (`RowWorkers`); what a delivery brings back (`RowDelivery`: the results,
+and the channels deferred unattempted with their `Deferral` and its reason).
 
 Runs in a worker thread with no database access: everything it needs (the row, its webhook
-endpoint) was loaded by the claim loop. Never raises: a channel that raises or overruns
+endpoint) was loaded by the row lane. Never raises: a channel that raises or overruns
 becomes a failed DeliveryResult.
 """
 
@@ -15,9 +17,9 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db import models
 
 from notifications.models import Channel, Notification, WebhookEndpoint
-from notifications.scheduler.outcomes import DeferralReason
 from notifications.transports.base import DeliveryResult, EmailMessage, WebhookMessage
 from outbound.categories import ErrorCategory
 from outbound.connections import Connections
@@ -50,6 +52,15 @@ def default_senders(connections: Connections | None = None) -> Senders:
         webhook=webhook,
         email_batch=batches if settings.RESEND_API_KEY else None,
     )
+
+
+class DeferralReason(models.TextChoices):
+    """Why a channel of an occurrence was deferred unattempted (a deferred delivery-log
+    row's category)."""
+
+    CIRCUIT_OPEN = "circuit_open", "Endpoint circuit open"
+    SEND_BUDGET = "send_budget", "No email send budget"
+    RATE_LIMITED = ErrorCategory.RATE_LIMITED.value, "Provider asked to wait (Retry-After)"
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,55 @@
-"""The lanes one tick drives, in the order they claim: the row lane first, then a batch
-lane for each channel sent in batches (email, with Resend configured). A new channel is a
-sender of the row lane (deliver.py) or a lane of its own added here; the tick's loop does
-not change."""
+"""The lanes one tick drives, and the contract between the tick and them.
 
-from collections.abc import Callable
-from typing import Any
+A lane is one kind of work: rows delivered one by one (`rowlane.RowLane`), emails sent in
+paced batches (`batchlane.BatchLane`). Each owns its state, what and when it claims, its
+work in flight and what it does when that work comes back; the tick only loops over them
+(`Lane`), in the order they claim: the row lane first, then a batch lane for each channel
+sent in batches (email, with Resend configured). What a lane may ask of the tick is
+`context.Tick`: the clock, the budget, the summary and the lost-connection rule. A new
+channel is a sender of the row lane (deliver.py) or a lane of its own added here; the tick's
+loop does not change."""
+
+from collections.abc import Callable, Collection
+from concurrent.futures import Future
+from typing import Any, Protocol
 
 from dbqueue.claims import Claimed
 from notifications.scheduler.batchlane import BatchLane
-from notifications.scheduler.buffer import WriteBackBuffer
+from notifications.scheduler.context import Tick
 from notifications.scheduler.deliver import Senders
-from notifications.scheduler.joiner import Joiner
-from notifications.scheduler.lane import Lane, Tick
 from notifications.scheduler.rowlane import RowLane
+from notifications.scheduler.writeback import Joiner, WriteBackBuffer
+
+
+class Lane(Protocol):
+    """One kind of work, as the tick's loop sees it."""
+
+    @property
+    def futures(self) -> Collection[Future]:
+        """The lane's work in flight, for the tick to wait on."""
+
+    @property
+    def drained(self) -> bool:
+        """The lane's last claim found no more rows due for it."""
+
+    def wants_claim(self) -> bool:
+        """Whether the lane should claim now (it may also have found the tick's budget
+        spent or its queue empty)."""
+
+    def claim(self) -> None:
+        """Claim a batch of due rows and start (or queue) them."""
+
+    def collect(self, done: set[Future]) -> None:
+        """Apply what came back of the lane's futures among `done`."""
+
+    def send(self) -> None:
+        """Start what the lane holds ready: rows other lanes handed it, rows that waited."""
+
+    def pause(self) -> float | None:
+        """Seconds before the lane may act again on its own (None: it does not wait)."""
+
+    def close(self) -> None:
+        """Give up the lane's threads (the tick is over)."""
 
 
 def build_lanes(

@@ -1,56 +1,58 @@
-"""Turn one row's delivery (or a poison claim) into the write-back it needs: which fenced
-statement (branch), the new column values, and the delivery-log rows. No database access.
+"""What a claimed row's write-back is: the plan (RowPlan, immutable once built) of one row's
+delivery, of a row given back unattempted, or of a poison claim, with the fenced statement it
+takes (Branch), where the tick summary counts it (Bucket), the delivery-log rows it carries
+and where it leaves the row's schedule. Pure decisions: no database access, no I/O.
 
 An occurrence is settled channel by channel: a channel that was deferred (its endpoint's
-circuit is open) was not attempted, so the occurrence stays open for it alone while the
-channels already delivered are remembered in `channel_state` and never sent again. The
-partial-success rule (`_verdict`) applies to channels that failed. The plan types live in
-rowplan.py, the schedule's advance and the dead-letter plans in deadletter.py; their public
-names are importable from here too."""
+circuit is open, its provider pushed back, no send budget) was not attempted, so the
+occurrence stays open for it alone while the channels already delivered are remembered in
+`channel_state` and never sent again. The partial-success rule (`verdict`) applies to the
+channels that failed: a full failure backs off (`retry_delay`) or is dead-lettered
+(`dead_letter_reason`); a partial success is not retried.
+"""
 
 import dataclasses
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from dbqueue.backoff import retry_delay
-from notifications.models import Delivery, DeliveryOutcome, Notification
-from notifications.recurrence import InvalidRecurrence
-from notifications.scheduler import outcomes
-from notifications.scheduler.breaker import Signal
-from notifications.scheduler.deadletter import advance, dead_letter, invalid_schedule
-from notifications.scheduler.deliver import Deferral, RowDelivery, due_time
-from notifications.scheduler.outcomes import (
-    Classification,
-    DeadLetterReason,
-    DeferralReason,
-    Verdict,
+from notifications.circuits import Signal
+from notifications.models import (
+    WHOLE_OCCURRENCE,
+    Channel,
+    Delivery,
+    DeliveryOutcome,
+    Notification,
 )
-from notifications.scheduler.rowplan import (
-    Branch,
-    Bucket,
-    Policy,
-    RowPlan,
-    delivery_row,
-    late_ms,
-)
-from notifications.states import Move, after
+from notifications.recurrence import CpuBudget, InvalidRecurrence
+from notifications.recurrence.skipped import next_and_skipped
+from notifications.scheduler.deliver import Deferral, DeferralReason, RowDelivery, due_time
+from notifications.states import DeadLetterReason, Move, after
 from outbound.categories import ErrorCategory
 
-__all__ = [
-    "Branch",
-    "Bucket",
-    "ChannelState",
-    "Policy",
-    "RowPlan",
-    "advance",
-    "dead_letter",
-    "invalid_schedule",
-    "late_ms",
-    "plan_delivery",
-    "plan_poison",
-    "plan_release",
-]
+logger = logging.getLogger("notifications.scheduler")
+
+
+class ChannelResult(Protocol):
+    """The fields of transports.base.DeliveryResult these decisions read."""
+
+    ok: bool
+    error: str
+    permanent: bool
+    category: str
+    http_status: int | None
+    retry_after: float | None
+    backpressure: bool
+
+
+class Verdict(StrEnum):
+    SUCCESS = "success"
+    PARTIAL = "partial"
+    FAILURE = "failure"
 
 
 class ChannelState(StrEnum):
@@ -59,6 +61,150 @@ class ChannelState(StrEnum):
 
     DELIVERED = DeliveryOutcome.DELIVERED.value
     FAILED = DeliveryOutcome.FAILED.value
+
+
+@dataclass(frozen=True)
+class Classification:
+    """A row's outcome. `failed` lists the failed channels in the row's channel order;
+    `all_permanent` is true only for a full failure whose every error is permanent;
+    `all_rate_limited` for one whose every error is a provider's push-back past the deferral
+    horizon; `retry_after` is the longest Retry-After any failed channel asked for (seconds)."""
+
+    verdict: Verdict
+    failed: tuple[str, ...]
+    all_permanent: bool
+    retry_after: float | None
+    all_rate_limited: bool = False
+
+
+class Branch(StrEnum):
+    COMPLETE = "complete"
+    ADVANCE = "advance"
+    BACKOFF = "backoff"
+    DEFER = "defer"
+    RELEASE = "release"
+    DEAD_LETTER = "dead_letter"
+
+
+class Bucket(StrEnum):
+    """Where a claimed row is counted in the tick summary (exactly one bucket per row)."""
+
+    DELIVERED = "delivered"
+    PARTIAL = "partial"
+    FAILED = "failed"
+    DEFERRED = "deferred"
+    RELEASED = "released"
+    DEAD_LETTERED = "dead_lettered"
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """A fenced write-back on (pk, token): update the row with `changes`, its new `state`
+    among them (notifications.states decides it). `logs` are written whatever the fence
+    says (the calls happened); `skipped`, the record of the occurrences a late recurring
+    row jumps over, only if the write-back applies."""
+
+    pk: Any
+    token: int
+    branch: Branch
+    bucket: Bucket
+    changes: dict[str, Any] = field(default_factory=dict)
+    logs: tuple[Delivery, ...] = ()
+    skipped: Delivery | None = None
+    gone_endpoint_id: Any = None
+    # The webhook attempt's news for its endpoint's circuit, when there is any.
+    endpoint_signal: tuple[Any, Signal] | None = None
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How the tick treats failures; the attempt limit is each row's own (max_attempts)."""
+
+    backoff: Sequence[int]
+    # How long after an occurrence was due a provider's push-back still defers it for free.
+    max_defer_seconds: float = 86_400.0
+    # CPU one row may spend finding its schedule's next occurrence (RECURRENCE_BUDGET_MS).
+    recurrence_budget_ms: float = 20.0
+
+    @property
+    def recurrence_budget(self) -> CpuBudget:
+        return CpuBudget(limit_ms=self.recurrence_budget_ms)
+
+
+def verdict(
+    state: Mapping[str, str], *, channels: Iterable[str]
+) -> tuple[Verdict, tuple[str, ...]]:
+    """The partial-success rule, over channels as settled so far (`state`: ChannelState
+    values): a failure when some of `channels` failed and none was delivered (it earns a
+    retry), else a success or, with failed channels, a partial success (they are not
+    retried). Also the failed ones, in the order of `channels`."""
+    failed = tuple(c for c in channels if state.get(c) == ChannelState.FAILED)
+    delivered = any(value == ChannelState.DELIVERED for value in state.values())
+    if failed and not delivered:
+        return Verdict.FAILURE, failed
+    return (Verdict.PARTIAL if failed else Verdict.SUCCESS), failed
+
+
+def classify(results: Mapping[str, ChannelResult]) -> Classification:
+    """The `verdict` of these results alone (a full success also when there were none),
+    with what deciding a full failure's fate needs."""
+    verdict_of, failed = verdict(_settled(results), channels=results)
+    waits = [results[c].retry_after for c in failed if results[c].retry_after is not None]
+    return Classification(
+        verdict=verdict_of,
+        failed=failed,
+        all_permanent=verdict_of is Verdict.FAILURE and all(results[c].permanent for c in failed),
+        retry_after=max(waits) if waits else None,
+        all_rate_limited=verdict_of is Verdict.FAILURE
+        and all(results[c].backpressure for c in failed),
+    )
+
+
+def _settled(results: Mapping[str, ChannelResult]) -> dict[str, str]:
+    return {
+        channel: ChannelState.DELIVERED if result.ok else ChannelState.FAILED
+        for channel, result in results.items()
+    }
+
+
+def dead_letter_reason(
+    classification: Classification, *, error_count_after: int, max_attempts: int
+) -> DeadLetterReason | None:
+    """Why a full failure is dead-lettered now, or None when it should back off (or when
+    the row did not fully fail at all)."""
+    if classification.verdict is not Verdict.FAILURE:
+        return None
+    if classification.all_permanent:
+        return DeadLetterReason.PERMANENT
+    if error_count_after >= max_attempts:
+        if classification.all_rate_limited:
+            return DeadLetterReason.RATE_LIMITED
+        return DeadLetterReason.EXHAUSTED
+    return None
+
+
+def is_poison(*, unfinished_claims: int, max_attempts: int) -> bool:
+    """A row whose count of claims without an outcome (this claim included) exceeds
+    `max_attempts`: its previous `max_attempts` claims all died before writing back."""
+    return unfinished_claims > max_attempts
+
+
+def describe(result: ChannelResult) -> str:
+    """One channel's failure in a few safe words: "HTTP 500", "timeout", "connection"."""
+    if result.http_status is not None:
+        return f"HTTP {result.http_status}"
+    return result.category or "failed"
+
+
+def error_summary(results: Mapping[str, ChannelResult]) -> str:
+    """The failed channels as "webhook: HTTP 500; email: timeout" (no bodies, no URLs)."""
+    return "; ".join(
+        f"{channel}: {describe(result)}" for channel, result in results.items() if not result.ok
+    )
+
+
+def partial_summary(classification: Classification) -> str:
+    return "partial: " + ", ".join(classification.failed)
 
 
 def plan_delivery(
@@ -74,15 +220,15 @@ def plan_delivery(
     for its endpoint's circuit, written with the row."""
     delivery = _with_backpressure_deferred(delivery, now=now, policy=policy)
     row = delivery.notification
-    state = {**row.channel_state, **_settled(delivery)}
-    verdict, failed = _verdict(row, state)
-    if verdict is Verdict.FAILURE:
+    state = {**row.channel_state, **_settled(delivery.results)}
+    verdict_of, failed = verdict(state, channels=row.channels)
+    if verdict_of is Verdict.FAILURE:
         plan = _failure(delivery, token, now=now, policy=policy)
     elif delivery.deferred:
         until = min(deferral.until for deferral in delivery.deferred.values())
         plan = _defer(row, token, state, until=until, now=now)
     else:
-        plan = _finish(row, token, verdict, failed, now=now, policy=policy)
+        plan = _finish(row, token, verdict_of, failed, now=now, policy=policy)
     gone = any(r.gone for r in delivery.results.values())
     return dataclasses.replace(
         plan,
@@ -92,21 +238,10 @@ def plan_delivery(
     )
 
 
-def _verdict(row: Notification, state: dict[str, str]) -> tuple[Verdict, tuple[str, ...]]:
-    """The partial-success rule, over the occurrence's channels as settled so far: a
-    failure when some failed and none was delivered (it earns a retry), else a success or,
-    with failed channels, a partial success (they are not retried). Also the failed ones."""
-    failed = tuple(c for c in row.channels if state.get(c) == ChannelState.FAILED)
-    delivered = any(value == ChannelState.DELIVERED for value in state.values())
-    if failed and not delivered:
-        return Verdict.FAILURE, failed
-    return (Verdict.PARTIAL if failed else Verdict.SUCCESS), failed
-
-
 def _finish(
     row: Notification,
     token: int,
-    verdict: Verdict,
+    verdict_of: Verdict,
     failed: tuple[str, ...],
     *,
     now: datetime,
@@ -114,16 +249,16 @@ def _finish(
 ) -> RowPlan:
     """Every channel settled and at least one delivered (or none failed): the occurrence
     is done; the channels that failed are not retried (a partial success)."""
-    bucket = Bucket.DELIVERED if verdict is Verdict.SUCCESS else Bucket.PARTIAL
+    bucket = Bucket.DELIVERED if verdict_of is Verdict.SUCCESS else Bucket.PARTIAL
     try:
         upcoming, skipped = advance(row, now=now, budget=policy.recurrence_budget)
     except InvalidRecurrence as exc:
         return invalid_schedule(row, token, exc, now=now, fired=True)
-    c = Classification(verdict=verdict, failed=failed, all_permanent=False, retry_after=None)
+    c = Classification(verdict=verdict_of, failed=failed, all_permanent=False, retry_after=None)
     changes = {
         "last_fired_at": now,
         "error_count": 0,
-        "last_error": None if verdict is Verdict.SUCCESS else outcomes.partial_summary(c),
+        "last_error": None if verdict_of is Verdict.SUCCESS else partial_summary(c),
         "dead_letter_reason": "",
         "unfinished_claims": 0,
         "channel_state": {},
@@ -198,23 +333,14 @@ def _with_backpressure_deferred(
     return dataclasses.replace(delivery, results=results, deferred=deferred)
 
 
-def _settled(delivery: RowDelivery) -> dict[str, str]:
-    return {
-        channel: ChannelState.DELIVERED if result.ok else ChannelState.FAILED
-        for channel, result in delivery.results.items()
-    }
-
-
 def _failure(delivery: RowDelivery, token: int, *, now: datetime, policy: Policy) -> RowPlan:
     """Nothing of the occurrence was delivered and what was attempted failed: back off, or
     dead-letter when the attempts are used up or every error is permanent."""
     row = delivery.notification
-    c = outcomes.classify(delivery.results)
-    summary = outcomes.error_summary(delivery.results)
+    c = classify(delivery.results)
+    summary = error_summary(delivery.results)
     failures = row.error_count + 1
-    reason = outcomes.dead_letter_reason(
-        c, error_count_after=failures, max_attempts=row.max_attempts
-    )
+    reason = dead_letter_reason(c, error_count_after=failures, max_attempts=row.max_attempts)
     if reason is not None:
         return dead_letter(
             row,
@@ -292,4 +418,161 @@ def plan_poison(row: Notification, *, token: int, now: datetime, policy: Policy)
         error_count=row.error_count,
         now=now,
         policy=policy,
+    )
+
+
+def advance(
+    row: Notification, *, now: datetime, budget: CpuBudget
+) -> tuple[datetime | None, Delivery | None]:
+    """Where a handled occurrence leaves the schedule: the next regular occurrence, the
+    first after both the handled one and now (None for a one-shot or a schedule that its
+    COUNT or UNTIL ended), and the `skipped` record of the occurrences in between, which
+    "fire once now" will never deliver (None when there are none). Raises
+    InvalidRecurrence (RuleTooCostly past `budget`) when the next occurrence cannot be
+    computed: that is never the end of the schedule."""
+    if not row.rrule:
+        return None, None
+    handled = due_time(row) or now
+    upcoming, found = next_and_skipped(
+        rrule=row.rrule,
+        tz_name=row.timezone,
+        anchor=row.recurrence_anchor or handled,
+        handled=handled,
+        now=now,
+        budget=budget,
+    )
+    if found is None:
+        return upcoming, None
+    return upcoming, delivery_row(
+        row,
+        at=now,
+        channel=WHOLE_OCCURRENCE,
+        outcome=DeliveryOutcome.SKIPPED,
+        skipped_count=found.count,
+        skipped_first=found.first,
+        skipped_last=found.last,
+    )
+
+
+def dead_letter(
+    row: Notification,
+    token: int,
+    *,
+    reason: DeadLetterReason,
+    summary: str,
+    error_count: int,
+    now: datetime,
+    policy: Policy,
+) -> RowPlan:
+    """Record the occurrence as dead-lettered; a recurring row skips to its next regular
+    occurrence with a clean error count, anything else stays on it, dead-lettered
+    (next_fire_at NULL)."""
+    try:
+        upcoming, skipped = advance(row, now=now, budget=policy.recurrence_budget)
+    except InvalidRecurrence as exc:
+        return invalid_schedule(row, token, exc, now=now, fired=False)
+    return _dead_letter_plan(
+        row,
+        token,
+        reason=reason,
+        summary=summary,
+        now=now,
+        skipped=skipped,
+        next_fire_at=upcoming,
+        occurrence=row.occurrence + (1 if upcoming else 0),
+        error_count=0 if upcoming else error_count,
+        dead_letter_reason="" if upcoming else reason.value,
+        state=after(row.state, Move.DEAD_LETTER_AND_GO_ON if upcoming else Move.DEAD_LETTER),
+    )
+
+
+def invalid_schedule(
+    row: Notification, token: int, exc: InvalidRecurrence, *, now: datetime, fired: bool
+) -> RowPlan:
+    """The schedule's next occurrence cannot be computed (past the CPU budget, or a rule
+    that no longer parses): the row is dead-lettered with category invalid_schedule and
+    logged — never completed as if its schedule had ended, never left claimed to stall the
+    next tick. `fired`: the occurrence itself was delivered."""
+    logger.warning("row %s: schedule dead-lettered as invalid_schedule: %s", row.pk, exc)
+    fired_changes = {"last_fired_at": now} if fired else {}
+    return _dead_letter_plan(
+        row,
+        token,
+        reason=DeadLetterReason.INVALID_SCHEDULE,
+        summary=f"{DeadLetterReason.INVALID_SCHEDULE}: {exc}",
+        now=now,
+        next_fire_at=None,
+        occurrence=row.occurrence,
+        error_count=0 if fired else row.error_count,
+        dead_letter_reason=DeadLetterReason.INVALID_SCHEDULE.value,
+        state=after(row.state, Move.DEAD_LETTER),
+        **fired_changes,
+    )
+
+
+def _dead_letter_plan(
+    row: Notification,
+    token: int,
+    *,
+    reason: DeadLetterReason,
+    summary: str,
+    now: datetime,
+    skipped: Delivery | None = None,
+    **changes: Any,
+) -> RowPlan:
+    changes.update(
+        {
+            # A dead-lettered row keeps the due time of the occurrence it stopped on.
+            "due_at": changes["next_fire_at"] or row.due_at,
+            "last_error": summary[:500],
+            "unfinished_claims": 0,
+            "channel_state": {},
+            # A re-armed occurrence that sends its email again does so in a new batch.
+            "email_batch": None,
+            "updated_at": now,
+        }
+    )
+    log = delivery_row(
+        row,
+        at=now,
+        channel=WHOLE_OCCURRENCE,
+        outcome=DeliveryOutcome.DEAD_LETTERED,
+        error_category=reason.value,
+        error=summary[:500],
+    )
+    return RowPlan(
+        pk=row.pk,
+        token=token,
+        branch=Branch.DEAD_LETTER,
+        bucket=Bucket.DEAD_LETTERED,
+        changes=changes,
+        logs=(log,),
+        skipped=skipped,
+    )
+
+
+def late_ms(notification: Notification, *, at: datetime) -> int | None:
+    """How late an attempt at `at` is for the time the row was scheduled for (0 when early):
+    its `next_fire_at` as claimed, which is the occurrence's due time on a first attempt,
+    the end of its backoff on a retry and the end of its deferral for a deferred channel.
+    Lateness measures the scheduler: a receiver's failures make retries, not lateness."""
+    scheduled = notification.next_fire_at
+    if scheduled is None:
+        return None
+    return max(0, (at - scheduled) // timedelta(milliseconds=1))
+
+
+def delivery_row(notification: Notification, *, at: datetime, **fields: Any) -> Delivery:
+    """A delivery-log row of the notification's current occurrence (as claimed: its
+    `error_count` counts the failed attempts before this one)."""
+    channel = fields.get("channel")
+    endpoint_id = None if channel == Channel.EMAIL else notification.webhook_endpoint_id
+    return Delivery(
+        notification_id=notification.id,
+        tenant_id=notification.tenant_id,
+        occurrence=notification.occurrence,
+        endpoint_id=endpoint_id,
+        attempt=notification.error_count + 1,
+        attempted_at=at,
+        **fields,
     )

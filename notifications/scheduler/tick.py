@@ -6,9 +6,10 @@ is reached. The main thread does all database work; worker threads only call the
 The tick itself is a thin driver: each lane (lanes.py) owns one kind of work — rows
 delivered one by one (rowlane.py), emails sent in paced Resend batches (batchlane.py) — and
 says when it wants to claim, what it has in flight and what to do when that comes back; the
-joiner (joiner.py) writes a row back once every lane that carried a channel of it is done,
-through the write-back buffer (buffer.py). The tick owns the loop, the budget, the cap, the
-stop, and the rule for a lost database connection.
+joiner writes a row back once every lane that carried a channel of it is done, through the
+write-back buffer (both in writeback.py). The tick owns the loop, the budget, the cap, the
+stop, and the rule for a lost database connection; what it offers its lanes, what it is
+told and what it reports are in context.py.
 """
 
 import dataclasses
@@ -26,12 +27,10 @@ from dbqueue.clock import Clock
 from dbqueue.database import connection_lost
 from dbqueue.worker import ConnectionLost, Worker
 from notifications.models import Notification
-from notifications.scheduler.buffer import WriteBackBuffer
+from notifications.scheduler.context import TickConfig, TickSummary, due_rows_left
 from notifications.scheduler.deliver import Senders, default_senders
 from notifications.scheduler.lanes import build_lanes
-from notifications.scheduler.lateness import due_rows_left
-from notifications.scheduler.summary import TickConfig, TickSummary
-from notifications.scheduler.writeback import write_back
+from notifications.scheduler.writeback import WriteBackBuffer, write_back
 from outbound.connections import Connections
 
 # Origins (endpoint host and vetted address) a tick keeps connections to; beyond, the
@@ -104,7 +103,7 @@ def run_tick(
 
 
 class _Tick:
-    """The driver: loops over the lanes until none has work left (lane.Tick is what it
+    """The driver: loops over the lanes until none has work left (context.Tick is what it
     offers them)."""
 
     def __init__(self, config: TickConfig, clock: Clock, stop: threading.Event) -> None:

@@ -1,28 +1,253 @@
-"""Apply a batch of row plans: a few short, fenced statements in one transaction.
+"""How a claimed row's outcome reaches the database.
 
-One fenced UPDATE per shape of change (finished rows too: they are kept, completed), one bulk
-insert for the delivery log (attempts are written even for fenced-out rows: the calls
-happened; a `skipped` record only when its row's write-back applied, since the row that
-reclaimed it will skip those occurrences itself), one UPDATE disabling endpoints that
-answered 410, and — only when a webhook attempt changed what its endpoint's circuit
-knows — one locked read and one bulk update of those endpoints. No network I/O happens here.
+A claimed row may go out in pieces, one per lane that carries some of its channels (its
+webhook in a row worker, its email in a Resend batch). The joiner (`Joiner`) gathers what
+each piece brings back and, once every piece is known, plans the row's write-back
+(`plan.plan_delivery`) and hands it to the buffer. A piece that broke (raised) costs the row
+its write-back: it stays claimed until its lease expires. A row that may not start is given
+back (`release`), and a poison row dead-lettered (`without_poison`), through the buffer too.
+
+The write-back buffer (`WriteBackBuffer`) holds the plans of finished rows at most
+FLUSH_SECONDS (or until a claim's worth are ready); they go out together in one short fenced
+transaction (`write_back`), so a burst costs a few commits rather than one per row, and
+what was written is counted into the tick's summary.
+
+`write_back` issues one fenced UPDATE per shape of change (finished rows too: they are kept,
+completed), one bulk insert for the delivery log (attempts are written even for fenced-out
+rows: the calls happened; a `skipped` record only when its row's write-back applied, since
+the row that reclaimed it will skip those occurrences itself), one UPDATE disabling
+endpoints that answered 410, and — only when a webhook attempt changed what its endpoint's
+circuit knows — one locked read and one bulk update of those endpoints. No network I/O
+happens here.
 """
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from dbqueue.fences import fenced_update_many
+from notifications import circuits
+from notifications.circuits import Signal, circuit_of
 from notifications.models import Delivery, Notification, WebhookEndpoint
-from notifications.scheduler import breaker
-from notifications.scheduler.breaker import circuit_of
-from notifications.scheduler.plan import RowPlan
+from notifications.scheduler.context import FLUSH_SECONDS, Tick
+from notifications.scheduler.deliver import Deferral, RowDelivery
+from notifications.scheduler.plan import (
+    Bucket,
+    RowPlan,
+    is_poison,
+    plan_delivery,
+    plan_poison,
+    plan_release,
+)
+from notifications.transports.base import DeliveryResult
 
 logger = logging.getLogger("notifications.scheduler")
+
+
+WriteBack = Callable[..., list[RowPlan]]  # write(plans, now=, circuit_failures=) -> fenced
+
+
+class WriteBackBuffer:
+    def __init__(self, tick: Tick, *, write: WriteBack) -> None:
+        self.tick, self.write = tick, write
+        self.plans: list[RowPlan] = []
+        self.since: datetime | None = None  # when the oldest of them finished
+
+    def add(self, plan: RowPlan) -> None:
+        if not self.plans:
+            self.since = self.tick.clock.now()
+        self.plans.append(plan)
+
+    def wait(self) -> float | None:
+        """Seconds until the plans are due for their write-back (None: none wait): at once
+        when a claim's worth wait, else FLUSH_SECONDS after the oldest finished."""
+        if self.since is None:
+            return None
+        if len(self.plans) >= self.tick.config.batch:
+            return 0
+        waited = (self.tick.clock.now() - self.since).total_seconds()
+        return max(0.0, FLUSH_SECONDS - waited)
+
+    def flush_releases(self) -> None:
+        """Write back now when rows given back unattempted wait here: a claim made before
+        they are written would not see them, and could take the queue for drained."""
+        if any(plan.bucket is Bucket.RELEASED for plan in self.plans):
+            self.flush()
+
+    def flush(self) -> None:
+        """Write back every plan that waits. When the write fails (or the connection was
+        lost before) the rows count as errors: they stay claimed until their leases expire."""
+        plans, self.plans, self.since = self.plans, [], None
+        if not plans:
+            return
+        tick = self.tick
+        if tick.lost is not None:
+            tick.summary.errors += len(plans)
+            return
+        try:
+            fenced = self.write(
+                plans, now=tick.clock.now(), circuit_failures=tick.config.circuit_failures
+            )
+        except DatabaseError as exc:
+            logger.error("write-back of %d rows failed: %s", len(plans), type(exc).__name__)
+            tick.summary.errors += len(plans)
+            tick.lose(exc)
+            return
+        self._count(plans, fenced)
+
+    def _count(self, plans: Sequence[RowPlan], fenced: list[RowPlan]) -> None:
+        summary = self.tick.summary
+        summary.fenced_out += len(fenced)
+        for plan in plans:
+            bucket = plan.bucket.value
+            setattr(summary, bucket, getattr(summary, bucket) + 1)
+            summary.record(plan, applied=plan not in fenced)
+
+
+@dataclass
+class _Join:
+    """A row out in pieces: what came back so far."""
+
+    token: int
+    pieces: int
+    attempted_at: datetime
+    deferred: dict[str, Deferral]
+    # A row out in one piece was attempted when that piece went (a batch's send).
+    alone: bool
+    results: dict[str, DeliveryResult] = field(default_factory=dict)
+    signal: tuple[Any, Signal] | None = None
+    broken: bool = False
+
+
+class Joiner:
+    def __init__(self, tick: Tick, buffer: WriteBackBuffer) -> None:
+        self.tick, self.buffer = tick, buffer
+        self.joins: dict[Any, _Join] = {}
+
+    def expect(
+        self, row: Notification, *, pieces: int, at: datetime, deferred: Mapping[str, Deferral]
+    ) -> None:
+        """The row goes out in `pieces` (none: every channel of it was deferred, so it is
+        planned at once), attempted `at`, with `deferred` channels not attempted."""
+        if not pieces:
+            delivery = RowDelivery(row, results={}, attempted_at=at, deferred=deferred)
+            self._write(delivery, row.claim_token, None)
+            return
+        self.joins[row.pk] = _Join(
+            token=row.claim_token,
+            pieces=pieces,
+            attempted_at=at,
+            deferred=dict(deferred),
+            alone=pieces == 1,
+        )
+
+    def settle(
+        self,
+        row: Notification,
+        *,
+        results: Mapping[str, DeliveryResult] | None = None,
+        deferred: Mapping[str, Deferral] | None = None,
+        signal: tuple[Any, Signal] | None = None,
+        sent_at: datetime | None = None,
+    ) -> None:
+        """One piece came back with `results` and `deferred` channels (`signal`: its
+        webhook attempt's news for the endpoint's circuit; `sent_at`: when it went)."""
+        join = self.joins.get(row.pk)
+        if join is None:  # given up (`forget`)
+            return
+        join.results.update(results or {})
+        join.deferred.update(deferred or {})
+        join.signal = signal or join.signal
+        if sent_at is not None and join.alone:
+            join.attempted_at = sent_at
+        self._piece_done(row, join)
+
+    def broke(self, row: Notification, exc: Exception) -> None:
+        """One piece raised: an error; the row is not written back."""
+        self._count_error(row, exc)
+        join = self.joins.get(row.pk)
+        if join is not None:
+            join.broken = True
+            self._piece_done(row, join)
+
+    def forget(self, rows: Iterable[Notification]) -> None:
+        """Give up the rows (the tick lost its connection): nothing of them is written."""
+        for row in rows:
+            self.joins.pop(row.pk, None)
+
+    def _piece_done(self, row: Notification, join: _Join) -> None:
+        join.pieces -= 1
+        if join.pieces:
+            return
+        del self.joins[row.pk]
+        if join.broken:
+            return
+        results = {c: join.results[c] for c in row.channels if c in join.results}
+        delivery = RowDelivery(
+            row, results=results, attempted_at=join.attempted_at, deferred=join.deferred
+        )
+        self._write(delivery, join.token, join.signal)
+
+    def _write(self, delivery: RowDelivery, token: int, signal: tuple[Any, Signal] | None) -> None:
+        tick = self.tick
+        try:
+            plan = plan_delivery(
+                delivery,
+                token=token,
+                now=tick.clock.now(),
+                policy=tick.config.policy,
+                endpoint_signal=signal,
+            )
+        except Exception as exc:  # one bad row must not stop the tick
+            self._count_error(delivery.notification, exc)
+            return
+        self.buffer.add(plan)
+
+    def _count_error(self, row: Notification, exc: Exception) -> None:
+        self.tick.summary.errors += 1
+        logger.error(
+            "row %s: unexpected %s while processing; it stays claimed until its lease expires",
+            row.pk,
+            type(exc).__name__,
+        )
+
+
+def without_poison(
+    rows: list[Notification], *, tick: Tick, buffer: WriteBackBuffer, now: datetime
+) -> list[Notification]:
+    """The claimed rows to start: a row whose earlier claims all died before writing back
+    is dead-lettered instead."""
+    policy = tick.config.policy
+    fine = []
+    for row in rows:
+        if is_poison(unfinished_claims=row.unfinished_claims, max_attempts=row.max_attempts):
+            buffer.add(plan_poison(row, token=row.claim_token, now=now, policy=policy))
+        else:
+            fine.append(row)
+    return fine
+
+
+def may_start(row: Notification, *, tick: Tick, buffer: WriteBackBuffer, now: datetime) -> bool:
+    """Whether the row's delivery may start now: the tick is not stopping, its connection
+    holds, and the row's lease still covers a delivery started now (its channel timeout,
+    the grace and the write-back). Otherwise the row goes back unattempted (a later claim
+    gives it a new lease) and False. Every lane asks this before a row starts."""
+    late = row.claimed_until - now < tick.config.start_cover
+    if tick.stop.is_set() or tick.lost is not None or late:
+        release(row, buffer=buffer)
+        return False
+    return True
+
+
+def release(row: Notification, *, buffer: WriteBackBuffer) -> None:
+    """Give the row back unattempted, its claim not counted against it."""
+    buffer.add(plan_release(row, token=row.claim_token))
+
 
 GONE_REASON = "endpoint answered 410 Gone"
 CIRCUIT_FIELDS = [
@@ -66,7 +291,7 @@ def write_back(
 
 
 def record_circuits(
-    signals: Sequence[tuple[Any, breaker.Signal]], *, now: datetime, threshold: int
+    signals: Sequence[tuple[Any, circuits.Signal]], *, now: datetime, threshold: int
 ) -> None:
     """Apply the attempts' signals to their endpoints' circuits as the database has them
     (locked, so ticks on several machines add up rather than overwrite each other). Only
@@ -76,7 +301,7 @@ def record_circuits(
         endpoint = endpoints.get(endpoint_id)
         if endpoint is None:
             continue
-        circuit = breaker.after(circuit_of(endpoint), signal, now=now, threshold=threshold)
+        circuit = circuits.after(circuit_of(endpoint), signal, now=now, threshold=threshold)
         endpoint.consecutive_failures = circuit.consecutive_failures
         endpoint.circuit_open_until = circuit.open_until
         endpoint.circuit_interval_seconds = circuit.interval_seconds

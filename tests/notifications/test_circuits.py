@@ -5,9 +5,8 @@ from datetime import timedelta
 
 import pytest
 
-from notifications.circuits import circuit_open, is_circuit_open
+from notifications.circuits import circuit_of, circuit_open, is_circuit_open
 from notifications.models import EndpointHealth, WebhookEndpoint
-from notifications.scheduler.breaker import circuit_of
 from tests.jobs.factories import NOW, make_endpoint
 
 UNTIL = {

@@ -5,7 +5,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from notifications.scheduler.breaker import Circuit
+from notifications.circuits import Circuit
 from notifications.scheduler.gate import Admission, ClaimLimits, EndpointGate
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

@@ -8,14 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from notifications.circuits import Signal
 from notifications.models import Notification
-from notifications.scheduler.breaker import Signal
-from notifications.scheduler.buffer import WriteBackBuffer
+from notifications.scheduler.context import TickConfig, TickSummary
 from notifications.scheduler.deliver import Deferral
-from notifications.scheduler.joiner import Joiner
-from notifications.scheduler.plan import Bucket, RowPlan
-from notifications.scheduler.rowplan import Branch
-from notifications.scheduler.summary import TickConfig, TickSummary
+from notifications.scheduler.plan import Branch, Bucket, RowPlan
+from notifications.scheduler.writeback import Joiner, WriteBackBuffer
 from notifications.transports.base import DeliveryResult
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

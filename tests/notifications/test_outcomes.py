@@ -3,8 +3,9 @@
 import pytest
 
 from dbqueue.backoff import backoff_seconds, retry_delay
-from notifications.scheduler import outcomes
-from notifications.scheduler.outcomes import DeadLetterReason, Verdict
+from notifications.scheduler import plan
+from notifications.scheduler.plan import Verdict
+from notifications.states import DeadLetterReason
 from notifications.transports.base import DeliveryResult
 
 OK = DeliveryResult(ok=True, http_status=200)
@@ -19,34 +20,34 @@ DEFAULT_STEPS = (60, 300, 1800)
 
 
 def test_every_channel_delivered_is_full_success():
-    result = outcomes.classify({"email": OK, "webhook": OK})
+    result = plan.classify({"email": OK, "webhook": OK})
 
     assert result.verdict is Verdict.SUCCESS
     assert result.failed == ()
 
 
 def test_no_channels_counts_as_success():
-    assert outcomes.classify({}).verdict is Verdict.SUCCESS
+    assert plan.classify({}).verdict is Verdict.SUCCESS
 
 
 def test_some_failed_is_partial_and_lists_failed_channels():
-    result = outcomes.classify({"email": TIMEOUT, "webhook": OK})
+    result = plan.classify({"email": TIMEOUT, "webhook": OK})
 
     assert result.verdict is Verdict.PARTIAL
     assert result.failed == ("email",)
-    assert outcomes.partial_summary(result) == "partial: email"
+    assert plan.partial_summary(result) == "partial: email"
     assert not result.all_permanent
 
 
 def test_partial_with_a_permanent_error_is_still_partial_not_dead_letter():
-    result = outcomes.classify({"email": OK, "webhook": HTTP_404})
+    result = plan.classify({"email": OK, "webhook": HTTP_404})
 
     assert result.verdict is Verdict.PARTIAL
-    assert outcomes.dead_letter_reason(result, error_count_after=1, max_attempts=3) is None
+    assert plan.dead_letter_reason(result, error_count_after=1, max_attempts=3) is None
 
 
 def test_all_failed_is_full_failure():
-    result = outcomes.classify({"email": TIMEOUT, "webhook": HTTP_500})
+    result = plan.classify({"email": TIMEOUT, "webhook": HTTP_500})
 
     assert result.verdict is Verdict.FAILURE
     assert result.failed == ("email", "webhook")
@@ -54,25 +55,25 @@ def test_all_failed_is_full_failure():
 
 
 def test_full_failure_all_permanent_dead_letters_at_once():
-    result = outcomes.classify({"email": HTTP_404, "webhook": DISABLED})
+    result = plan.classify({"email": HTTP_404, "webhook": DISABLED})
 
     assert result.all_permanent
-    assert outcomes.dead_letter_reason(result, error_count_after=1, max_attempts=3) == (
+    assert plan.dead_letter_reason(result, error_count_after=1, max_attempts=3) == (
         DeadLetterReason.PERMANENT
     )
 
 
 def test_mixed_permanent_and_transient_failure_backs_off():
-    result = outcomes.classify({"email": HTTP_404, "webhook": HTTP_500})
+    result = plan.classify({"email": HTTP_404, "webhook": HTTP_500})
 
-    assert outcomes.dead_letter_reason(result, error_count_after=1, max_attempts=3) is None
+    assert plan.dead_letter_reason(result, error_count_after=1, max_attempts=3) is None
 
 
 @pytest.mark.parametrize(("after", "expected"), [(2, None), (3, DeadLetterReason.EXHAUSTED)])
 def test_transient_failure_dead_letters_when_attempts_run_out(after, expected):
-    result = outcomes.classify({"webhook": HTTP_500})
+    result = plan.classify({"webhook": HTTP_500})
 
-    assert outcomes.dead_letter_reason(result, error_count_after=after, max_attempts=3) == expected
+    assert plan.dead_letter_reason(result, error_count_after=after, max_attempts=3) == expected
 
 
 @pytest.mark.parametrize(
@@ -83,11 +84,11 @@ def test_backoff_follows_the_schedule_and_clamps_at_the_last_step(before, second
 
 
 def test_third_step_is_used_only_when_more_than_three_attempts_are_allowed():
-    result = outcomes.classify({"webhook": HTTP_500})
+    result = plan.classify({"webhook": HTTP_500})
 
     # Third failure: with 3 attempts it dead-letters; with 5 it waits the 30-minute step.
-    assert outcomes.dead_letter_reason(result, error_count_after=3, max_attempts=3)
-    assert outcomes.dead_letter_reason(result, error_count_after=3, max_attempts=5) is None
+    assert plan.dead_letter_reason(result, error_count_after=3, max_attempts=3)
+    assert plan.dead_letter_reason(result, error_count_after=3, max_attempts=5) is None
     assert retry_delay(failures_before=2, steps=DEFAULT_STEPS, retry_after=None) == 1800
 
 
@@ -107,15 +108,15 @@ def test_classification_takes_the_longest_retry_after():
     slow = DeliveryResult(ok=False, category="http_4xx", http_status=429, retry_after=90)
     slower = DeliveryResult(ok=False, category="http_5xx", http_status=503, retry_after=200)
 
-    assert outcomes.classify({"email": slow, "webhook": slower}).retry_after == 200
+    assert plan.classify({"email": slow, "webhook": slower}).retry_after == 200
 
 
 def test_error_summary_names_channels_and_safe_causes_only():
     results = {"webhook": HTTP_500, "email": TIMEOUT, "other": OK}
 
-    assert outcomes.error_summary(results) == "webhook: HTTP 500; email: timeout"
+    assert plan.error_summary(results) == "webhook: HTTP 500; email: timeout"
 
 
 @pytest.mark.parametrize(("unfinished", "poison"), [(3, False), (4, True)])
 def test_poison_after_max_attempts_claims_without_outcome(unfinished, poison):
-    assert outcomes.is_poison(unfinished_claims=unfinished, max_attempts=3) is poison
+    assert plan.is_poison(unfinished_claims=unfinished, max_attempts=3) is poison

@@ -13,8 +13,8 @@ import pytest
 
 from notifications.models import Delivery, DeliveryOutcome, Notification
 from notifications.scheduler import tick as tick_module
+from notifications.scheduler.context import FLUSH_SECONDS, START_MARGIN_SECONDS
 from notifications.scheduler.deliver import Senders
-from notifications.scheduler.summary import FLUSH_SECONDS, START_MARGIN_SECONDS
 from notifications.scheduler.tick import run_tick
 from notifications.transports.base import DeliveryResult
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant

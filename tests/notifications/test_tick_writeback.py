@@ -189,7 +189,7 @@ def test_unexpected_error_leaves_the_row_claimed_and_the_tick_continues(
     def broken_schedule(**_):
         raise RuntimeError("unexpected")
 
-    monkeypatch.setattr("notifications.scheduler.deadletter.next_and_skipped", broken_schedule)
+    monkeypatch.setattr("notifications.scheduler.plan.next_and_skipped", broken_schedule)
     with recording_server() as server:
         endpoint = make_endpoint(tenant=tenant, url=server.url)
         broken = make_notification(

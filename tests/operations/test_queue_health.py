@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from notifications.models import Delivery, DeliveryOutcome
-from notifications.scheduler.lateness import LATENESS_BOUNDS_S
+from notifications.scheduler.context import LATENESS_BOUNDS_S
 from operations.queue_health import HOURS, hourly_lateness, hourly_outcomes, queue_health
 from tests.jobs.factories import make_job
 from tests.notifications.factories import make_tenant

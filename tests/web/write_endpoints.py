@@ -10,7 +10,7 @@ from django.test import Client
 
 from jobs.models import Job, JobStatus
 from notifications.models import Delivery, Notification, WebhookEndpoint
-from notifications.scheduler.outcomes import DeadLetterReason
+from notifications.states import DeadLetterReason
 from projects.models import Project
 from tenancy.models import (
     ApiToken,

@@ -1,14 +1,19 @@
-"""What a tick is told (TickConfig) and what it reports (TickSummary)."""
+"""What a tick is to its lanes: what they may ask of it (Tick), what it is told (TickConfig)
+and what it reports (TickSummary), with the lateness its summary measures and the due rows
+it leaves behind when it stops before the queue is empty."""
 
+import threading
 from dataclasses import dataclass, field
-from datetime import timedelta
-from typing import ClassVar
+from datetime import datetime, timedelta
+from typing import ClassVar, Protocol
 
 from django.conf import settings
+from django.db import DatabaseError
 
+from dbqueue.clock import Clock
 from dbqueue.totals import Histogram, WorkerSummary
-from notifications.scheduler.lateness import lateness_histogram
-from notifications.scheduler.rowplan import Policy, RowPlan
+from notifications.models import Notification
+from notifications.scheduler.plan import Policy, RowPlan
 
 # What the lease must cover after a row's channel timeout: the channel's grace (at most 1 s)
 # and the write-back of its outcome (within FLUSH_SECONDS), with room to spare. Below the
@@ -17,6 +22,18 @@ from notifications.scheduler.rowplan import Policy, RowPlan
 START_MARGIN_SECONDS = 2.0
 # Finished rows are written back within this many seconds (in batches: fewer commits).
 FLUSH_SECONDS = 0.5
+# The lateness bands, in seconds: the one definition used by /metrics' histogram buckets,
+# the admin's queue-health figures and the TickworkDeliveriesLate alert, whose threshold is
+# one of them (operations/monitoring/prometheus/alerts.yml). On time first (a tick a minute
+# starts up to 60 s after a row is due), then the ranges that tell "a slow tick" from
+# "falling behind" from "stalled". Lateness past the last band reads as the last band, as
+# in Prometheus.
+LATENESS_BOUNDS_S = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+
+
+def lateness_histogram() -> Histogram:
+    """The `lateness` histogram of channel attempts (counters `lateness_le_<s>`, …)."""
+    return Histogram(name="lateness", bounds=LATENESS_BOUNDS_S)
 
 
 @dataclass
@@ -152,3 +169,29 @@ class TickConfig:
         """The lease a row must still have when its delivery starts: its channel timeout,
         the channel's grace and the write-back (START_MARGIN_SECONDS)."""
         return timedelta(seconds=self.channel_timeout + START_MARGIN_SECONDS)
+
+
+class Tick(Protocol):
+    """What a lane may ask of the tick that drives it."""
+
+    config: TickConfig
+    clock: Clock
+    stop: threading.Event
+    summary: TickSummary
+    lost: DatabaseError | None
+
+    def may_claim(self) -> bool:
+        """No cap reached, no stop asked, time left, the connection not lost."""
+
+    def claim_room(self, wanted: int) -> int:
+        """`wanted`, or fewer if the tick's cap on claimed rows leaves less."""
+
+    def lose(self, exc: DatabaseError) -> bool:
+        """Whether `exc` cost the tick its connection (from then on nothing is written)."""
+
+
+def due_rows_left(*, now: datetime) -> int:
+    """Rows that are due at `now` and not claimed: what a tick that stopped on its time
+    budget or row cap left for the next one. One COUNT over the due index's range; call it
+    only then (a tick that stopped because nothing was due left 0)."""
+    return Notification.objects.due(now=now).count()
