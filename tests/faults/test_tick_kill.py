@@ -104,9 +104,10 @@ def test_sigkilled_tick_loses_nothing_and_its_rows_wait_for_their_lease(workers,
     assert {f"notification_{pk}_1" for pk in left_for_lease} == in_flight
     assert touched_early == []
     assert at_once_result.summary()["claimed"] == ROWS - written_back - len(in_flight)
-    # The dead tick's slots (one per delivery it had in flight, at least) stayed taken
-    # until their lease; the tick started at once used the others and freed them.
-    assert len(dead_slots) >= len(in_flight)
+    # The dead tick's slots stayed taken until their lease; the tick started at once used
+    # the others and freed them. (Its held rows may outnumber its slots: rows claimed ahead
+    # of their start, and rows answered but not yet written back, hold no slot.)
+    assert 0 < len(dead_slots) <= int(ENV["WEBHOOK_ENDPOINT_CONCURRENCY"])
     assert slots_after_at_once == dead_slots
     # After the lease, the held rows and only they were claimed again.
     assert after_lease_result.summary()["claimed"] == len(in_flight)
