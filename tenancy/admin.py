@@ -61,18 +61,8 @@ class ApiTokenAdmin(admin.ModelAdmin):
     list_filter = ["kind", "revoked_at"]
     search_fields = ["prefix", "name", "user__email"]
     list_select_related = ["user", "tenant"]
-    fields = [
-        "prefix",
-        "name",
-        "kind",
-        "user",
-        "tenant",
-        "created_at",
-        "last_used_at",
-        "expires_at",
-        "revoked_at",
-    ]
-    readonly_fields = fields
+    # Every column the list shows, read-only: the digest never, the secret does not exist.
+    fields = readonly_fields = list_display
     actions = ["revoke"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
