@@ -29,8 +29,8 @@ from typing import Any
 
 from django.db import connection, models
 
-from dbqueue.compiled import bind
 from dbqueue.ranking import ClaimSpec, CompiledRanking, compiled_ranking
+from dbtools.compiled import bind
 
 # How many ready rows a PostgreSQL claim ranks per row it takes; the rest cover rows that
 # concurrent claimers hold locked, so up to OVERSAMPLE - 1 of them do not shrink a batch.

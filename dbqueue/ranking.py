@@ -16,7 +16,7 @@ from typing import Any
 from django.db import connection, models
 from django.db.models.functions import RowNumber
 
-from dbqueue.compiled import Param
+from dbtools.compiled import Param
 
 # Compiled claim statements kept per process (one per queue and shape of claim).
 COMPILED_MAX = 64

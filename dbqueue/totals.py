@@ -8,8 +8,8 @@ from typing import ClassVar
 
 from django.db import DatabaseError, connection
 
-from dbqueue.logfmt import logfmt_line
 from dbqueue.models import WorkerTotal
+from dbtools.logfmt import logfmt_line
 
 logger = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import models, transaction
 
-from dbqueue.compiled import Param
-from dbqueue.pages import CompiledPages
+from dbtools.compiled import Param
+from dbtools.pages import CompiledPages
 from jobs.models import Job, JobStatus
 from jobs.services import job_enqueue
 from projects.models import PROVISION_KIND, Project, ProjectStatus
@@ -49,7 +49,7 @@ def project_pages(*, tenant: Tenant, fields: Sequence[str]) -> Any:
     """`project_queryset(tenant=tenant)` as named rows of `fields` and the provision job's
     `provision_job_id` and `provision_job_status`, for GET /v1/projects's cursor paginator
     (which orders by created_at), its SQL compiled once per page shape
-    (dbqueue.pages.CompiledPages)."""
+    (dbtools.pages.CompiledPages)."""
     return _PROJECT_PAGES.of(tuple(fields), tenant=tenant.id)
 
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
-from dbqueue.bookmarks import refuse_malformed_routing
+from dbtools.bookmarks import refuse_malformed_routing
 from tenancy import oidc
 from tenancy.identities import JwtCredential, jwt_user
 from tenancy.services import AddressBlocked, TokenExpired, TokenRejected, token_authenticate

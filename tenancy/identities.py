@@ -14,7 +14,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, models, transaction
 
-from dbqueue.ratelimit import blocked_for_us, blocked_seconds
+from dbtools.ratelimit import blocked_for_us, blocked_seconds
 from tenancy.models import ExternalIdentity
 from tenancy.services import AddressBlocked, FailureLimit, TokenRejected, _user_get_or_create
 from web.fields import validate_email_address

@@ -6,7 +6,7 @@ scheme, the `X-Tenant-ID` header on tenant views, the `Idempotency-Key` header o
 with its `Idempotent-Replayed` answer header and its 409/422 problems, and every RFC 9457
 problem an operation can answer (`application/problem+json`), plus any
 `extra_problem_statuses` a view declares; and on every operation the read-routing headers
-(dbqueue.bookmarks): `Tickwork-Bookmark` and `Tickwork-Consistency` asked, `Tickwork-Bookmark`
+(dbtools.bookmarks): `Tickwork-Bookmark` and `Tickwork-Consistency` asked, `Tickwork-Bookmark`
 answered.
 """
 

@@ -11,8 +11,8 @@ from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import models, transaction
 from django.db.models import FilteredRelation, Q
 
-from dbqueue.compiled import CompiledQuery, Param
-from dbqueue.ratelimit import blocked_for_us
+from dbtools.compiled import CompiledQuery, Param
+from dbtools.ratelimit import blocked_for_us
 from tenancy.models import ApiToken, Membership, Role, Tenant
 from tenancy.tokens import session_issue
 from web.errors import DomainError, Forbidden
@@ -41,7 +41,7 @@ class AddressBlocked(Exception):
 
 @dataclass(frozen=True)
 class FailureLimit:
-    """The failed-authentication counter (a dbqueue.ratelimit key) of the request's address
+    """The failed-authentication counter (a dbtools.ratelimit key) of the request's address
     and the failures it may count before the address is refused."""
 
     key: str

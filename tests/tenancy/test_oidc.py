@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import serialization
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
-from dbqueue.models import RateWindow
+from dbtools.models import RateWindow
 from tenancy import oidc
 from tenancy.models import ExternalIdentity
 from tests.support.addresses import address
