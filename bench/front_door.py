@@ -105,7 +105,7 @@ def run(db: str, *, clients: int, seconds: float, rounds: int, pg_database: str)
     import os
     import tempfile
 
-    from operations.demo_siteverify import PASSING_SECRET, SITEVERIFY_PATH, siteverify_server
+    from operations.demo.siteverify import PASSING_SECRET, SITEVERIFY_PATH, siteverify_server
 
     siteverify = siteverify_server(host="127.0.0.1", port=0)
     threading.Thread(target=siteverify.serve_forever, daemon=True).start()

@@ -1,7 +1,6 @@
 """Token checks, tenant resolution and the operator commands' writes."""
 
 import hashlib
-import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -282,49 +281,3 @@ def member_add(*, tenant: Tenant, email: str, role: str) -> Grant:
     Membership.objects.update_or_create(tenant=tenant, user=user, defaults={"role": role})
     _, plaintext = ApiToken.issue(user=user)
     return Grant(tenant=tenant, user=user, role=role, token=plaintext)
-
-
-def token_create(*, user: AbstractBaseUser, name: str = "default") -> str:
-    _, plaintext = ApiToken.issue(user=user, name=name)
-    return plaintext
-
-
-DEMO_TENANT_NAME = "Demo"
-DEMO_OWNER_EMAIL = "demo@example.com"
-DEMO_ADMIN_USERNAME = "admin"
-
-
-@dataclass(frozen=True)
-class DemoInstall:
-    grant: Grant
-    admin_username: str
-    admin_password: str
-
-
-@transaction.atomic
-def demo_setup() -> DemoInstall:
-    """The demo tenant and owner (reused when present), a fresh owner token, and a support
-    superuser whose password is reset and returned."""
-    membership = (
-        Membership.objects.select_related("tenant", "user")
-        .filter(tenant__name=DEMO_TENANT_NAME, user__email=DEMO_OWNER_EMAIL, role=Role.OWNER)
-        .first()
-    )
-    if membership is None:
-        grant = tenant_create(name=DEMO_TENANT_NAME, owner_email=DEMO_OWNER_EMAIL)
-    else:
-        grant = Grant(
-            tenant=membership.tenant,
-            user=membership.user,
-            role=Role.OWNER,
-            token=token_create(user=membership.user, name="demo"),
-        )
-    user_model = get_user_model()
-    admin = user_model.objects.filter(username=DEMO_ADMIN_USERNAME).first()
-    if admin is None:
-        admin = user_model(username=DEMO_ADMIN_USERNAME, email="admin@example.com")
-    admin.is_staff = admin.is_superuser = True
-    password = secrets.token_urlsafe(12)
-    admin.set_password(password)
-    admin.save()
-    return DemoInstall(grant=grant, admin_username=DEMO_ADMIN_USERNAME, admin_password=password)
