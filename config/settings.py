@@ -145,7 +145,7 @@ MAX_REQUEST_BYTES = int(
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
 
 
-# Counted in the database every web worker shares (tenancy.throttling, dbtools.ratelimit).
+# Counted in the database every web worker shares (tenancy.api.throttling, dbtools.ratelimit).
 THROTTLE_RATE_USER = rate("THROTTLE_RATE_USER", "600/min")
 THROTTLE_RATE_ANON = rate("THROTTLE_RATE_ANON", "60/min")
 THROTTLE_RATE_AUTH_FAILURES = rate("THROTTLE_RATE_AUTH_FAILURES", "30/min")
@@ -156,17 +156,17 @@ if TRUSTED_PROXY_COUNT < 0:
     raise ImproperlyConfigured(f"TRUSTED_PROXY_COUNT must be 0 or more, got {TRUSTED_PROXY_COUNT}")
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy.authentication.BearerTokenAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["tenancy.permissions.IsTenantMember"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy.api.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["tenancy.api.permissions.IsTenantMember"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["web.parsers.StrictJSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["web.query.KnownQueryParameters"],
     "DEFAULT_THROTTLE_CLASSES": [
-        "tenancy.throttling.AddressRateThrottle",
-        "tenancy.throttling.UserRateThrottle",
+        "tenancy.api.throttling.AddressRateThrottle",
+        "tenancy.api.throttling.UserRateThrottle",
     ],
     "EXCEPTION_HANDLER": "web.problems.problem_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "tenancy.schema.TickworkAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "tenancy.api.schema.TickworkAutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -208,7 +208,7 @@ IDEMPOTENCY_KEY_TTL_SECONDS = int(
 
 # --- External identity provider (OIDC bearer JWTs) -----------------------------------------
 # Both or neither: with them, a bearer that is a JWT is checked against the issuer's keys
-# (tenancy.oidc). The issuer is the operator's choice, so its host is not vetted like a
+# (tenancy.api.oidc). The issuer is the operator's choice, so its host is not vetted like a
 # tenant's webhook target; it must be https unless it is this machine (a local stand-in).
 OIDC_ISSUER = http_url("OIDC_ISSUER", "").rstrip("/")
 OIDC_AUDIENCE = read("OIDC_AUDIENCE", env.str, "")

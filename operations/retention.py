@@ -13,8 +13,8 @@ from notifications.retention import (
     email_batches_before,
     notifications_completed_before,
 )
-from tenancy.idempotency import operation_keys_expired
-from tenancy.signins import signin_links_ended
+from onboarding.signins import signin_links_ended
+from tenancy.api.idempotency import operation_keys_expired
 from tenancy.tokens import sessions_ended
 
 

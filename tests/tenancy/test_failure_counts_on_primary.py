@@ -12,7 +12,7 @@ from django.db import connection
 from dbtools import replicas
 from dbtools.ratelimit import count_request
 from dbtools.rates import parse_rate
-from tenancy.identities import jwt_user
+from tenancy.api.identities import jwt_user
 from tenancy.models import ExternalIdentity
 from tenancy.services import AddressBlocked, FailureLimit
 from tests.conftest import requires_postgres

@@ -17,8 +17,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 
+from onboarding.front_door import InvalidToken
 from tenancy import link_tokens
-from tenancy.front_door import InvalidToken
 from tenancy.models import (
     Invitation,
     InvitationStatus,

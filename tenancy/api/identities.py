@@ -1,4 +1,4 @@
-"""The user behind a verified JWT (tenancy.oidc): found by the issuer's `sub`, stored the
+"""The user behind a verified JWT (tenancy.api.oidc): found by the issuer's `sub`, stored the
 first time it is seen, or linked to — or created for — the token's email when the identity
 provider says it verified it (`email_verified: true`).
 
