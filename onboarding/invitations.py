@@ -19,6 +19,7 @@ from django.db.models import Q, QuerySet
 
 from onboarding.front_door import InvalidToken
 from tenancy import link_tokens
+from tenancy.members import member_join
 from tenancy.models import (
     Invitation,
     InvitationStatus,
@@ -26,7 +27,7 @@ from tenancy.models import (
     Tenant,
     token_digest,
 )
-from tenancy.services import _user_get_or_create
+from tenancy.services import user_get_or_create
 from tenancy.tokens import session_issue
 from web.errors import Conflict, Forbidden, InvalidInput
 
@@ -189,9 +190,9 @@ def invitation_accept(
     Invitation.objects.filter(pk=invitation.pk).update(
         status=InvitationStatus.ACCEPTED, accepted_at=now
     )
-    invitee = user or _user_get_or_create(invitation.email)
-    membership, _ = Membership.objects.get_or_create(
-        tenant=invitation.tenant, user=invitee, defaults={"role": invitation.role}
+    invitee = user or user_get_or_create(invitation.email)
+    membership = member_join(
+        tenant=invitation.tenant, user=invitee, role=invitation.role, re_role=False
     )
     session = None if user is not None else session_issue(user=invitee, name="invitation", now=now)
     return AcceptedInvitation(

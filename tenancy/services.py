@@ -12,6 +12,7 @@ from django.db.models import FilteredRelation, Q
 
 from dbtools.compiled import CompiledQuery, Param
 from dbtools.ratelimit import blocked_for_us
+from tenancy.members import member_join
 from tenancy.models import ApiToken, Membership, Role, Tenant
 from tenancy.tokens import session_issue
 from web.errors import DomainError, Forbidden
@@ -233,7 +234,7 @@ def _username_for(email: str) -> str:
     return "sha256:" + hashlib.sha256(email.encode()).hexdigest()
 
 
-def _user_get_or_create(email: str) -> AbstractBaseUser:
+def user_get_or_create(email: str) -> AbstractBaseUser:
     user_model = get_user_model()
     user = user_model.objects.filter(email__iexact=email).first()
     if user is None:
@@ -259,7 +260,7 @@ def tenant_create(*, name: str, owner_email: str, session_at: datetime | None = 
     """A tenant, its owner (created if needed) and a fresh token for the owner: an API
     token (an operator's command), or a session starting at `session_at` (a signup)."""
     tenant = Tenant.objects.create(name=name)
-    user = _user_get_or_create(owner_email)
+    user = user_get_or_create(owner_email)
     Membership.objects.create(tenant=tenant, user=user, role=Role.OWNER)
     if session_at is not None:
         session = session_issue(user=user, name="signup", now=session_at)
@@ -277,7 +278,7 @@ def tenant_create(*, name: str, owner_email: str, session_at: datetime | None = 
 @transaction.atomic
 def member_add(*, tenant: Tenant, email: str, role: str) -> Grant:
     """Add (or re-role) a user in a tenant and issue them a token."""
-    user = _user_get_or_create(email)
-    Membership.objects.update_or_create(tenant=tenant, user=user, defaults={"role": role})
+    user = user_get_or_create(email)
+    member_join(tenant=tenant, user=user, role=role, re_role=True)
     _, plaintext = ApiToken.issue(user=user)
     return Grant(tenant=tenant, user=user, role=role, token=plaintext)

@@ -16,7 +16,7 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, models, transaction
 
 from dbtools.ratelimit import blocked_for_us, blocked_seconds
 from tenancy.models import ExternalIdentity
-from tenancy.services import AddressBlocked, FailureLimit, TokenRejected, _user_get_or_create
+from tenancy.services import AddressBlocked, FailureLimit, TokenRejected, user_get_or_create
 from web.fields import validate_email_address
 
 _MAX_SUBJECT = ExternalIdentity._meta.get_field("subject").max_length
@@ -79,7 +79,7 @@ def _first_sight(issuer: str, subject: str, claims: dict[str, Any]) -> ExternalI
         )
     try:
         with transaction.atomic():
-            user = _user_get_or_create(email)
+            user = user_get_or_create(email)
             return ExternalIdentity.objects.create(issuer=issuer, subject=subject, user=user)
     except IntegrityError:
         # A concurrent first request of the same subject (or email) stored it first, on the
