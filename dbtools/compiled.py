@@ -32,6 +32,8 @@ from django.db.models.expressions import Expression
 from django.db.models.query import NamedValuesListIterable, get_related_populators
 from django.db.models.utils import create_namedtuple_class
 
+from dbtools.fields import column_of
+
 M = TypeVar("M", bound=models.Model)
 
 
@@ -199,7 +201,7 @@ class _Insert:
             if not field.generated and not (field.primary_key and field.db_returning)
         )
         quote = connection.ops.quote_name
-        columns = ", ".join(quote(cast(str, field.column)) for field in fields)
+        columns = ", ".join(quote(column_of(field)) for field in fields)
         values = ", ".join(["%s"] * len(fields))
         sql = f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({values})"
         return cls(sql=sql, fields=fields)

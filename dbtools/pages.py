@@ -5,12 +5,13 @@ position, on the database the read router names for it.
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar
 
 from django.db import models, router
 from django.db.models.constants import LOOKUP_SEP
 
 from dbtools.compiled import CompiledQuery, Param
+from dbtools.fields import concrete_field
 
 M = TypeVar("M", bound=models.Model)
 
@@ -80,9 +81,7 @@ class _Page(Generic[M]):
     def applied_to(self, queryset: models.QuerySet[M]) -> models.QuerySet[M]:
         queryset = queryset.order_by(*self.ordering)
         if self.bound is not None:
-            field = cast(
-                models.Field, queryset.model._meta.get_field(self.bound.split(LOOKUP_SEP)[0])
-            )
+            field = concrete_field(queryset.model, self.bound.split(LOOKUP_SEP)[0])
             queryset = queryset.filter(**{self.bound: Param(_POSITION, field)})
         if self.window is not None:
             queryset = queryset[self.window[0] : self.window[1]]
