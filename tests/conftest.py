@@ -12,6 +12,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import connections
+from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
 from dbqueue.listen import LISTEN_DB_ALIAS
@@ -19,6 +20,11 @@ from dbtools.models import RateWindow
 from tenancy import link_tokens
 from tenancy.models import Role, Tenant
 from tenancy.services import member_add, tenant_create
+
+# No deadline per example: a busy machine (CI runs the suite beside other work, in parallel)
+# makes an example slow, never wrong. Each test's example count still bounds its run.
+hypothesis_settings.register_profile("tickwork", deadline=None)
+hypothesis_settings.load_profile("tickwork")
 
 
 @dataclass

@@ -25,7 +25,7 @@ pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True), pytest
 ROWS = 10_000
 PROCESSES = 4
 # A slow machine must not end a tick on its time budget with rows still due.
-ENV = {"TICK_TIME_BUDGET_SECONDS": "150"}
+ENV = {"TICK_TIME_BUDGET_SECONDS": "600"}
 
 
 def test_overlapping_ticks_deliver_every_row_exactly_once(workers, report):
@@ -40,12 +40,12 @@ def test_overlapping_ticks_deliver_every_row_exactly_once(workers, report):
             workers("run_tick", "--limit", str(ROWS), app=f"fault_overlap_{n}", env=ENV)
             for n in range(PROCESSES)
         ]
-        results = [tick.finish(timeout=150) for tick in ticks]
+        results = [tick.finish(timeout=600) for tick in ticks]
         seconds = time.monotonic() - started
         by_the_overlap = len(server.received())
         results.append(
             workers("run_tick", "--limit", str(ROWS), app="fault_overlap_next", env=ENV).finish(
-                timeout=150
+                timeout=600
             )
         )
         received = Counter(request.headers["webhook-id"] for request in server.received())

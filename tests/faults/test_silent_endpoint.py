@@ -1,5 +1,6 @@
-"""An endpoint that accepts the connection and never answers: the tick process still ends
-within the channel timeout plus a margin, and the row is recorded as a timed-out failure,
+"""An endpoint that accepts the connection and never answers: the tick still ends within the
+channel timeout plus a margin (its own run, as it reports it: a busy machine may take longer
+than that to start the process), and the row is recorded as a timed-out failure,
 backing off, not lost."""
 
 import pytest
@@ -13,7 +14,7 @@ from tests.support.http_server import silent_server
 pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True), pytest.mark.fault]
 
 CHANNEL_TIMEOUT = 2
-# Python and Django start-up and the write-back fit well within it on a busy machine.
+# The claim and the write-back fit well within it on a busy machine.
 MARGIN = 6
 ENV = {"CHANNEL_TIMEOUT_SECONDS": str(CHANNEL_TIMEOUT), "CLAIM_LEASE_SECONDS": "7"}
 
@@ -37,7 +38,7 @@ def test_a_tick_against_an_endpoint_that_never_answers_ends_on_the_channel_timeo
     )
     assert tick.returncode == 0, tick.stderr
     assert accepted == 1
-    assert tick.seconds < CHANNEL_TIMEOUT + MARGIN
+    assert summary["duration_s"] < CHANNEL_TIMEOUT + MARGIN
     assert summary["duration_s"] >= CHANNEL_TIMEOUT  # it did wait for the answer
     assert (summary["claimed"], summary["failed"], summary["errors"]) == (1, 1, 0)
     row.refresh_from_db()
