@@ -25,6 +25,9 @@ VARIABLE_USE = re.compile(r"\$\{?([A-Za-z_]\w*)")
 PLACEHOLDER = re.compile(r"<[a-z ]+>")
 PUBLIC_POST = re.compile(r'"\$API/v1/(signup|signup/verify|invitations/accept)"')
 EMAILED_TOKEN = r"tick \| \S*/{page}\?token=([A-Za-z0-9_-]+)"
+# How long to wait for a line, a health check or an exit before failing: long, because a
+# busy machine starts the demo's six processes slowly; a passing run waits only as long as it must.
+WAIT = 120
 
 # The demo runs on a SQLite file of its own.
 pytestmark = [
@@ -72,7 +75,7 @@ def demo_set_up(tmp_path: Path, *extra: str) -> str:
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=WAIT,
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -139,7 +142,7 @@ class Paste:
     def run(self, command: str) -> object:
         filled = PLACEHOLDER.sub(lambda found: self.values[found[0]], command)
         result = subprocess.run(
-            ["bash", "-c", self.preamble + filled], capture_output=True, text=True, timeout=30
+            ["bash", "-c", self.preamble + filled], capture_output=True, text=True, timeout=WAIT
         )
         assert result.returncode == 0, (filled, result.stderr)
         answer = json.loads(result.stdout)
@@ -160,8 +163,8 @@ class Paste:
 
 def test_the_printed_lines_then_the_readme_calls_run_against_the_demo(tmp_path):
     with running_demo(tmp_path, free_port()) as demo:
-        demo.wait_for(r"hook \| receiving webhooks at ", timeout=30)
-        demo.wait_healthy(timeout=20)
+        demo.wait_for(r"hook \| receiving webhooks at ", timeout=WAIT)
+        demo.wait_healthy(timeout=WAIT)
         assignments, demo_calls = printed_lines(demo.output)
         paste = Paste(assignments)
 
@@ -173,7 +176,7 @@ def test_the_printed_lines_then_the_readme_calls_run_against_the_demo(tmp_path):
         assert [item["id"] for item in projects["results"]] == [project["id"]]
         assert endpoint["url"] == f"http://127.0.0.1:{demo.receiver_port}/hook"
         demo.wait_for(
-            rf"hook \| verified webhook-id=notification_{notification['id']}_1 ", timeout=20
+            rf"hook \| verified webhook-id=notification_{notification['id']}_1 ", timeout=WAIT
         )
 
         run_the_front_door(demo, paste, demo_calls[5:])
@@ -188,7 +191,7 @@ def test_the_printed_lines_then_the_readme_calls_run_against_the_demo(tmp_path):
         assert deliveries["results"] == []  # it fires on Monday
 
         os.killpg(demo.process.pid, signal.SIGINT)
-        assert demo.finish(timeout=30) == 0, demo.output
+        assert demo.finish(timeout=WAIT) == 0, demo.output
     assert "hook | rejected" not in demo.output
 
 
@@ -198,30 +201,30 @@ def run_the_front_door(demo: Demo, paste: Paste, calls: list[str]) -> None:
     signup, verify, invite, accept = calls
 
     assert paste.run(signup) == {"status": "verification_sent"}
-    found = demo.wait_for(EMAILED_TOKEN.format(page="signup/verify"), timeout=20)
+    found = demo.wait_for(EMAILED_TOKEN.format(page="signup/verify"), timeout=WAIT)
     paste.values["<verification token>"] = found[1]
     team = paste.run(verify)
     assert team["user_email"] == "founder@example.com" and team["token"].startswith("tkw_")
     assert paste.run(invite)["status"] == "pending"
-    found = demo.wait_for(EMAILED_TOKEN.format(page="invitations/accept"), timeout=20)
+    found = demo.wait_for(EMAILED_TOKEN.format(page="invitations/accept"), timeout=WAIT)
     paste.values["<invitation token>"] = found[1]
     joined = paste.run(accept)
     assert (joined["user_email"], joined["role"]) == ("teammate@example.com", "member")
 
 
 def start_and_stop(demo: Demo, then=lambda: None) -> None:
-    demo.wait_for(r"hook \| receiving webhooks at ", timeout=30)
-    demo.wait_healthy(timeout=20)
+    demo.wait_for(r"hook \| receiving webhooks at ", timeout=WAIT)
+    demo.wait_healthy(timeout=WAIT)
     then()
     os.killpg(demo.process.pid, signal.SIGINT)
-    assert demo.finish(timeout=30) == 0, demo.output
+    assert demo.finish(timeout=WAIT) == 0, demo.output
 
 
 def test_a_second_run_on_the_same_database_delivers_to_an_endpoint_of_the_first(tmp_path):
     receiver_port, created = free_port(), {}
     with running_demo(tmp_path, free_port(), receiver_port=receiver_port) as first:
-        token = first.wait_for(r"API token \(shown once\): (\S+)", timeout=30)[1]
-        hook_url = first.wait_for(r"  HOOK=(\S+)\n", timeout=5)[1]
+        token = first.wait_for(r"API token \(shown once\): (\S+)", timeout=WAIT)[1]
+        hook_url = first.wait_for(r"  HOOK=(\S+)\n", timeout=WAIT)[1]
 
         def create_endpoint() -> None:
             status, created["endpoint"] = first.request(
@@ -232,8 +235,8 @@ def test_a_second_run_on_the_same_database_delivers_to_an_endpoint_of_the_first(
         start_and_stop(first, create_endpoint)
 
     with running_demo(tmp_path, free_port(), receiver_port=receiver_port) as second:
-        token = second.wait_for(r"API token \(shown once\): (\S+)", timeout=30)[1]
-        assert second.wait_for(r"  HOOK=(\S+)\n", timeout=5)[1] == hook_url
+        token = second.wait_for(r"API token \(shown once\): (\S+)", timeout=WAIT)[1]
+        assert second.wait_for(r"  HOOK=(\S+)\n", timeout=WAIT)[1] == hook_url
 
         def notify_the_old_endpoint() -> None:
             status, notification = second.request(
@@ -248,7 +251,7 @@ def test_a_second_run_on_the_same_database_delivers_to_an_endpoint_of_the_first(
             )
             assert status == 201, notification
             second.wait_for(
-                rf"hook \| verified webhook-id=notification_{notification['id']}_1 ", timeout=20
+                rf"hook \| verified webhook-id=notification_{notification['id']}_1 ", timeout=WAIT
             )
 
         start_and_stop(second, notify_the_old_endpoint)
@@ -261,7 +264,9 @@ def test_a_taken_receiver_port_falls_back_to_a_free_one_and_says_so(tmp_path):
         listener.listen()
         taken = listener.getsockname()[1]
         with running_demo(tmp_path, free_port(), receiver_port=taken) as demo:
-            fallback = int(demo.wait_for(r"  HOOK=http://127\.0\.0\.1:(\d+)/hook\n", timeout=30)[1])
+            fallback = int(
+                demo.wait_for(r"  HOOK=http://127\.0\.0\.1:(\d+)/hook\n", timeout=WAIT)[1]
+            )
             start_and_stop(demo)
 
     assert fallback != taken
@@ -283,7 +288,7 @@ def test_a_receiver_port_out_of_range_is_refused(tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=WAIT,
     )
 
     assert result.returncode == 1
