@@ -27,7 +27,7 @@ def test_a_due_pending_job_is_claimed_and_the_claim_counts_the_attempt(alice):
     assert claimed.pk == job.pk
     assert claimed.claim_token == 1
     stored = reload(job)
-    assert stored.status == JobStatus.ENQUEUED
+    assert stored.status == JobStatus.RUNNING
     assert stored.attempts == 1
     assert stored.claim_token == 1
     assert stored.claimed_until == NOW + LEASE
@@ -66,7 +66,7 @@ def test_an_orphaned_enqueued_job_is_reclaimed_after_its_lease_expired(alice):
     assert stored.claimed_until == later + LEASE
 
 
-@pytest.mark.parametrize("status", [JobStatus.COMPLETED, JobStatus.FAILED])
+@pytest.mark.parametrize("status", [JobStatus.COMPLETED, JobStatus.DEAD_LETTERED])
 def test_finished_jobs_are_never_claimed(alice, status):
     make_job(alice.tenant, status=status)
 
@@ -91,7 +91,7 @@ def test_claiming_a_batch_is_one_statement(alice, django_assert_num_queries):
         claimed = jobs_claim(now=NOW, limit=5)
 
     assert len(claimed) == 3
-    assert all(job.status == JobStatus.ENQUEUED for job in claimed)
+    assert all(job.status == JobStatus.RUNNING for job in claimed)
 
 
 @requires_postgres

@@ -41,7 +41,7 @@ def test_a_stale_success_is_dropped_logged_and_applies_nothing(alice, caplog):
     assert outcomes == [Outcome.FENCED_OUT]
     assert f"fenced out on success for job {job.id}, claim_token=1" in caplog.text
     stored = reload(job)
-    assert stored.status == JobStatus.ENQUEUED
+    assert stored.status == JobStatus.RUNNING
     assert stored.claim_token == 2
     assert stored.claimed_until is not None
     assert stored.project.status == ProjectStatus.PROVISIONING
@@ -63,7 +63,7 @@ def test_a_stale_failure_is_dropped(alice, monkeypatch, caplog):
     assert outcomes == [Outcome.FENCED_OUT]
     assert f"fenced out on failure for job {job.id}, claim_token=1" in caplog.text
     stored = reload(job)
-    assert stored.status == JobStatus.ENQUEUED
+    assert stored.status == JobStatus.RUNNING
     assert stored.last_error_category == ""
     assert stored.project.status == ProjectStatus.PROVISIONING
 
