@@ -87,11 +87,12 @@ class Branch(StrEnum):
 
 
 class Bucket(StrEnum):
-    """Where a claimed row is counted in the tick summary (exactly one bucket per row)."""
+    """Where a claimed row is counted in the tick summary (exactly one bucket per row); the
+    names consume_jobs counts its outcomes under, where it has the same outcome."""
 
     DELIVERED = "delivered"
     PARTIAL = "partial"
-    FAILED = "failed"
+    BACKED_OFF = "backed_off"
     DEFERRED = "deferred"
     RELEASED = "released"
     DEAD_LETTERED = "dead_lettered"
@@ -363,7 +364,7 @@ def _failure(delivery: RowDelivery, token: int, *, now: datetime, policy: Policy
         "state": after(row.state, Move.BACK_OFF),
     }
     return RowPlan(
-        pk=row.pk, token=token, branch=Branch.BACKOFF, bucket=Bucket.FAILED, changes=changes
+        pk=row.pk, token=token, branch=Branch.BACKOFF, bucket=Bucket.BACKED_OFF, changes=changes
     )
 
 
