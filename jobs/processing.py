@@ -38,7 +38,8 @@ logger = logging.getLogger("jobs.consumer")
 
 
 def _refused(job: Job, handler: Handler | None, *, clock: Clock) -> Outcome | None:
-    """The outcome of a job that must not run (a poison job, an unknown kind), else None."""
+    """The outcome of a job that must not run (one that crashed its worker on every
+    attempt, an unknown kind), else None."""
     if job.attempts > job.max_attempts:
         return _checked(job, ErrorCategory.CRASHED, job_crashed(job=job, now=clock.now()))
     if handler is None:

@@ -1,4 +1,5 @@
-"""Outcomes of a claimed job: backoff, dead letter, poison jobs, unknown kinds, errors."""
+"""Outcomes of a claimed job: backoff, dead letter, jobs that crashed their worker, unknown
+kinds, errors."""
 
 from datetime import timedelta
 
