@@ -8,6 +8,7 @@ dead letter or retry means for its project is the projects app's business: it li
 `job_dead_lettered` and `job_retried`, sent inside the same transaction.
 """
 
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
@@ -27,6 +28,9 @@ from outbound.categories import ErrorCategory
 from outbound.redaction import safe_error_text
 from tenancy.models import Tenant
 from web.errors import Conflict
+
+# The consumer's one logger, whichever of its modules logs.
+logger = logging.getLogger("jobs.consumer")
 
 _CRASHED = "The previous attempt ended without an outcome: the worker crashed or was killed."
 
@@ -52,6 +56,17 @@ class JobNotRetryable(Conflict):
     def __init__(self, status: str) -> None:
         super().__init__(f"Only a dead-lettered job can be retried; this job is {status}.")
         self.status = status
+
+
+def recorded(job: Job, move: Move, written: bool, outcome: Outcome) -> Outcome:
+    """`outcome` if the fenced write of `move` was `written`, else FENCED_OUT, logged with
+    the move that was dropped."""
+    if written:
+        return outcome
+    logger.warning(
+        "fenced out on %s for job %s, claim_token=%s", move.value, job.id, job.claim_token
+    )
+    return Outcome.FENCED_OUT
 
 
 def _history(
@@ -196,7 +211,7 @@ def job_fail(
         attempt_history=_history(job, Outcome.BACKED_OFF, category=category, error=safe),
         **changes,
     )
-    return Outcome.BACKED_OFF if retried else Outcome.FENCED_OUT
+    return recorded(job, Move.BACK_OFF, retried, Outcome.BACKED_OFF)
 
 
 def job_defer(*, job: Job, now: datetime, error: str, retry_after: float | None) -> Outcome:
@@ -228,7 +243,7 @@ def job_defer(*, job: Job, now: datetime, error: str, retry_after: float | None)
         updated_at=now,
         attempt_history=_history(job, Outcome.DEFERRED, category=category, error=safe),
     )
-    return Outcome.DEFERRED if deferred else Outcome.FENCED_OUT
+    return recorded(job, Move.DEFER, deferred, Outcome.DEFERRED)
 
 
 def job_crashed(*, job: Job, now: datetime) -> Outcome:
@@ -260,7 +275,7 @@ def _dead_letter(*, job: Job, now: datetime, **changes: object) -> Outcome:
         )
         if dead:
             job_dead_lettered.send(sender=Job, job=job, now=now)
-    return Outcome.DEAD_LETTERED if dead else Outcome.FENCED_OUT
+    return recorded(job, Move.DEAD_LETTER, dead, Outcome.DEAD_LETTERED)
 
 
 def job_retry(*, tenant: Tenant, job_id: uuid.UUID, now: datetime) -> Job:
