@@ -51,7 +51,7 @@ def test_stored_statuses_are_rewritten_both_ways():
 
 @pytest.mark.django_db(transaction=True)
 def test_worker_outcome_counters_are_renamed_both_ways():
-    before, after = [("dbqueue", "0005_ratewindow_unlogged")], [("dbqueue", "0006_outcome_names")]
+    before, after = [("dbqueue", "0006_ratewindow_to_dbtools")], [("dbqueue", "0007_outcome_names")]
     apps = _migrate(before)
     totals = apps.get_model("dbqueue", "WorkerTotal").objects
     for worker, name in [

@@ -21,7 +21,7 @@ def _rename(renames):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("dbqueue", "0005_ratewindow_unlogged")]
+    dependencies = [("dbqueue", "0006_ratewindow_to_dbtools")]
 
     operations = [
         migrations.RunPython(
