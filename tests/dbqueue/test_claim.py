@@ -1,4 +1,4 @@
-"""Claim semantics of the jobs outbox: due pending jobs and orphaned enqueued ones."""
+"""Claim semantics of the jobs outbox: due pending jobs and orphaned running ones."""
 
 from datetime import timedelta
 
@@ -43,7 +43,7 @@ def test_a_job_not_yet_due_is_not_claimed(alice):
     assert reload(job).attempts == 0
 
 
-def test_an_enqueued_job_is_not_reclaimed_while_its_lease_runs(alice):
+def test_a_running_job_is_not_reclaimed_while_its_lease_runs(alice):
     job = make_job(alice.tenant)
     jobs_claim(now=NOW, limit=10)
 
@@ -52,7 +52,7 @@ def test_an_enqueued_job_is_not_reclaimed_while_its_lease_runs(alice):
     assert reload(job).claim_token == 1
 
 
-def test_an_orphaned_enqueued_job_is_reclaimed_after_its_lease_expired(alice):
+def test_an_orphaned_running_job_is_reclaimed_after_its_lease_expired(alice):
     job = make_job(alice.tenant)
     jobs_claim(now=NOW, limit=10)
     later = NOW + LEASE + timedelta(seconds=1)
