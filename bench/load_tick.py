@@ -175,7 +175,7 @@ def dead_endpoint(db: str, *, dead_rows: int = 300, healthy_rows: int = 20) -> N
             print(
                 f"[{db}] dead endpoint, tick {tick_number}: {summary.duration:.1f}s, "
                 f"{silent.accepted - opened_before} connections to the dead endpoint, "
-                f"deferred={summary.deferred} failed={summary.failed} "
+                f"deferred={summary.deferred} backed_off={summary.backed_off} "
                 f"delivered={summary.delivered}"
             )
             if tick_number == 1 and late:

@@ -183,6 +183,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Enums several components share keep the one name each had when one component used it.
+    "ENUM_NAME_OVERRIDES": {
+        "JobStatusEnum": "jobs.states.JobStatus",
+        "OutcomeEnum": "notifications.models.DeliveryOutcome",
+        "LastErrorCategoryEnum": "outbound.categories.ErrorCategory",
+    },
 }
 
 # --- CORS: a browser front end on another origin (README: Signing in and sessions) ----------------

@@ -1,4 +1,4 @@
-"""Support staff's view of the jobs outbox: find failed jobs (dead letters), see why they
+"""Support staff's view of the jobs outbox: find dead-lettered jobs, see why they
 failed, retry them once the cause is fixed. A job is never edited by hand: every column is
 the queue's own, and a plain admin save would write a consumer's claim back over it. The
 retry button and action go through `job_retry`, like the API."""
@@ -13,8 +13,9 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
-from jobs.models import Job, JobStatus
+from jobs.models import Job
 from jobs.services import JobNotRetryable, job_retry
+from jobs.states import JobStatus, Move, allows
 from web.admin import StateButtonsAdmin, pretty_json
 
 ERROR_CHARS = 60
@@ -91,7 +92,7 @@ class JobAdmin(StateButtonsAdmin):
         return Truncator(job.last_error).chars(ERROR_CHARS)
 
     def state_buttons(self, job: Job) -> list[tuple[str, str]]:
-        return [("retry", "Retry")] if job.status == JobStatus.FAILED else []
+        return [("retry", "Retry")] if allows(job.status, Move.RETRY) else []
 
     def press_state_button(self, request: HttpRequest, job: Job, name: str) -> None:
         try:
@@ -101,7 +102,7 @@ class JobAdmin(StateButtonsAdmin):
         else:
             self.message_user(request, "The job will run again.", messages.SUCCESS)
 
-    @admin.action(description="Retry selected failed jobs", permissions=["state_change"])
+    @admin.action(description="Retry selected dead-lettered jobs", permissions=["state_change"])
     def retry(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         now = timezone.now()
         retried = skipped = 0
@@ -116,6 +117,6 @@ class JobAdmin(StateButtonsAdmin):
         if skipped:
             self.message_user(
                 request,
-                f"{skipped} job(s) skipped: only {JobStatus.FAILED} jobs can be retried.",
+                f"{skipped} job(s) skipped: only {JobStatus.DEAD_LETTERED} jobs can be retried.",
                 messages.WARNING,
             )

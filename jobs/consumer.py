@@ -26,10 +26,11 @@ from dbqueue.database import connection_lost
 from dbqueue.listen import ListenWaiter
 from dbqueue.totals import WorkerSummary
 from dbqueue.worker import ConnectionLost, Worker
-from jobs.models import Job, JobStatus
+from jobs.models import Job
 from jobs.processing import jobs_process
 from jobs.registry import handlers
 from jobs.services import Outcome, jobs_release
+from jobs.states import Move, target
 
 NOTIFY_CHANNEL = "tickwork_jobs"
 # Beyond this a batch's OR-list of fenced (id, token) pairs stops paying for itself.
@@ -39,10 +40,10 @@ JOB_CLAIM = ClaimSpec(
     ready=lambda now: Job.objects.ready(now=now),
     order_by=("next_attempt_at",),
     fair_by="tenant",
-    # While enqueued, next_attempt_at is the lease expiry: job_ready_idx then serves both
-    # due pending jobs and orphaned enqueued ones.
+    # While running, next_attempt_at is the lease expiry: job_ready_idx then serves both
+    # due pending jobs and orphaned running ones.
     on_claim={
-        "status": JobStatus.ENQUEUED,
+        "status": target(Move.CLAIM),
         "attempts": ClaimValue.INCREMENT,
         "next_attempt_at": ClaimValue.LEASE_UNTIL,
         "last_attempt_at": ClaimValue.NOW,
@@ -52,7 +53,7 @@ JOB_CLAIM = ClaimSpec(
 
 
 def jobs_claim(*, now: datetime, limit: int) -> Claimed:
-    """Claim up to `limit` ready jobs (one statement): pending and due, or enqueued with an
+    """Claim up to `limit` ready jobs (one statement): pending and due, or running with an
     expired lease (orphaned). Each returned job carries its new claim token and counts
     the attempt."""
     lease = timedelta(seconds=settings.JOB_LEASE_SECONDS)
@@ -72,10 +73,11 @@ def claim_size() -> int:
 @dataclass
 class BatchSummary(WorkerSummary):
     claimed: int = 0
+    # One field per Outcome, named by its value: the vocabulary run_tick counts in too.
     completed: int = 0
-    retried: int = 0
+    backed_off: int = 0
     deferred: int = 0
-    failed: int = 0
+    dead_lettered: int = 0
     fenced_out: int = 0
     duration: float = 0.0
 

@@ -7,24 +7,20 @@ from django.db import models
 from django.utils import timezone
 
 from dbqueue.leases import lease_free
+from jobs.states import CLAIMABLE, JobStatus
 from outbound.categories import ErrorCategory
 from tenancy.models import Tenant
 
+__all__ = ["Job", "JobStatus"]
 
-class JobStatus(models.TextChoices):
-    PENDING = "pending", "Pending"
-    ENQUEUED = "enqueued", "Enqueued (claimed, lease running)"
-    COMPLETED = "completed", "Completed"
-    FAILED = "failed", "Failed (dead letter)"
-
-
-ACTIVE_STATUSES = (JobStatus.PENDING, JobStatus.ENQUEUED)
+# How many attempts `attempt_history` keeps (the newest).
+HISTORY_LENGTH = 20
 
 
 class JobQuerySet(models.QuerySet["Job"]):
     def ready(self, *, now: datetime) -> "JobQuerySet":
-        """Claimable now: pending and due, or enqueued with an expired lease (orphaned)."""
-        return self.filter(status__in=ACTIVE_STATUSES, next_attempt_at__lte=now).filter(
+        """Claimable now: pending and due, or running with an expired lease (orphaned)."""
+        return self.filter(status__in=CLAIMABLE, next_attempt_at__lte=now).filter(
             lease_free(now=now)
         )
 
@@ -32,9 +28,14 @@ class JobQuerySet(models.QuerySet["Job"]):
 class Job(models.Model):
     """One unit of background work.
 
-    While `enqueued`, `next_attempt_at` equals the lease expiry, so one partial index on
-    `next_attempt_at` serves both due pending jobs and orphaned enqueued ones. A completed or
-    failed job has no next attempt: the column is NULL (a retry sets it again).
+    While `running`, `next_attempt_at` equals the lease expiry, so one partial index on
+    `next_attempt_at` serves both due pending jobs and orphaned running ones. A completed or
+    dead-lettered job has no next attempt: the column is NULL (a retry sets it again).
+    The statuses and the moves between them are `jobs.states`'.
+
+    `attempt_history` keeps the newest HISTORY_LENGTH attempts that wrote an outcome, oldest
+    first: `{at, outcome, error_category, error}` each, written by the statement that records
+    the outcome (no statement of its own).
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -58,6 +59,7 @@ class Job(models.Model):
     )
     last_error = models.CharField(max_length=500, blank=True, default="")
     last_attempt_at = models.DateTimeField(null=True, blank=True)
+    attempt_history = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
     completed_at = models.DateTimeField(null=True, blank=True)
@@ -68,7 +70,7 @@ class Job(models.Model):
         indexes = [
             models.Index(
                 fields=["next_attempt_at"],
-                condition=models.Q(status__in=["pending", "enqueued"]),
+                condition=models.Q(status__in=["pending", "running"]),
                 name="job_ready_idx",
             ),
             models.Index(fields=["tenant", "status", "-created_at"], name="job_tenant_status_idx"),

@@ -30,7 +30,9 @@ from jobs.services import (
     job_fail,
     jobs_complete,
     jobs_release,
+    recorded,
 )
+from jobs.states import Move
 from outbound.categories import ErrorCategory
 
 # The consumer's one logger, whichever of its modules logs.
@@ -38,18 +40,18 @@ logger = logging.getLogger("jobs.consumer")
 
 
 def _refused(job: Job, handler: Handler | None, *, clock: Clock) -> Outcome | None:
-    """The outcome of a job that must not run (a poison job, an unknown kind), else None."""
+    """The outcome of a job that must not run (one that crashed its worker on every
+    attempt, an unknown kind), else None."""
     if job.attempts > job.max_attempts:
-        return _checked(job, ErrorCategory.CRASHED, job_crashed(job=job, now=clock.now()))
+        return job_crashed(job=job, now=clock.now())
     if handler is None:
-        outcome = job_fail(
+        return job_fail(
             job=job,
             now=clock.now(),
             category=ErrorCategory.UNKNOWN_KIND,
             error=f"no handler for job kind {job.kind!r}",
             permanent=True,
         )
-        return _checked(job, ErrorCategory.UNKNOWN_KIND, outcome)
     return None
 
 
@@ -69,15 +71,14 @@ def _completed(job: Job, handler: Handler, *, clock: Clock) -> Outcome:
         done = job_complete(job=job, now=now, apply=lambda: handler.apply(job, now=now))
     except Exception as exc:
         return _failed(job, exc, clock=clock)
-    return _checked(job, "success", Outcome.COMPLETED if done else Outcome.FENCED_OUT)
+    return recorded(job, Move.COMPLETE, done, Outcome.COMPLETED)
 
 
 def _failed(job: Job, exc: Exception, *, clock: Clock) -> Outcome:
     if isinstance(exc, JobError) and exc.backpressure:
-        deferral = job_defer(job=job, now=clock.now(), error=str(exc), retry_after=exc.retry_after)
-        return _checked(job, "deferral", deferral)
+        return job_defer(job=job, now=clock.now(), error=str(exc), retry_after=exc.retry_after)
     if isinstance(exc, JobError):
-        outcome = job_fail(
+        return job_fail(
             job=job,
             now=clock.now(),
             category=exc.category,
@@ -85,19 +86,17 @@ def _failed(job: Job, exc: Exception, *, clock: Clock) -> Outcome:
             permanent=exc.permanent,
             retry_after=exc.retry_after,
         )
-        return _checked(job, "failure", outcome)
     if isinstance(exc, DatabaseError) and connection_lost(exc):
         # The job did not fail, the database went away: record nothing (no "internal
         # error", no backoff); the job is reclaimed when its lease expires.
         raise exc
     logger.error("job %s (%s) raised %s", job.id, job.kind, type(exc).__name__, exc_info=exc)
-    outcome = job_fail(
+    return job_fail(
         job=job,
         now=clock.now(),
         category=ErrorCategory.INTERNAL,
         error=f"internal error: {type(exc).__name__}",
     )
-    return _checked(job, "failure", outcome)
 
 
 def jobs_process(
@@ -151,15 +150,4 @@ def _completed_together(performed: list[tuple[Job, Handler]], *, clock: Clock) -
         # One job's local writes failed the batch: write each back alone, so only that
         # job records the failure.
         return [_completed(job, handler, clock=clock) for job, handler in performed]
-    return [
-        _checked(job, "success", Outcome.COMPLETED if job.pk in done else Outcome.FENCED_OUT)
-        for job in jobs
-    ]
-
-
-def _checked(job: Job, branch: str, outcome: Outcome) -> Outcome:
-    if outcome is Outcome.FENCED_OUT:
-        logger.warning(
-            "fenced out on %s for job %s, claim_token=%s", branch, job.id, job.claim_token
-        )
-    return outcome
+    return [recorded(job, Move.COMPLETE, job.pk in done, Outcome.COMPLETED) for job in jobs]

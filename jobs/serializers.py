@@ -1,8 +1,12 @@
 """Shapes of the jobs API (the README's "API overview" and "The jobs outbox")."""
 
+from typing import Any
+
+from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
 from jobs.models import Job
+from jobs.services import Outcome
 from outbound.categories import ErrorCategory
 from web.fields import NullableCharField, NullableChoiceField
 from web.serializers import NoBodySerializer
@@ -29,6 +33,34 @@ class JobSerializer(serializers.ModelSerializer):
             "created_at",
             "completed_at",
         ]
+        read_only_fields = fields
+
+
+class StoredDateTimeField(serializers.DateTimeField):
+    """A time kept as ISO 8601 text in a JSON column, rendered like every other time."""
+
+    def to_representation(self, value: Any) -> Any:
+        return super().to_representation(parse_datetime(value) if value else None)
+
+
+class AttemptSerializer(serializers.Serializer):
+    """One entry of a job's attempt history, as `Job.attempt_history` stores it."""
+
+    at = StoredDateTimeField(read_only=True, allow_null=True)
+    outcome = serializers.ChoiceField(
+        choices=[o.value for o in Outcome if o is not Outcome.FENCED_OUT], read_only=True
+    )
+    error_category = NullableChoiceField(choices=ErrorCategory.choices)
+    error = NullableCharField()
+
+
+class JobDetailSerializer(JobSerializer):
+    """A job with its attempt history (the newest attempts, oldest first)."""
+
+    attempt_history = AttemptSerializer(many=True, read_only=True)
+
+    class Meta(JobSerializer.Meta):
+        fields = [*JobSerializer.Meta.fields, "attempt_history"]
         read_only_fields = fields
 
 

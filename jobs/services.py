@@ -8,6 +8,7 @@ dead letter or retry means for its project is the projects app's business: it li
 `job_dead_lettered` and `job_retried`, sent inside the same transaction.
 """
 
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
@@ -20,33 +21,67 @@ from django.db import models, transaction
 from dbqueue.backoff import retry_delay
 from dbqueue.fences import fenced_update, fenced_update_many
 from dbtools.compiled import insert_together
-from jobs.models import Job, JobStatus
+from jobs.models import HISTORY_LENGTH, Job
 from jobs.registry import job_dead_lettered, job_retried
+from jobs.states import JobStatus, Move, after, sources, target
 from outbound.categories import ErrorCategory
 from outbound.redaction import safe_error_text
 from tenancy.models import Tenant
 from web.errors import Conflict
 
+# The consumer's one logger, whichever of its modules logs.
+logger = logging.getLogger("jobs.consumer")
+
 _CRASHED = "The previous attempt ended without an outcome: the worker crashed or was killed."
 
 
 class Outcome(StrEnum):
+    """What a claimed job's write-back recorded: the worker outcome both queues count under
+    one name each (`tickwork_worker_outcomes_total`), and an attempt's `outcome` in the
+    job's history (`fenced_out` is never stored: that write-back wrote nothing)."""
+
     COMPLETED = "completed"
-    RETRIED = "retried"
+    BACKED_OFF = "backed_off"
     DEFERRED = "deferred"
-    FAILED = "failed"
+    DEAD_LETTERED = "dead_lettered"
     FENCED_OUT = "fenced_out"
 
 
 class JobNotRetryable(Conflict):
-    """Only a `failed` job can be retried; `status` is the job's current status."""
+    """Only a dead-lettered job can be retried; `status` is the job's current status."""
 
     kind = "job-not-retryable"
     title = "Job not retryable"
 
     def __init__(self, status: str) -> None:
-        super().__init__(f"Only a failed job can be retried; this job is {status}.")
+        super().__init__(f"Only a dead-lettered job can be retried; this job is {status}.")
         self.status = status
+
+
+def recorded(job: Job, move: Move, written: bool, outcome: Outcome) -> Outcome:
+    """`outcome` if the fenced write of `move` was `written`, else FENCED_OUT, logged with
+    the move that was dropped."""
+    if written:
+        return outcome
+    logger.warning(
+        "fenced out on %s for job %s, claim_token=%s", move.value, job.id, job.claim_token
+    )
+    return Outcome.FENCED_OUT
+
+
+def _history(
+    job: Job, outcome: Outcome, *, category: str = "", error: str = ""
+) -> list[dict[str, Any]]:
+    """The claimed `job`'s attempt history with this attempt's entry added, the oldest
+    dropped past HISTORY_LENGTH. Built from the history the claim returned: while the
+    claim holds, no other statement writes it."""
+    entry = {
+        "at": job.last_attempt_at.isoformat() if job.last_attempt_at else None,
+        "outcome": outcome.value,
+        "error_category": category or None,
+        "error": error or None,
+    }
+    return [*job.attempt_history, entry][-HISTORY_LENGTH:]
 
 
 def job_enqueue(
@@ -65,6 +100,7 @@ def job_enqueue(
     statement on PostgreSQL — with no transaction of the caller's."""
     job = Job(
         id=job_id or uuid.uuid4(),
+        status=after(None, Move.ENQUEUE),
         tenant=tenant,
         project_id=project_id,
         kind=kind,
@@ -86,10 +122,11 @@ def job_complete(*, job: Job, now: datetime, apply: Callable[[], None] | None = 
             Job,
             pk=job.pk,
             token=job.claim_token,
-            status=JobStatus.COMPLETED,
+            status=after(job.status, Move.COMPLETE),
             next_attempt_at=None,
             completed_at=now,
             updated_at=now,
+            attempt_history=_history(job, Outcome.COMPLETED),
         )
         if done and apply is not None:
             apply()
@@ -102,14 +139,18 @@ def jobs_complete(
     """Mark several claimed jobs completed in one fenced statement and run `apply` on
     those still ours, in one transaction; returns their ids (the others were fenced out).
     If `apply` raises, nothing is written."""
-    changes = {
-        "status": JobStatus.COMPLETED,
-        "next_attempt_at": None,
-        "completed_at": now,
-        "updated_at": now,
-    }
+
+    def changes(job: Job) -> dict[str, Any]:
+        return {
+            "status": after(job.status, Move.COMPLETE),
+            "next_attempt_at": None,
+            "completed_at": now,
+            "updated_at": now,
+            "attempt_history": _history(job, Outcome.COMPLETED),
+        }
+
     with transaction.atomic():
-        done = fenced_update_many(Job, [(job.pk, job.claim_token, changes) for job in jobs])
+        done = fenced_update_many(Job, [(job.pk, job.claim_token, changes(job)) for job in jobs])
         if done and apply is not None:
             apply([job for job in jobs if job.pk in done])
     return done
@@ -124,7 +165,7 @@ def jobs_release(*, jobs: Sequence[Job], now: datetime) -> set[uuid.UUID]:
             job.pk,
             job.claim_token,
             {
-                "status": JobStatus.PENDING,
+                "status": after(job.status, Move.RELEASE),
                 "attempts": job.attempts - 1,
                 "next_attempt_at": now,
                 "updated_at": now,
@@ -147,12 +188,14 @@ def job_fail(
     """Record a failed attempt of the claimed `job`.
 
     Back to `pending` after the backoff (at least `retry_after` seconds), or — when the
-    error is permanent or the attempts are used up — `failed` (the dead letter) with its
+    error is permanent or the attempts are used up — `dead_lettered` with its
     `job_dead_lettered` signal (its project turns `failed`).
     """
-    changes = {"last_error_category": category, "last_error": safe_error_text(error)}
+    safe = safe_error_text(error)
+    changes = {"last_error_category": category, "last_error": safe}
     if permanent or job.attempts >= job.max_attempts:
-        return _dead_letter(job=job, now=now, **changes)
+        history = _history(job, Outcome.DEAD_LETTERED, category=category, error=safe)
+        return _dead_letter(job=job, now=now, attempt_history=history, **changes)
     delay = retry_delay(
         failures_before=job.attempts - 1,
         steps=settings.JOB_BACKOFF_SECONDS,
@@ -162,12 +205,13 @@ def job_fail(
         Job,
         pk=job.pk,
         token=job.claim_token,
-        status=JobStatus.PENDING,
+        status=after(job.status, Move.BACK_OFF),
         next_attempt_at=now + timedelta(seconds=delay),
         updated_at=now,
+        attempt_history=_history(job, Outcome.BACKED_OFF, category=category, error=safe),
         **changes,
     )
-    return Outcome.RETRIED if retried else Outcome.FENCED_OUT
+    return recorded(job, Move.BACK_OFF, retried, Outcome.BACKED_OFF)
 
 
 def job_defer(*, job: Job, now: datetime, error: str, retry_after: float | None) -> Outcome:
@@ -185,61 +229,68 @@ def job_defer(*, job: Job, now: datetime, error: str, retry_after: float | None)
             error=error,
             retry_after=retry_after,
         )
+    safe = safe_error_text(error)
+    category = ErrorCategory.RATE_LIMITED
     deferred = fenced_update(
         Job,
         pk=job.pk,
         token=job.claim_token,
-        status=JobStatus.PENDING,
+        status=after(job.status, Move.DEFER),
         attempts=max(job.attempts - 1, 0),
         next_attempt_at=now + timedelta(seconds=max(retry_after or 0.0, 1.0)),
-        last_error_category=ErrorCategory.RATE_LIMITED,
-        last_error=safe_error_text(error),
+        last_error_category=category,
+        last_error=safe,
         updated_at=now,
+        attempt_history=_history(job, Outcome.DEFERRED, category=category, error=safe),
     )
-    return Outcome.DEFERRED if deferred else Outcome.FENCED_OUT
+    return recorded(job, Move.DEFER, deferred, Outcome.DEFERRED)
 
 
 def job_crashed(*, job: Job, now: datetime) -> Outcome:
     """Dead-letter a job whose previous claims used up its attempts without producing an
     outcome (it kills its worker). The claim that found it did not run it, so it is not
-    counted as an attempt."""
+    counted as an attempt, and its entry in the history stands for the attempts that
+    crashed."""
+    category = ErrorCategory.CRASHED
     return _dead_letter(
         job=job,
         now=now,
         attempts=job.attempts - 1,
-        last_error_category=ErrorCategory.CRASHED,
+        last_error_category=category,
         last_error=_CRASHED,
+        attempt_history=_history(job, Outcome.DEAD_LETTERED, category=category, error=_CRASHED),
     )
 
 
 def _dead_letter(*, job: Job, now: datetime, **changes: object) -> Outcome:
     with transaction.atomic():
-        failed = fenced_update(
+        dead = fenced_update(
             Job,
             pk=job.pk,
             token=job.claim_token,
-            status=JobStatus.FAILED,
+            status=after(job.status, Move.DEAD_LETTER),
             next_attempt_at=None,
             updated_at=now,
             **changes,
         )
-        if failed:
+        if dead:
             job_dead_lettered.send(sender=Job, job=job, now=now)
-    return Outcome.FAILED if failed else Outcome.FENCED_OUT
+    return recorded(job, Move.DEAD_LETTER, dead, Outcome.DEAD_LETTERED)
 
 
 def job_retry(*, tenant: Tenant, job_id: uuid.UUID, now: datetime) -> Job:
-    """Make the tenant's failed job run again exactly like a new one: pending and due now,
-    attempts and errors cleared; `job_retried` is sent with it (its project goes back to
-    `provisioning`).
+    """Make the tenant's dead-lettered job run again exactly like a new one: pending and
+    due now, attempts and errors cleared (the attempt history is kept: it is what happened);
+    `job_retried` is sent with it (its project goes back to `provisioning`).
 
     Raises Job.DoesNotExist when the tenant has no such job and JobNotRetryable when the
-    job is not `failed`. The claim token is kept: it only ever grows, so a claimant from
-    before the retry can never pass the fence.
+    job's status allows no retry (`jobs.states`). The claim token is kept: it only ever
+    grows, so a claimant from before the retry can never pass the fence.
     """
+    retryable = Job.objects.filter(pk=job_id, tenant=tenant, status__in=sources(Move.RETRY))
     with transaction.atomic():
-        updated = Job.objects.filter(pk=job_id, tenant=tenant, status=JobStatus.FAILED).update(
-            status=JobStatus.PENDING,
+        updated = retryable.update(
+            status=target(Move.RETRY),
             attempts=0,
             next_attempt_at=now,
             last_error="",
@@ -256,6 +307,6 @@ def job_retry(*, tenant: Tenant, job_id: uuid.UUID, now: datetime) -> Job:
 
 
 def jobs_completed_before(*, before: datetime) -> models.QuerySet[Job]:
-    """The jobs retention may delete: completed before `before`. Pending, enqueued and
-    failed jobs (dead letters wait for support staff) are never among them."""
+    """The jobs retention may delete: completed before `before`. Pending, running and
+    dead-lettered jobs (dead letters wait for support staff) are never among them."""
     return Job.objects.filter(status=JobStatus.COMPLETED, completed_at__lt=before)

@@ -9,16 +9,16 @@ from jobs.models import Job, JobStatus
 
 
 def job_queue_stats(*, now: datetime) -> dict[str, int]:
-    """{pending, in_flight, failed, oldest_pending_age_seconds} in one query.
+    """{pending, in_flight, dead_lettered, oldest_pending_age_seconds} in one query.
 
-    `in_flight` counts enqueued jobs whose lease is still running (an expired lease is
+    `in_flight` counts running jobs whose lease is still running (an expired lease is
     orphaned work, counted by neither). The oldest pending age is measured from the job's
     creation, in whole seconds; 0 when nothing is pending.
     """
     figures = Job.objects.aggregate(
         pending=Count("pk", filter=Q(status=JobStatus.PENDING)),
-        in_flight=Count("pk", filter=Q(status=JobStatus.ENQUEUED) & lease_running(now=now)),
-        failed=Count("pk", filter=Q(status=JobStatus.FAILED)),
+        in_flight=Count("pk", filter=Q(status=JobStatus.RUNNING) & lease_running(now=now)),
+        dead_lettered=Count("pk", filter=Q(status=JobStatus.DEAD_LETTERED)),
         oldest_pending=Min("created_at", filter=Q(status=JobStatus.PENDING)),
     )
     oldest = figures.pop("oldest_pending")

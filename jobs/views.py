@@ -1,5 +1,5 @@
 """The jobs status endpoints: GET /v1/jobs?status= and GET /v1/jobs/{id}; the retry of a
-failed job: POST /v1/jobs/{id}/retry.
+dead-lettered job: POST /v1/jobs/{id}/retry.
 
 Every query starts from `tenant_jobs(request)`, so no job of another tenant is reachable.
 """
@@ -15,9 +15,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, status
 from rest_framework.request import Request
 
-from jobs.models import Job, JobStatus
-from jobs.serializers import JobRetrySerializer, JobSerializer
+from jobs.models import Job
+from jobs.serializers import JobDetailSerializer, JobRetrySerializer, JobSerializer
 from jobs.services import job_retry
+from jobs.states import FORMER_NAMES, JobStatus
 from tenancy.api.idempotency import Answer, answer_once
 from web.errors import InvalidInput
 from web.pagination import NewestFirstCursorPagination
@@ -38,7 +39,10 @@ class JobListView(generics.ListAPIView):
             OpenApiTypes.STR,
             OpenApiParameter.QUERY,
             enum=JobStatus.values,
-            description="Only jobs in this status; an unknown value is a 400.",
+            description=(
+                "Only jobs in this status; an unknown value is a 400. The former names "
+                "`enqueued` (running) and `failed` (dead_lettered) are still accepted."
+            ),
         ),
     )
 
@@ -47,6 +51,7 @@ class JobListView(generics.ListAPIView):
         wanted = single_query_param(self.request, "status")
         if wanted is None:
             return jobs
+        wanted = FORMER_NAMES.get(wanted, wanted)
         if wanted not in JobStatus.values:
             allowed = ", ".join(JobStatus.values)
             raise InvalidInput({"status": [f"Must be one of: {allowed}."]})
@@ -55,7 +60,7 @@ class JobListView(generics.ListAPIView):
 
 @extend_schema(parameters=[OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
 class JobDetailView(generics.RetrieveAPIView):
-    serializer_class = JobSerializer
+    serializer_class = JobDetailSerializer
 
     def get_object(self) -> Job:
         return get_object_or_404(tenant_jobs(self.request), pk=self.kwargs["id"])
@@ -63,7 +68,7 @@ class JobDetailView(generics.RetrieveAPIView):
 
 @extend_schema(parameters=[OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
 class JobRetryView(generics.GenericAPIView):
-    """POST /v1/jobs/{id}/retry: owners only; a failed job runs again like a new one."""
+    """POST /v1/jobs/{id}/retry: owners only; a dead-lettered job runs again like a new one."""
 
     serializer_class = JobSerializer
     owner_methods = ("*",)

@@ -37,18 +37,23 @@ from web.problems import problem_response
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 
 # Every counter a worker reports, so each series exists (at 0) before its first increment.
+# An outcome means the same in both queues: backed_off (a failed attempt, tried again
+# later), deferred (the other side said "later": no attempt used), dead_lettered (given up),
+# fenced_out (dropped: reclaimed after the lease ran out). delivered and partial are the
+# scheduler's completions, released its rows given back unattempted, errors its rows whose
+# processing raised; completed is a job's.
 WORKER_OUTCOMES = {
     "run_tick": (
         "delivered",
         "partial",
-        "failed",
+        "backed_off",
         "deferred",
         "released",
         "dead_lettered",
         "fenced_out",
         "errors",
     ),
-    "consume_jobs": ("completed", "retried", "deferred", "failed", "fenced_out"),
+    "consume_jobs": ("completed", "backed_off", "deferred", "dead_lettered", "fenced_out"),
 }
 
 
@@ -123,10 +128,10 @@ def _job_and_circuit_families(now: datetime) -> Iterator[Metric]:
     jobs = job_queue_stats(now=now)
     family = GaugeMetricFamily(
         "tickwork_jobs",
-        "Jobs by status (failed: dead-lettered, waiting for a retry).",
+        "Jobs by status (dead_lettered: waiting for a retry).",
         labels=["status"],
     )
-    for status in ("pending", "in_flight", "failed"):
+    for status in ("pending", "in_flight", "dead_lettered"):
         family.add_metric([status], jobs[status])
     yield family
     yield _gauge(
@@ -163,7 +168,8 @@ def _worker_families(totals: dict[str, dict[str, tuple[int, datetime]]]) -> Iter
     )
     outcomes = CounterMetricFamily(
         "tickwork_worker_outcomes_total",
-        "Claimed rows by the outcome the worker wrote back (fenced_out: dropped, reclaimed).",
+        "Claimed rows by the outcome the worker wrote back, one meaning in both queues "
+        "(backed_off: retried later; dead_lettered: given up; fenced_out: dropped, reclaimed).",
         labels=["worker", "outcome"],
     )
     last_run = GaugeMetricFamily(

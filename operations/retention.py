@@ -52,7 +52,7 @@ def retention_prune(*, now: datetime, policy: RetentionPolicy) -> PruneCounts:
     retention (a completed notification goes with the delivery log of its age), expired
     operation keys, old email batch records, ended sessions and sign-in links, in bounded
     batches. Live rows are never
-    candidates: pending, enqueued and failed jobs (dead letters wait for support staff)
+    candidates: pending, running and dead-lettered jobs (they wait for support staff)
     stay, as do notifications on their schedule, dead-lettered or parked; the delivery log
     is history only."""
     candidates = _candidates(now=now, policy=policy)

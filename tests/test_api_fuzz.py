@@ -114,7 +114,7 @@ def _keep_test_transaction():
 @pytest.fixture
 def seeded(alice) -> dict[str, str | int]:
     """One existing row behind each `{id}` route, keyed by the route's collection."""
-    job = make_job(alice, status=JobStatus.FAILED)
+    job = make_job(alice, status=JobStatus.DEAD_LETTERED)
     endpoint = make_endpoint(tenant=alice.tenant, url="https://hooks.example.com/in")
     notification = make_notification(
         tenant=alice.tenant, next_fire_at=timezone.now(), endpoint=endpoint

@@ -49,7 +49,7 @@ def _job_id(actor):
 
 
 def _failed_job_id(actor):
-    return make_job(actor.tenant, status=JobStatus.FAILED, attempts=5).id
+    return make_job(actor.tenant, status=JobStatus.DEAD_LETTERED, attempts=5).id
 
 
 def _notification_id(actor):

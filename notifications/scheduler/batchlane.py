@@ -26,7 +26,7 @@ from notifications.scheduler.mail import (
     send_when_due,
     take_slots,
 )
-from notifications.scheduler.writeback import Joiner, WriteBackBuffer, may_start, without_poison
+from notifications.scheduler.writeback import Joiner, WriteBackBuffer, may_start, without_crashed
 from notifications.transports.resend import BATCH_LIMIT, BatchAnswer
 
 # Rows with nothing but an email left to send: email is their only channel, or their webhook
@@ -118,7 +118,7 @@ class BatchLane:
             raise
         self.exhausted = len(claimed) < wanted and claimed.drained
         tick.summary.claimed += len(claimed)
-        for row in without_poison(claimed, tick=tick, buffer=self.buffer, now=now):
+        for row in without_crashed(claimed, tick=tick, buffer=self.buffer, now=now):
             if may_start(row, tick=tick, buffer=self.buffer, now=now):
                 self.joiner.expect(row, pieces=1, at=now, deferred={})
                 self.take(row)

@@ -38,10 +38,11 @@ def lateness_histogram() -> Histogram:
 
 @dataclass
 class TickSummary(WorkerSummary):
-    """What one tick did. Each claimed row is counted once: delivered, partial, failed
-    (backing off), deferred (some channel waits, unattempted, for its endpoint), released
-    (given back unattempted: its endpoint had no free slot), dead_lettered, or errors (its
-    processing or its write-back batch raised; it stays claimed until its lease expires).
+    """What one tick did. Each claimed row is counted once: delivered, partial, backed_off
+    (a failed attempt, retried later), deferred (some channel waits, unattempted, for its
+    endpoint), released (given back unattempted: its endpoint had no free slot),
+    dead_lettered, or errors (its processing or its write-back batch raised; it stays
+    claimed until its lease expires).
     fenced_out counts outcomes dropped because the row had been reclaimed meanwhile.
     skipped counts the occurrences late recurring rows jumped over; late_max_s is the
     largest lateness among the channel attempts (delivered or not) and `lateness` their
@@ -51,7 +52,7 @@ class TickSummary(WorkerSummary):
     claimed: int = 0
     delivered: int = 0
     partial: int = 0
-    failed: int = 0
+    backed_off: int = 0
     deferred: int = 0
     released: int = 0
     dead_lettered: int = 0

@@ -1,6 +1,7 @@
 """What a claimed row's write-back is: the plan (RowPlan, immutable once built) of one row's
-delivery, of a row given back unattempted, or of a poison claim, with the fenced statement it
-takes (Branch), where the tick summary counts it (Bucket), the delivery-log rows it carries
+delivery, of a row given back unattempted, or of a row that crashed its worker, with the state
+move its fenced statement makes (`notifications.states.Move`), where the tick summary counts
+it (Bucket), the delivery-log rows it carries
 and where it leaves the row's schedule. Pure decisions: no database access, no I/O.
 
 An occurrence is settled channel by channel: a channel that was deferred (its endpoint's
@@ -77,21 +78,13 @@ class Classification:
     all_rate_limited: bool = False
 
 
-class Branch(StrEnum):
-    COMPLETE = "complete"
-    ADVANCE = "advance"
-    BACKOFF = "backoff"
-    DEFER = "defer"
-    RELEASE = "release"
-    DEAD_LETTER = "dead_letter"
-
-
 class Bucket(StrEnum):
-    """Where a claimed row is counted in the tick summary (exactly one bucket per row)."""
+    """Where a claimed row is counted in the tick summary (exactly one bucket per row); the
+    names consume_jobs counts its outcomes under, where it has the same outcome."""
 
     DELIVERED = "delivered"
     PARTIAL = "partial"
-    FAILED = "failed"
+    BACKED_OFF = "backed_off"
     DEFERRED = "deferred"
     RELEASED = "released"
     DEAD_LETTERED = "dead_lettered"
@@ -106,7 +99,7 @@ class RowPlan:
 
     pk: Any
     token: int
-    branch: Branch
+    move: Move
     bucket: Bucket
     changes: dict[str, Any] = field(default_factory=dict)
     logs: tuple[Delivery, ...] = ()
@@ -183,7 +176,7 @@ def dead_letter_reason(
     return None
 
 
-def is_poison(*, unfinished_claims: int, max_attempts: int) -> bool:
+def is_crashed(*, unfinished_claims: int, max_attempts: int) -> bool:
     """A row whose count of claims without an outcome (this claim included) exceeds
     `max_attempts`: its previous `max_attempts` claims all died before writing back."""
     return unfinished_claims > max_attempts
@@ -267,14 +260,14 @@ def _finish(
     }
     if upcoming is None:
         # Finished: kept for reading, on the occurrence it last delivered.
-        branch, move = Branch.COMPLETE, Move.COMPLETE
+        move = Move.COMPLETE
         changes.update(next_fire_at=None, due_at=row.due_at, occurrence=row.occurrence)
     else:
-        branch, move = Branch.ADVANCE, Move.ADVANCE
+        move = Move.ADVANCE
         changes.update(next_fire_at=upcoming, due_at=upcoming, occurrence=row.occurrence + 1)
     changes["state"] = after(row.state, move)
     return RowPlan(
-        pk=row.pk, token=token, branch=branch, bucket=bucket, changes=changes, skipped=skipped
+        pk=row.pk, token=token, move=move, bucket=bucket, changes=changes, skipped=skipped
     )
 
 
@@ -290,9 +283,7 @@ def _defer(
         "updated_at": now,
         "state": after(row.state, Move.DEFER),
     }
-    return RowPlan(
-        pk=row.pk, token=token, branch=Branch.DEFER, bucket=Bucket.DEFERRED, changes=changes
-    )
+    return RowPlan(pk=row.pk, token=token, move=Move.DEFER, bucket=Bucket.DEFERRED, changes=changes)
 
 
 def plan_release(row: Notification, *, token: int) -> RowPlan:
@@ -303,7 +294,7 @@ def plan_release(row: Notification, *, token: int) -> RowPlan:
         "state": after(row.state, Move.RELEASE),
     }
     return RowPlan(
-        pk=row.pk, token=token, branch=Branch.RELEASE, bucket=Bucket.RELEASED, changes=changes
+        pk=row.pk, token=token, move=Move.RELEASE, bucket=Bucket.RELEASED, changes=changes
     )
 
 
@@ -363,7 +354,7 @@ def _failure(delivery: RowDelivery, token: int, *, now: datetime, policy: Policy
         "state": after(row.state, Move.BACK_OFF),
     }
     return RowPlan(
-        pk=row.pk, token=token, branch=Branch.BACKOFF, bucket=Bucket.FAILED, changes=changes
+        pk=row.pk, token=token, move=Move.BACK_OFF, bucket=Bucket.BACKED_OFF, changes=changes
     )
 
 
@@ -407,7 +398,7 @@ def _deferral_logs(delivery: RowDelivery) -> list[Delivery]:
     ]
 
 
-def plan_poison(row: Notification, *, token: int, now: datetime, policy: Policy) -> RowPlan:
+def plan_crashed(row: Notification, *, token: int, now: datetime, policy: Policy) -> RowPlan:
     """A row whose previous claims all died before writing back: dead-letter, no delivery."""
     summary = f"{DeadLetterReason.CRASHED}: no outcome after {row.unfinished_claims - 1} claims"
     return dead_letter(
@@ -482,7 +473,7 @@ def dead_letter(
         occurrence=row.occurrence + (1 if upcoming else 0),
         error_count=0 if upcoming else error_count,
         dead_letter_reason="" if upcoming else reason.value,
-        state=after(row.state, Move.DEAD_LETTER_AND_GO_ON if upcoming else Move.DEAD_LETTER),
+        move=Move.DEAD_LETTER_AND_GO_ON if upcoming else Move.DEAD_LETTER,
     )
 
 
@@ -505,7 +496,7 @@ def invalid_schedule(
         occurrence=row.occurrence,
         error_count=0 if fired else row.error_count,
         dead_letter_reason=DeadLetterReason.INVALID_SCHEDULE.value,
-        state=after(row.state, Move.DEAD_LETTER),
+        move=Move.DEAD_LETTER,
         **fired_changes,
     )
 
@@ -517,11 +508,13 @@ def _dead_letter_plan(
     reason: DeadLetterReason,
     summary: str,
     now: datetime,
+    move: Move,
     skipped: Delivery | None = None,
     **changes: Any,
 ) -> RowPlan:
     changes.update(
         {
+            "state": after(row.state, move),
             # A dead-lettered row keeps the due time of the occurrence it stopped on.
             "due_at": changes["next_fire_at"] or row.due_at,
             "last_error": summary[:500],
@@ -543,7 +536,7 @@ def _dead_letter_plan(
     return RowPlan(
         pk=row.pk,
         token=token,
-        branch=Branch.DEAD_LETTER,
+        move=move,
         bucket=Bucket.DEAD_LETTERED,
         changes=changes,
         logs=(log,),

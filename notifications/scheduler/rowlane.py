@@ -49,7 +49,7 @@ from notifications.scheduler.writeback import (
     WriteBackBuffer,
     may_start,
     release,
-    without_poison,
+    without_crashed,
 )
 
 
@@ -123,7 +123,7 @@ class RowLane:
             return
         tick, now = self.tick, self.tick.clock.now()
         if self.endpoints.load({row.webhook_endpoint_id for row in claimed} - {None}):
-            for row in without_poison(claimed, tick=tick, buffer=self.buffer, now=now):
+            for row in without_crashed(claimed, tick=tick, buffer=self.buffer, now=now):
                 self.start(row)
         else:
             tick.summary.errors += len(claimed)

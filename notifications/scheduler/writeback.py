@@ -5,7 +5,8 @@ webhook in a row worker, its email in a Resend batch). The joiner (`Joiner`) gat
 each piece brings back and, once every piece is known, plans the row's write-back
 (`plan.plan_delivery`) and hands it to the buffer. A piece that broke (raised) costs the row
 its write-back: it stays claimed until its lease expires. A row that may not start is given
-back (`release`), and a poison row dead-lettered (`without_poison`), through the buffer too.
+back (`release`), and a row that crashed its worker dead-lettered (`without_crashed`),
+through the buffer too.
 
 The write-back buffer (`WriteBackBuffer`) holds the plans of finished rows at most
 FLUSH_SECONDS (or until a claim's worth are ready); they go out together in one short fenced
@@ -39,9 +40,9 @@ from notifications.scheduler.deliver import Deferral, RowDelivery
 from notifications.scheduler.plan import (
     Bucket,
     RowPlan,
-    is_poison,
+    is_crashed,
+    plan_crashed,
     plan_delivery,
-    plan_poison,
     plan_release,
 )
 from notifications.transports.base import DeliveryResult
@@ -217,7 +218,7 @@ class Joiner:
         )
 
 
-def without_poison(
+def without_crashed(
     rows: list[Notification], *, tick: Tick, buffer: WriteBackBuffer, now: datetime
 ) -> list[Notification]:
     """The claimed rows to start: a row whose earlier claims all died before writing back
@@ -225,8 +226,8 @@ def without_poison(
     policy = tick.config.policy
     fine = []
     for row in rows:
-        if is_poison(unfinished_claims=row.unfinished_claims, max_attempts=row.max_attempts):
-            buffer.add(plan_poison(row, token=row.claim_token, now=now, policy=policy))
+        if is_crashed(unfinished_claims=row.unfinished_claims, max_attempts=row.max_attempts):
+            buffer.add(plan_crashed(row, token=row.claim_token, now=now, policy=policy))
         else:
             fine.append(row)
     return fine
@@ -264,7 +265,7 @@ def write_back(
 ) -> list[RowPlan]:
     """Apply `plans` and return those that were fenced out (their row was reclaimed after
     our lease ran out, so their outcome was dropped). Each is logged as
-    `fenced out on <branch> for row <id>, claim_token=<t>`."""
+    `fenced out on <move> for row <id>, claim_token=<t>`."""
     if not plans:
         return []
     with transaction.atomic():
@@ -285,7 +286,7 @@ def write_back(
     fenced = [p for p in plans if p.pk not in applied]
     for plan in fenced:
         logger.warning(
-            "fenced out on %s for row %s, claim_token=%s", plan.branch.value, plan.pk, plan.token
+            "fenced out on %s for row %s, claim_token=%s", plan.move.value, plan.pk, plan.token
         )
     return fenced
 

@@ -1,4 +1,4 @@
-"""Claim semantics of the jobs outbox: due pending jobs and orphaned enqueued ones."""
+"""Claim semantics of the jobs outbox: due pending jobs and orphaned running ones."""
 
 from datetime import timedelta
 
@@ -27,7 +27,7 @@ def test_a_due_pending_job_is_claimed_and_the_claim_counts_the_attempt(alice):
     assert claimed.pk == job.pk
     assert claimed.claim_token == 1
     stored = reload(job)
-    assert stored.status == JobStatus.ENQUEUED
+    assert stored.status == JobStatus.RUNNING
     assert stored.attempts == 1
     assert stored.claim_token == 1
     assert stored.claimed_until == NOW + LEASE
@@ -43,7 +43,7 @@ def test_a_job_not_yet_due_is_not_claimed(alice):
     assert reload(job).attempts == 0
 
 
-def test_an_enqueued_job_is_not_reclaimed_while_its_lease_runs(alice):
+def test_a_running_job_is_not_reclaimed_while_its_lease_runs(alice):
     job = make_job(alice.tenant)
     jobs_claim(now=NOW, limit=10)
 
@@ -52,7 +52,7 @@ def test_an_enqueued_job_is_not_reclaimed_while_its_lease_runs(alice):
     assert reload(job).claim_token == 1
 
 
-def test_an_orphaned_enqueued_job_is_reclaimed_after_its_lease_expired(alice):
+def test_an_orphaned_running_job_is_reclaimed_after_its_lease_expired(alice):
     job = make_job(alice.tenant)
     jobs_claim(now=NOW, limit=10)
     later = NOW + LEASE + timedelta(seconds=1)
@@ -66,7 +66,7 @@ def test_an_orphaned_enqueued_job_is_reclaimed_after_its_lease_expired(alice):
     assert stored.claimed_until == later + LEASE
 
 
-@pytest.mark.parametrize("status", [JobStatus.COMPLETED, JobStatus.FAILED])
+@pytest.mark.parametrize("status", [JobStatus.COMPLETED, JobStatus.DEAD_LETTERED])
 def test_finished_jobs_are_never_claimed(alice, status):
     make_job(alice.tenant, status=status)
 
@@ -91,7 +91,7 @@ def test_claiming_a_batch_is_one_statement(alice, django_assert_num_queries):
         claimed = jobs_claim(now=NOW, limit=5)
 
     assert len(claimed) == 3
-    assert all(job.status == JobStatus.ENQUEUED for job in claimed)
+    assert all(job.status == JobStatus.RUNNING for job in claimed)
 
 
 @requires_postgres

@@ -20,8 +20,8 @@ T2 = datetime(2026, 1, 1, 12, 1, tzinfo=UTC)
 
 
 def test_increments_accumulate_and_zero_counts_write_no_row(db):
-    worker_totals_add("run_tick", {"claimed": 3, "delivered": 3, "failed": 0}, now=T1)
-    worker_totals_add("run_tick", {"claimed": 2, "delivered": 1, "failed": 1}, now=T2)
+    worker_totals_add("run_tick", {"claimed": 3, "delivered": 3, "backed_off": 0}, now=T1)
+    worker_totals_add("run_tick", {"claimed": 2, "delivered": 1, "backed_off": 1}, now=T2)
 
     totals = worker_totals()["run_tick"]
 
@@ -29,7 +29,7 @@ def test_increments_accumulate_and_zero_counts_write_no_row(db):
         "runs": 2,
         "claimed": 5,
         "delivered": 4,
-        "failed": 1,
+        "backed_off": 1,
     }
     assert totals["runs"][1] == T2
     assert totals["delivered"][1] == T2
@@ -73,7 +73,7 @@ def test_a_consumer_batch_with_work_adds_its_summary(alice):
     jobs_drain(clock=Clock(), limit=10, max_seconds=5)
 
     totals = {name: total for name, (total, _) in worker_totals()["consume_jobs"].items()}
-    assert totals == {"runs": 1, "claimed": 1, "failed": 1}
+    assert totals == {"runs": 1, "claimed": 1, "dead_lettered": 1}
 
 
 def test_gauges_are_set_and_counters_added_in_the_same_statement(db, django_assert_num_queries):

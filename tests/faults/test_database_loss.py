@@ -160,7 +160,7 @@ def test_consumer_whose_database_session_is_terminated_stops_and_loses_nothing(
     assert terminated == 1
     assert_one_clear_error(first, "consume_jobs")
     # Still claimed, reclaimable when its lease ends; not failed, not retried early.
-    assert after_loss.status == JobStatus.ENQUEUED
+    assert after_loss.status == JobStatus.RUNNING
     assert after_loss.attempts == 1
     assert after_loss.project.status == ProjectStatus.PROVISIONING
     assert early_result.returncode == 0, early_result.stderr

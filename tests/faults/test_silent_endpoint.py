@@ -40,7 +40,7 @@ def test_a_tick_against_an_endpoint_that_never_answers_ends_on_the_channel_timeo
     assert accepted == 1
     assert summary["duration_s"] < CHANNEL_TIMEOUT + MARGIN
     assert summary["duration_s"] >= CHANNEL_TIMEOUT  # it did wait for the answer
-    assert (summary["claimed"], summary["failed"], summary["errors"]) == (1, 1, 0)
+    assert (summary["claimed"], summary["backed_off"], summary["errors"]) == (1, 1, 0)
     row.refresh_from_db()
     assert row.state == NotificationState.BACKING_OFF
     assert row.error_count == 1

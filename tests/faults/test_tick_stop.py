@@ -94,7 +94,7 @@ def test_a_stopped_tick_past_its_lease_is_fenced_out_on_every_row(workers, repor
     assert second_summary["fenced_out"] == 0
     assert len(fenced_lines) == ROWS
     for row in rows:
-        message = f"fenced out on backoff for row {row.pk}, claim_token=1"
+        message = f"fenced out on back_off for row {row.pk}, claim_token=1"
         assert sum(message in line for line in fenced_lines) == 1, first.stderr
     # Both ticks called every row once, for the same occurrence.
     assert received == {f"notification_{row.pk}_1": 2 for row in rows}

@@ -12,7 +12,7 @@ CHANGELIST = "admin:jobs_job_changelist"
 
 
 def make_failed(tenant, **fields):
-    job = make_job(tenant, status=JobStatus.FAILED, attempts=5, **fields)
+    job = make_job(tenant, status=JobStatus.DEAD_LETTERED, attempts=5, **fields)
     Project.objects.filter(pk=job.project_id).update(status=ProjectStatus.FAILED)
     return job
 
@@ -21,7 +21,7 @@ def test_the_list_filters_by_status_and_error_category(admin_client, alice):
     failed = make_failed(alice.tenant, last_error_category="http_5xx")
     pending = make_job(alice.tenant)
 
-    by_status = admin_client.get(reverse(CHANGELIST), {"status__exact": "failed"})
+    by_status = admin_client.get(reverse(CHANGELIST), {"status__exact": "dead_lettered"})
     by_category = admin_client.get(reverse(CHANGELIST), {"last_error_category__exact": "timeout"})
 
     assert by_status.status_code == 200
@@ -72,7 +72,7 @@ def test_a_job_is_never_edited_by_hand(admin_client, alice):
     assert 'name="status"' not in page.text and 'name="payload"' not in page.text
     assert "&quot;carol@example.com&quot;" in page.text
     assert post.status_code == 403
-    assert (reload(job).status, reload(job).attempts) == (JobStatus.FAILED, 5)
+    assert (reload(job).status, reload(job).attempts) == (JobStatus.DEAD_LETTERED, 5)
 
 
 def test_the_retry_button_retries_a_failed_job(admin_client, alice):
@@ -120,4 +120,4 @@ def test_view_only_staff_cannot_retry(client, alice):
     assert page.status_code == 200
     assert "state/retry" not in page.text
     assert pressed.status_code == 403
-    assert reload(job).status == JobStatus.FAILED
+    assert reload(job).status == JobStatus.DEAD_LETTERED

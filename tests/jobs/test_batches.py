@@ -99,7 +99,7 @@ def test_a_job_on_a_later_attempt_runs_alone_and_the_others_keep_their_attempts(
     # An orphan: its worker died; it may be what killed it.
     orphan = make_job(
         alice.tenant,
-        status=JobStatus.ENQUEUED,
+        status=JobStatus.RUNNING,
         attempts=1,
         claimed_until=NOW - timedelta(seconds=1),
         next_attempt_at=NOW - timedelta(seconds=1),
@@ -129,7 +129,7 @@ def test_one_job_whose_local_writes_fail_fails_alone(alice):
 
     summary = jobs_drain(clock=Clock(now=NOW), limit=100, max_seconds=60)
 
-    assert (summary.claimed, summary.completed, summary.retried) == (3, 2, 1)
+    assert (summary.claimed, summary.completed, summary.backed_off) == (3, 2, 1)
     assert {reload(job).status for job in good} == {JobStatus.COMPLETED}
     stored = reload(bad)
     assert (stored.status, stored.last_error_category) == (

@@ -28,8 +28,8 @@ def test_once_drains_the_ready_jobs_and_prints_one_summary_line(alice):
 
     [line] = out.getvalue().splitlines()
     assert line.startswith(
-        "event=consume_jobs claimed=3 completed=3 retried=0 deferred=0 failed=0 fenced_out=0 "
-        "duration_s="
+        "event=consume_jobs claimed=3 completed=3 backed_off=0 deferred=0 dead_lettered=0 "
+        "fenced_out=0 duration_s="
     )
     assert re.fullmatch(r".* duration_s=\d+\.\d{3}", line)
     assert set(Job.objects.values_list("status", flat=True)) == {JobStatus.COMPLETED}
@@ -109,6 +109,6 @@ def test_once_stops_on_a_lost_database_with_one_error_line_and_leaves_the_batch_
     # stay claimed and are reclaimed when their lease expires. Nothing else was claimed.
     for job in jobs:
         job.refresh_from_db()
-        assert (job.status, job.attempts, job.last_error) == (JobStatus.ENQUEUED, 1, "")
+        assert (job.status, job.attempts, job.last_error) == (JobStatus.RUNNING, 1, "")
         assert job.claimed_until > timezone.now()
     assert Job.objects.filter(status=JobStatus.PENDING).count() == 1

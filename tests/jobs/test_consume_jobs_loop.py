@@ -92,8 +92,8 @@ def test_sigterm_finishes_the_job_in_flight_then_exits_0(tmp_path):
 
     assert worker.returncode == 0, stderr
     assert (
-        "event=consume_jobs claimed=1 completed=1 retried=0 deferred=0 failed=0 fenced_out=0"
-        in stdout
+        "event=consume_jobs claimed=1 completed=1 backed_off=0 deferred=0 dead_lettered=0 "
+        "fenced_out=0" in stdout
     )
     assert [r.headers["idempotency-key"] for r in received] == [job_id]
     assert job_status() == "completed"

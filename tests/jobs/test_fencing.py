@@ -39,9 +39,9 @@ def test_a_stale_success_is_dropped_logged_and_applies_nothing(alice, caplog):
         outcomes = run_late(stale)
 
     assert outcomes == [Outcome.FENCED_OUT]
-    assert f"fenced out on success for job {job.id}, claim_token=1" in caplog.text
+    assert f"fenced out on complete for job {job.id}, claim_token=1" in caplog.text
     stored = reload(job)
-    assert stored.status == JobStatus.ENQUEUED
+    assert stored.status == JobStatus.RUNNING
     assert stored.claim_token == 2
     assert stored.claimed_until is not None
     assert stored.project.status == ProjectStatus.PROVISIONING
@@ -61,9 +61,9 @@ def test_a_stale_failure_is_dropped(alice, monkeypatch, caplog):
         outcomes = run_late(stale)
 
     assert outcomes == [Outcome.FENCED_OUT]
-    assert f"fenced out on failure for job {job.id}, claim_token=1" in caplog.text
+    assert f"fenced out on dead_letter for job {job.id}, claim_token=1" in caplog.text
     stored = reload(job)
-    assert stored.status == JobStatus.ENQUEUED
+    assert stored.status == JobStatus.RUNNING
     assert stored.last_error_category == ""
     assert stored.project.status == ProjectStatus.PROVISIONING
 

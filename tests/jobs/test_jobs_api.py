@@ -1,5 +1,6 @@
 """GET /v1/jobs?status= and GET /v1/jobs/{id}: the status endpoints."""
 
+import pytest
 from django.utils import timezone
 
 from tests.projects.factories import make_job
@@ -21,16 +22,16 @@ JOB_FIELDS = {
 
 
 def test_detail_has_the_design_shape(alice):
-    job = make_job(alice, status="failed", attempts=5, last_error_category="http_5xx")
+    job = make_job(alice, status="dead_lettered", attempts=5, last_error_category="http_5xx")
 
     response = alice.client().get(f"/v1/jobs/{job.id}")
 
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == JOB_FIELDS
+    assert set(body) == JOB_FIELDS | {"attempt_history"}
     assert (body["id"], body["project_id"]) == (str(job.id), str(job.project_id))
     assert (body["status"], body["attempts"], body["last_error_category"]) == (
-        "failed",
+        "dead_lettered",
         5,
         "http_5xx",
     )
@@ -45,14 +46,28 @@ def test_a_finished_job_reports_a_null_next_attempt(alice):
 
 
 def test_list_filters_by_status_newest_first(alice):
-    failed = make_job(alice, status="failed")
+    failed = make_job(alice, status="dead_lettered")
     make_job(alice, status="completed", completed_at=timezone.now())
-    newer_failed = make_job(alice, status="failed")
+    newer_failed = make_job(alice, status="dead_lettered")
 
-    response = alice.client().get("/v1/jobs?status=failed")
+    response = alice.client().get("/v1/jobs?status=dead_lettered")
 
     assert response.status_code == 200
     assert [j["id"] for j in response.json()["results"]] == [str(newer_failed.id), str(failed.id)]
+
+
+@pytest.mark.parametrize(
+    ("former", "status"), [("failed", "dead_lettered"), ("enqueued", "running")]
+)
+def test_the_former_status_names_still_filter(alice, former, status):
+    wanted = make_job(alice, status=status)
+    make_job(alice, status="completed", completed_at=timezone.now())
+
+    response = alice.client().get(f"/v1/jobs?status={former}")
+
+    assert response.status_code == 200
+    assert [j["id"] for j in response.json()["results"]] == [str(wanted.id)]
+    assert response.json()["results"][0]["status"] == status
 
 
 def test_list_without_status_returns_every_job(alice):

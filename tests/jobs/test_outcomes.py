@@ -1,4 +1,5 @@
-"""Outcomes of a claimed job: backoff, dead letter, poison jobs, unknown kinds, errors."""
+"""Outcomes of a claimed job: backoff, dead letter, jobs that crashed their worker, unknown
+kinds, errors."""
 
 from datetime import timedelta
 
@@ -84,7 +85,7 @@ def test_failures_are_retried_at_the_backoff_until_the_job_is_dead_lettered(alic
     drain_at(moment)
 
     stored = reload(job)
-    assert stored.status == JobStatus.FAILED
+    assert stored.status == JobStatus.DEAD_LETTERED
     assert stored.attempts == 5
     assert stored.claimed_until is None
     assert stored.next_attempt_at is None
@@ -103,14 +104,14 @@ def test_a_job_that_kills_its_worker_every_time_ends_failed_as_crashed(alice, ru
     drain_at(moment)
 
     stored = reload(job)
-    assert stored.status == JobStatus.FAILED
+    assert stored.status == JobStatus.DEAD_LETTERED
     assert stored.last_error_category == ErrorCategory.CRASHED
     assert stored.attempts == 3
     assert stored.next_attempt_at is None
     assert stored.project.status == ProjectStatus.FAILED
     assert runs == []  # the claim that found it did not run it again
     drain_at(moment + timedelta(days=1))
-    assert reload(job).status == JobStatus.FAILED
+    assert reload(job).status == JobStatus.DEAD_LETTERED
 
 
 def test_an_unknown_kind_fails_permanently_at_once(alice):
@@ -119,7 +120,7 @@ def test_an_unknown_kind_fails_permanently_at_once(alice):
     drain_at(NOW)
 
     stored = reload(job)
-    assert stored.status == JobStatus.FAILED
+    assert stored.status == JobStatus.DEAD_LETTERED
     assert stored.attempts == 1
     assert stored.last_error_category == ErrorCategory.UNKNOWN_KIND
     assert stored.project.status == ProjectStatus.FAILED
@@ -143,9 +144,15 @@ def test_a_batch_summary_counts_each_outcome(alice, runs):
 
     summary = jobs_drain(clock=Clock(now=NOW), limit=100, max_seconds=60)
 
-    assert (summary.claimed, summary.completed, summary.retried, summary.failed) == (3, 1, 1, 1)
+    assert (summary.claimed, summary.completed, summary.backed_off, summary.dead_lettered) == (
+        3,
+        1,
+        1,
+        1,
+    )
     assert summary.line().startswith(
-        "event=consume_jobs claimed=3 completed=1 retried=1 deferred=0 failed=1 fenced_out=0 "
+        "event=consume_jobs claimed=3 completed=1 backed_off=1 deferred=0 dead_lettered=1 "
+        "fenced_out=0 "
         "duration_s="
     )
 

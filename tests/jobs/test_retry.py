@@ -20,7 +20,7 @@ def _settings(settings):
 def make_failed_job(tenant) -> Job:
     job = make_job(
         tenant,
-        status=JobStatus.FAILED,
+        status=JobStatus.DEAD_LETTERED,
         attempts=5,
         claim_token=7,
         last_error_category="http_5xx",
@@ -77,10 +77,10 @@ def test_a_member_may_not_retry(alice, bob):
 
     assert response.status_code == 403
     assert response["Content-Type"] == "application/problem+json"
-    assert reload(job).status == JobStatus.FAILED
+    assert reload(job).status == JobStatus.DEAD_LETTERED
 
 
-@pytest.mark.parametrize("status", [JobStatus.PENDING, JobStatus.ENQUEUED, JobStatus.COMPLETED])
+@pytest.mark.parametrize("status", [JobStatus.PENDING, JobStatus.RUNNING, JobStatus.COMPLETED])
 def test_only_a_failed_job_can_be_retried(alice, status):
     job = make_job(alice.tenant, status=status, attempts=2)
 
@@ -102,7 +102,7 @@ def test_another_tenants_job_is_not_found(alice, charlie):
 
     assert response.status_code == 404
     assert response.json()["status"] == 404
-    assert reload(job).status == JobStatus.FAILED
+    assert reload(job).status == JobStatus.DEAD_LETTERED
 
 
 def test_a_missing_job_is_not_found(alice):
@@ -117,4 +117,4 @@ def test_retry_needs_authentication(anonymous, alice):
     response = anonymous.post(retry_url(job.id))
 
     assert response.status_code == 401
-    assert reload(job).status == JobStatus.FAILED
+    assert reload(job).status == JobStatus.DEAD_LETTERED

@@ -12,8 +12,9 @@ from notifications.circuits import Signal
 from notifications.models import Notification
 from notifications.scheduler.context import TickConfig, TickSummary
 from notifications.scheduler.deliver import Deferral
-from notifications.scheduler.plan import Branch, Bucket, RowPlan
+from notifications.scheduler.plan import Bucket, RowPlan
 from notifications.scheduler.writeback import Joiner, WriteBackBuffer
+from notifications.states import Move
 from notifications.transports.base import DeliveryResult
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
@@ -126,8 +127,8 @@ def test_a_plan_is_not_edited_once_built(tick, buffer):
 def test_rows_given_back_are_written_before_the_next_claim_can_miss_them(tick):
     written: list[list[RowPlan]] = []
     buffer = WriteBackBuffer(tick, write=lambda plans, **_: written.append(plans) or [])
-    delivered = RowPlan(pk=1, token=7, branch=Branch.COMPLETE, bucket=Bucket.DELIVERED)
-    released = RowPlan(pk=2, token=7, branch=Branch.RELEASE, bucket=Bucket.RELEASED)
+    delivered = RowPlan(pk=1, token=7, move=Move.COMPLETE, bucket=Bucket.DELIVERED)
+    released = RowPlan(pk=2, token=7, move=Move.RELEASE, bucket=Bucket.RELEASED)
 
     buffer.add(delivered)
     buffer.flush_releases()

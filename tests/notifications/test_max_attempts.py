@@ -44,7 +44,7 @@ def test_lowering_the_setting_reclassifies_no_existing_row(tenant, settings):
     summary = run_tick(now=NOW, senders=Senders(email=failed, webhook=failed))
 
     row.refresh_from_db()
-    assert (summary.failed, summary.dead_lettered) == (1, 0)
+    assert (summary.backed_off, summary.dead_lettered) == (1, 0)
     assert (row.state, row.error_count, row.max_attempts) == ("backing_off", 4, 5)
 
 
@@ -57,7 +57,7 @@ def test_a_row_at_its_own_limit_is_not_due_whatever_the_setting(tenant, settings
     assert notification_claim(now=NOW, lease=LEASE, limit=5) == []
 
 
-def test_the_poison_check_reads_the_rows_own_limit(tenant, settings):
+def test_the_crashed_check_reads_the_rows_own_limit(tenant, settings):
     settings.NOTIFICATION_MAX_ATTEMPTS = 10
     row = make_notification(tenant=tenant, next_fire_at=NOW, max_attempts=2, unfinished_claims=2)
 

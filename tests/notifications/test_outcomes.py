@@ -117,6 +117,6 @@ def test_error_summary_names_channels_and_safe_causes_only():
     assert plan.error_summary(results) == "webhook: HTTP 500; email: timeout"
 
 
-@pytest.mark.parametrize(("unfinished", "poison"), [(3, False), (4, True)])
-def test_poison_after_max_attempts_claims_without_outcome(unfinished, poison):
-    assert plan.is_poison(unfinished_claims=unfinished, max_attempts=3) is poison
+@pytest.mark.parametrize(("unfinished", "crashed"), [(3, False), (4, True)])
+def test_crashed_after_max_attempts_claims_without_outcome(unfinished, crashed):
+    assert plan.is_crashed(unfinished_claims=unfinished, max_attempts=3) is crashed

@@ -10,11 +10,10 @@ from notifications.models import Notification
 from notifications.recurrence import InvalidRecurrence
 from notifications.scheduler.deliver import Deferral, RowDelivery
 from notifications.scheduler.plan import (
-    Branch,
     Policy,
     invalid_schedule,
+    plan_crashed,
     plan_delivery,
-    plan_poison,
     plan_release,
 )
 from notifications.states import TRANSITIONS, IllegalTransition, Move, after, allows
@@ -106,37 +105,37 @@ def _plan(row: Notification, result: DeliveryResult | None = None, **delivery):
 @pytest.mark.parametrize("state", CLAIMED)
 def test_a_delivered_one_shot_is_completed_not_deleted(state):
     plan = _plan(_row(state, error_count=1 if state == S.BACKING_OFF else 0), OK)
-    assert plan.branch is Branch.COMPLETE
+    assert plan.move is Move.COMPLETE
     assert plan.changes["state"] == S.COMPLETED
     assert (plan.changes["next_fire_at"], plan.changes["error_count"]) == (None, 0)
 
 
 def test_a_delivered_recurring_row_advances_scheduled():
     plan = _plan(_row(S.BACKING_OFF, error_count=2, rrule="FREQ=DAILY"), OK)
-    assert (plan.branch, plan.changes["state"]) == (Branch.ADVANCE, S.SCHEDULED)
+    assert (plan.move, plan.changes["state"]) == (Move.ADVANCE, S.SCHEDULED)
 
 
 def test_a_rule_past_its_count_is_completed():
     plan = _plan(_row(rrule="FREQ=DAILY;COUNT=1"), OK)
-    assert (plan.branch, plan.changes["state"]) == (Branch.COMPLETE, S.COMPLETED)
+    assert (plan.move, plan.changes["state"]) == (Move.COMPLETE, S.COMPLETED)
 
 
 def test_a_failure_with_attempts_left_backs_off():
     plan = _plan(_row(), HTTP_500)
-    assert (plan.branch, plan.changes["state"]) == (Branch.BACKOFF, S.BACKING_OFF)
+    assert (plan.move, plan.changes["state"]) == (Move.BACK_OFF, S.BACKING_OFF)
 
 
 def test_the_rows_own_attempt_limit_decides_the_dead_letter():
     plan = _plan(_row(S.BACKING_OFF, error_count=1, max_attempts=2), HTTP_500)
-    assert (plan.branch, plan.changes["state"]) == (Branch.DEAD_LETTER, S.DEAD_LETTERED)
+    assert (plan.move, plan.changes["state"]) == (Move.DEAD_LETTER, S.DEAD_LETTERED)
     plan = _plan(_row(S.BACKING_OFF, error_count=1, max_attempts=5), HTTP_500)
-    assert (plan.branch, plan.changes["state"]) == (Branch.BACKOFF, S.BACKING_OFF)
+    assert (plan.move, plan.changes["state"]) == (Move.BACK_OFF, S.BACKING_OFF)
 
 
 def test_a_permanent_failure_dead_letters_a_one_shot_and_moves_a_recurring_row_on():
     assert _plan(_row(), HTTP_404).changes["state"] == S.DEAD_LETTERED
     plan = _plan(_row(rrule="FREQ=DAILY"), HTTP_404)
-    assert (plan.branch, plan.changes["state"]) == (Branch.DEAD_LETTER, S.SCHEDULED)
+    assert (plan.move, plan.changes["state"]) == (Move.DEAD_LETTER_AND_GO_ON, S.SCHEDULED)
 
 
 @pytest.mark.parametrize("state", CLAIMED)
@@ -144,13 +143,13 @@ def test_a_deferral_and_a_release_keep_the_state(state):
     row = _row(state, error_count=1 if state == S.BACKING_OFF else 0)
     deferred = {"webhook": Deferral(until=NOW + timedelta(minutes=1), reason="circuit_open")}
     plan = _plan(row, deferred=deferred)
-    assert (plan.branch, plan.changes["state"]) == (Branch.DEFER, state)
+    assert (plan.move, plan.changes["state"]) == (Move.DEFER, state)
     plan = plan_release(row, token=1)
-    assert (plan.branch, plan.changes["state"]) == (Branch.RELEASE, state)
+    assert (plan.move, plan.changes["state"]) == (Move.RELEASE, state)
 
 
-def test_a_poison_row_and_an_invalid_schedule_are_dead_lettered():
-    plan = plan_poison(_row(unfinished_claims=4), token=1, now=NOW, policy=POLICY)
+def test_a_crashed_row_and_an_invalid_schedule_are_dead_lettered():
+    plan = plan_crashed(_row(unfinished_claims=4), token=1, now=NOW, policy=POLICY)
     assert plan.changes["state"] == S.DEAD_LETTERED
     plan = invalid_schedule(
         _row(rrule="FREQ=DAILY"), 1, InvalidRecurrence("broken"), now=NOW, fired=True

@@ -63,7 +63,7 @@ def test_a_429_defers_the_webhook_to_the_time_named_without_an_attempt(db):
     summary = run_tick(now=NOW, senders=Senders(email=send, webhook=send))
 
     row.refresh_from_db()
-    assert (summary.deferred, summary.failed, len(calls)) == (1, 0, 1)
+    assert (summary.deferred, summary.backed_off, len(calls)) == (1, 0, 1)
     assert (row.next_fire_at, row.error_count, row.due_at) == (NOW + timedelta(seconds=30), 0, NOW)
     [log] = Delivery.objects.filter(notification_id=row.pk)
     assert (log.outcome, log.error_category) == (DeliveryOutcome.DEFERRED, "rate_limited")

@@ -25,7 +25,7 @@ from tests.support.http_server import Reply, recording_server
 from tests.support.processes import ROOT, fail_with, session_ended, subprocess_env, wait_until
 
 SUMMARY = re.compile(
-    r"event=run_tick claimed=\d+ delivered=\d+ partial=\d+ failed=\d+ deferred=\d+ "
+    r"event=run_tick claimed=\d+ delivered=\d+ partial=\d+ backed_off=\d+ deferred=\d+ "
     r"released=\d+ dead_lettered=\d+ fenced_out=\d+ errors=\d+ skipped=\d+ due_left=\d+ "
     r"late_max_s=\d+\.\d{3} duration_s=\d+\.\d{3}"
 )
@@ -43,7 +43,7 @@ def test_prints_exactly_one_summary_line(db, settings):
 
     [line] = out.getvalue().splitlines()
     assert SUMMARY.fullmatch(line)
-    assert line.startswith("event=run_tick claimed=1 delivered=1 partial=0 failed=0 ")
+    assert line.startswith("event=run_tick claimed=1 delivered=1 partial=0 backed_off=0 ")
 
 
 @pytest.mark.parametrize("arguments", [["--limit", "0"], ["--limit", "-3"], ["--interval", "0"]])

@@ -130,7 +130,7 @@ def test_a_batch_without_an_answer_is_resent_identical_under_its_key(db):
     sender = BatchRecorder(lambda size: next(answers, lambda n: BatchAnswer([OK] * n))(size))
 
     first = run_tick(now=NOW, senders=senders(sender))
-    assert (first.failed, first.delivered) == (5, 0)
+    assert (first.backed_off, first.delivered) == (5, 0)
     [batch] = EmailBatch.objects.all()
     assert set(Notification.objects.values_list("email_batch_id", flat=True)) == {batch.pk}
 
@@ -151,7 +151,7 @@ def test_a_429_defers_the_batch_without_an_attempt_and_holds_the_shared_budget(d
 
     summary = run_tick(now=NOW, senders=senders(sender))
 
-    assert (summary.deferred, summary.failed) == (4, 0)
+    assert (summary.deferred, summary.backed_off) == (4, 0)
     rows = Notification.objects.all()
     assert {(r.error_count, r.next_fire_at) for r in rows} == {(0, NOW + timedelta(seconds=30))}
     assert next_slot("resend") >= NOW + timedelta(seconds=30)

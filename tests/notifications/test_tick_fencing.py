@@ -1,5 +1,5 @@
 """A claimant whose lease ran out and whose row was reclaimed cannot overwrite the new
-claimant's state, on any write-back branch; the drop is counted and logged."""
+claimant's state, on any write-back move; the drop is counted and logged."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -8,9 +8,10 @@ import pytest
 from notifications.models import Delivery, Notification
 from notifications.scheduler import tick as tick_module
 from notifications.scheduler.deliver import RowDelivery
-from notifications.scheduler.plan import Branch, Policy, plan_delivery
+from notifications.scheduler.plan import Policy, plan_delivery
 from notifications.scheduler.tick import notification_claim, run_tick
 from notifications.scheduler.writeback import write_back
+from notifications.states import Move
 from notifications.transports.base import DeliveryResult
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
 from tests.support.http_server import recording_server
@@ -23,11 +24,11 @@ HTTP_500 = DeliveryResult(ok=False, category="http_5xx", http_status=500)
 HTTP_404 = DeliveryResult(ok=False, category="http_4xx", http_status=404, permanent=True)
 
 CASES = [
-    # (branch, rrule, result)
-    (Branch.COMPLETE, "", OK),
-    (Branch.ADVANCE, "FREQ=DAILY", OK),
-    (Branch.BACKOFF, "", HTTP_500),
-    (Branch.DEAD_LETTER, "", HTTP_404),
+    # (move, rrule, result)
+    (Move.COMPLETE, "", OK),
+    (Move.ADVANCE, "FREQ=DAILY", OK),
+    (Move.BACK_OFF, "", HTTP_500),
+    (Move.DEAD_LETTER, "", HTTP_404),
 ]
 
 
@@ -39,13 +40,13 @@ def claim_then_reclaim(row: Notification) -> tuple[Notification, int]:
     return stale, fresh.claim_token
 
 
-@pytest.mark.parametrize(("branch", "rrule", "result"), CASES, ids=[c[0].value for c in CASES])
-def test_stale_write_back_is_fenced_out_on_every_branch(db, caplog, branch, rrule, result):
+@pytest.mark.parametrize(("move", "rrule", "result"), CASES, ids=[c[0].value for c in CASES])
+def test_stale_write_back_is_fenced_out_on_every_move(db, caplog, move, rrule, result):
     row = make_notification(tenant=make_tenant(), next_fire_at=NOW, rrule=rrule)
     stale, fresh_token = claim_then_reclaim(row)
     delivery = RowDelivery(notification=stale, results={"webhook": result}, attempted_at=NOW)
     plan = plan_delivery(delivery, token=stale.claim_token, now=NOW, policy=POLICY)
-    assert plan.branch is branch
+    assert plan.move is move
 
     fenced = write_back([plan], now=NOW)
 
@@ -55,7 +56,7 @@ def test_stale_write_back_is_fenced_out_on_every_branch(db, caplog, branch, rrul
     assert current.claimed_until == NOW + LEASE + timedelta(seconds=1) + LEASE
     assert (current.next_fire_at, current.occurrence, current.error_count) == (NOW, 1, 0)
     assert (current.dead_letter_reason, current.state) == ("", "scheduled")
-    expected = f"fenced out on {branch.value} for row {row.pk}, claim_token={stale.claim_token}"
+    expected = f"fenced out on {move.value} for row {row.pk}, claim_token={stale.claim_token}"
     assert expected in caplog.text
     # The HTTP calls happened: the log keeps them even though the outcome was dropped.
     assert Delivery.objects.filter(notification_id=row.pk).exists()

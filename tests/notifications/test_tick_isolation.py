@@ -120,8 +120,8 @@ def test_a_dead_endpoint_opens_its_circuit_and_its_rows_wait_unattempted(db, set
     waiting = Notification.objects.filter(webhook_endpoint=dead)
     assert waiting.count() == 40
     deferred = waiting.filter(next_fire_at=dead.circuit_open_until, error_count=0)
-    assert deferred.count() == 40 - summary.failed
-    assert summary.failed == channels.calls[DEAD]
+    assert deferred.count() == 40 - summary.backed_off
+    assert summary.backed_off == channels.calls[DEAD]
     assert Delivery.objects.filter(outcome=DeliveryOutcome.DEFERRED).count() == deferred.count()
     assert set(
         Delivery.objects.filter(outcome=DeliveryOutcome.DEFERRED).values_list(

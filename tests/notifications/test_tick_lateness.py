@@ -7,7 +7,7 @@ import pytest
 from dbqueue.totals import worker_totals
 from notifications.models import Delivery, DeliveryOutcome, Notification, WebhookEndpoint
 from notifications.scheduler.deliver import Senders
-from notifications.scheduler.plan import Policy, plan_poison
+from notifications.scheduler.plan import Policy, plan_crashed
 from notifications.scheduler.tick import run_tick
 from notifications.scheduler.writeback import write_back
 from notifications.transports.base import DeliveryResult
@@ -177,7 +177,7 @@ def test_a_recurring_dead_letter_records_its_skips_and_starts_the_next_occurrenc
 
 def test_a_fenced_out_row_records_its_attempt_but_no_skip(tenant, endpoint):
     row = minutely(tenant, endpoint, unfinished_claims=9)
-    plan = plan_poison(row, token=row.claim_token + 1, now=DUE + 5 * MINUTE, policy=Policy((60,)))
+    plan = plan_crashed(row, token=row.claim_token + 1, now=DUE + 5 * MINUTE, policy=Policy((60,)))
     assert plan.skipped is not None
 
     fenced = write_back([plan], now=DUE + 5 * MINUTE)

@@ -54,7 +54,7 @@ def test_an_answer_lost_after_sending_is_replayed_not_sent_again(db, resend):
     resend.fail_next(1, status=500, after_processing=True)
 
     first = run_tick()
-    assert (first.failed, len(resend.sent)) == (5, 5)  # sent, but we could not know
+    assert (first.backed_off, len(resend.sent)) == (5, 5)  # sent, but we could not know
     make_due_again()
     second = run_tick()
 
@@ -92,7 +92,7 @@ def test_a_provider_refusing_for_a_while_defers_then_sends_each_email_once(db, s
         make_due_again()
         recovered = run_tick()
 
-    assert (refused.deferred, refused.failed, refused.dead_lettered) == (4, 0, 0)
+    assert (refused.deferred, refused.backed_off, refused.dead_lettered) == (4, 0, 0)
     assert recovered.delivered == 4
     assert (len(resend.sent), resend.duplicates()) == (4, {})
     assert not Delivery.objects.filter(outcome=DeliveryOutcome.DEAD_LETTERED).exists()

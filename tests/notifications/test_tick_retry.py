@@ -24,7 +24,7 @@ def test_full_failures_back_off_one_then_five_minutes_then_dead_letter(tenant):
 
         first = run_tick(now=NOW)
         row.refresh_from_db()
-        assert (first.failed, row.error_count) == (1, 1)
+        assert (first.backed_off, row.error_count) == (1, 1)
         assert row.next_fire_at == NOW + timedelta(minutes=1)
         assert row.last_error == "webhook: HTTP 500"
         assert row.state == NotificationState.BACKING_OFF
@@ -97,7 +97,7 @@ def test_hung_endpoint_is_cut_at_the_channel_timeout(tenant, settings):
 
         summary = run_tick(now=NOW)
 
-    assert summary.failed == 1
+    assert summary.backed_off == 1
     log = Delivery.objects.get(notification_id=row.pk)
     assert (log.outcome, log.error_category, log.http_status) == (
         DeliveryOutcome.TIMEOUT,
@@ -124,5 +124,5 @@ def test_a_channel_that_ignores_its_timeout_is_cut_from_outside(tenant, settings
     finally:
         release.set()
 
-    assert summary.failed == 1
+    assert summary.backed_off == 1
     assert Delivery.objects.get(notification_id=row.pk).outcome == DeliveryOutcome.TIMEOUT

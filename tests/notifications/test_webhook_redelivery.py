@@ -64,7 +64,7 @@ def test_a_retry_after_a_failure_sends_the_first_attempt_s_bytes(tenant, attempt
         endpoint = make_endpoint(tenant=tenant, url=f"{server.url}/hook")
         make_notification(tenant=tenant, endpoint=endpoint, next_fire_at=DUE)
 
-        assert run_tick(now=DUE + timedelta(seconds=3)).failed == 1
+        assert run_tick(now=DUE + timedelta(seconds=3)).backed_off == 1
         attempt_clock.offset = 90
         assert run_tick(now=DUE + timedelta(seconds=75)).delivered == 1
 

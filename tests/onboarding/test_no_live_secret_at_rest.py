@@ -126,7 +126,7 @@ def test_through_resend_a_retried_batch_is_the_same_bytes_and_no_batch_holds_a_t
     Notification.objects.update(next_fire_at=timezone.now() - timedelta(seconds=1))
     second = run_tick()
 
-    assert (first.failed, second.delivered, resend.duplicates()) == (2, 2, {})
+    assert (first.backed_off, second.delivered, resend.duplicates()) == (2, 2, {})
     [sent_once, sent_again] = [r.body for r in resend.requests]
     assert sent_once == sent_again
     assert EmailBatch.objects.count() == 1

@@ -18,7 +18,7 @@ def test_the_page_shows_both_queues_and_the_last_24_hours(admin_client):
     now = timezone.now()
     make_notification(tenant=tenant, next_fire_at=now - timedelta(minutes=2))
     make_notification(tenant=tenant, next_fire_at=None, dead_letter_reason="exhausted")
-    make_job(tenant, status="failed")
+    make_job(tenant, status="dead_lettered")
     Delivery.objects.create(
         tenant=tenant,
         notification_id="00000000-0000-0000-0000-000000000001",
@@ -35,10 +35,10 @@ def test_the_page_shows_both_queues_and_the_last_24_hours(admin_client):
     notifications = response.context["notifications"]
     assert (notifications["due"], notifications["dead_lettered"]) == (1, 1)
     assert notifications["oldest_due_age_seconds"] >= 120
-    assert response.context["jobs"]["failed"] == 1
+    assert response.context["jobs"]["dead_lettered"] == 1
     assert "<svg" in html and "Delivered: 1</title>" in html
     assert "Lateness per hour, p50 and p99 in seconds" in html
-    assert "?state=dead_lettered" in html and "?status__exact=failed" in html
+    assert "?state=dead_lettered" in html and "?status__exact=dead_lettered" in html
 
 
 def test_the_admin_index_links_to_the_page(admin_client):

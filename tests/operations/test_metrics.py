@@ -71,7 +71,7 @@ def test_exposes_both_queues_and_the_worker_counters(client, alice, metrics_on):
     assert 240 <= figures["tickwork_notifications_oldest_backing_off_age_seconds"] < 300
     assert figures['tickwork_jobs{status="pending"}'] == 2
     assert figures['tickwork_jobs{status="in_flight"}'] == 1
-    assert figures['tickwork_jobs{status="failed"}'] == 1
+    assert figures['tickwork_jobs{status="dead_lettered"}'] == 1
     assert 300 <= figures["tickwork_jobs_oldest_pending_age_seconds"] < 360
     assert figures["tickwork_webhook_circuits_open"] == 0
     assert figures["tickwork_webhook_endpoints_failing"] == 0
@@ -89,7 +89,16 @@ def test_counters_exist_at_zero_before_any_worker_ran(client, db, metrics_on):
     figures = samples(client.get("/metrics"))
 
     assert figures['tickwork_worker_runs_total{worker="consume_jobs"}'] == 0
-    assert figures['tickwork_worker_outcomes_total{outcome="failed",worker="consume_jobs"}'] == 0
+    for worker, outcome in [
+        ("consume_jobs", "backed_off"),
+        ("consume_jobs", "dead_lettered"),
+        ("run_tick", "backed_off"),
+        ("run_tick", "dead_lettered"),
+    ]:
+        assert (
+            figures[f'tickwork_worker_outcomes_total{{outcome="{outcome}",worker="{worker}"}}'] == 0
+        )
+    assert not any('outcome="failed"' in name or 'outcome="retried"' in name for name in figures)
     assert not any(name.startswith("tickwork_worker_last_run") for name in figures)
 
 

@@ -30,7 +30,7 @@ def seed(tenant, *, now) -> dict[str, object]:
     rows = {
         "old_done": make_job(tenant, status=JobStatus.COMPLETED, completed_at=old),
         "recent_done": make_job(tenant, status=JobStatus.COMPLETED, completed_at=recent),
-        "old_failed": make_job(tenant, status=JobStatus.FAILED, updated_at=old),
+        "old_failed": make_job(tenant, status=JobStatus.DEAD_LETTERED, updated_at=old),
         "old_pending": make_job(tenant, now=old),
     }
     for attempted_at in (old, old, recent):
@@ -166,8 +166,8 @@ def test_live_rows_are_never_pruned_whatever_their_age(alice):
     ancient = timezone.now() - timedelta(days=3650)
     kept = [
         make_job(alice.tenant, now=ancient),
-        make_job(alice.tenant, status=JobStatus.ENQUEUED, now=ancient, claim_token=1),
-        make_job(alice.tenant, status=JobStatus.FAILED, now=ancient, updated_at=ancient),
+        make_job(alice.tenant, status=JobStatus.RUNNING, now=ancient, claim_token=1),
+        make_job(alice.tenant, status=JobStatus.DEAD_LETTERED, now=ancient, updated_at=ancient),
     ]
     notifications = [
         make_notification(tenant=alice.tenant, next_fire_at=ancient),

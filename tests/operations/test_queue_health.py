@@ -56,14 +56,14 @@ def test_deliveries_are_counted_per_hour_and_outcome(tenant):
 
 
 def test_the_figures_take_one_query_per_group(tenant, django_assert_num_queries):
-    make_job(tenant, status="failed", now=NOW)
+    make_job(tenant, status="dead_lettered", now=NOW)
     _delivery(tenant, "timeout", NOW - timedelta(minutes=1))
 
     # notifications: 4 (queue_status's own figures), jobs: 1, deliveries per hour: 1
     with django_assert_num_queries(8):
         health = queue_health(now=NOW)
 
-    assert health.jobs["failed"] == 1
+    assert health.jobs["dead_lettered"] == 1
     assert health.notifications["dead_lettered"] == 0
     assert health.deliveries.totals()["timeout"] == 1
 

@@ -22,7 +22,7 @@ def test_job_figures(alice, settings):
     assert job_queue_stats(now=NOW) == {
         "pending": 2,
         "in_flight": 1,
-        "failed": 1,
+        "dead_lettered": 1,
         "oldest_pending_age_seconds": 300,
     }
 
@@ -68,7 +68,7 @@ def test_json_output_is_one_object_with_both_queues(alice, settings):
     }
     assert figures["notifications"]["oldest_backing_off_age_seconds"] >= 240
     assert figures["jobs"]["pending"] == 2
-    assert figures["jobs"]["failed"] == 1
+    assert figures["jobs"]["dead_lettered"] == 1
     assert figures["jobs"]["oldest_pending_age_seconds"] >= 300
     assert figures["notifications"]["due"] == 2
     assert figures["notifications"]["dead_lettered"] == 1

@@ -172,7 +172,7 @@ def test_a_dead_lettered_provision_reports_project_failed_then_a_retry_reports_a
         drain()  # told once, however often the dead letter is seen
 
     job = reload(job)
-    assert (job.status, job.project.status) == (JobStatus.FAILED, ProjectStatus.FAILED)
+    assert (job.status, job.project.status) == (JobStatus.DEAD_LETTERED, ProjectStatus.FAILED)
     [event] = Notification.objects.filter(channels=[Channel.WEBHOOK])
     assert event.webhook_endpoint_id == endpoint.id
     assert event.webhook_event == {

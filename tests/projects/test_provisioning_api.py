@@ -141,7 +141,7 @@ def test_backpressure_defers_the_job_without_using_an_attempt(alice, settings, s
     assert job.last_error_category == ErrorCategory.RATE_LIMITED
     wait = float(headers.get("Retry-After", 1))
     assert job.next_attempt_at == NOW + timedelta(seconds=wait)
-    assert (summary.deferred, summary.retried, summary.failed) == (1, 0, 0)
+    assert (summary.deferred, summary.backed_off, summary.dead_lettered) == (1, 0, 0)
 
 
 def test_jobs_complete_after_five_minutes_of_429_with_their_attempts_unchanged(alice, settings):
@@ -169,7 +169,7 @@ def test_past_the_deferral_horizon_backpressure_counts_as_a_failure(alice, setti
     jobs_drain(clock=Clock(now=NOW + timedelta(seconds=600)), limit=1, max_seconds=60)
 
     job = reload(job)
-    assert (job.status, job.attempts) == (JobStatus.FAILED, 1)
+    assert (job.status, job.attempts) == (JobStatus.DEAD_LETTERED, 1)
     assert job.last_error_category == ErrorCategory.RATE_LIMITED
     assert job.project.status == ProjectStatus.FAILED
 
@@ -184,7 +184,7 @@ def test_any_other_4xx_fails_the_job_at_once(alice, settings, status):
     drain()
 
     job = reload(job)
-    assert job.status == JobStatus.FAILED
+    assert job.status == JobStatus.DEAD_LETTERED
     assert job.attempts == 1
     assert job.last_error_category == ErrorCategory.HTTP_4XX
     assert job.project.status == ProjectStatus.FAILED
@@ -199,7 +199,7 @@ def test_a_redirect_is_not_followed_and_fails_the_job(alice, settings):
     drain()
 
     job = reload(job)
-    assert job.status == JobStatus.FAILED
+    assert job.status == JobStatus.DEAD_LETTERED
     assert job.last_error_category == ErrorCategory.HTTP_3XX
     assert len(responses.calls) == 1
 
@@ -243,7 +243,7 @@ def test_a_misconfigured_address_fails_the_job_at_once_as_an_invalid_request(ali
     drain()
 
     body = alice.client().get(f"/v1/jobs/{job.id}").json()
-    assert reload(job).status == JobStatus.FAILED
+    assert reload(job).status == JobStatus.DEAD_LETTERED
     assert (body["last_error_category"], body["last_error"]) == (
         "invalid_request",
         "the provisioning API's address is misconfigured",

@@ -26,9 +26,9 @@ def make_notification(tenant, **fields) -> Notification:
 def fill_queues(tenant, *, now) -> None:
     make_job(tenant, now=now - timedelta(minutes=5))
     make_job(tenant, now=now - timedelta(minutes=1))
-    make_job(tenant, status=JobStatus.ENQUEUED, claimed_until=now + timedelta(seconds=30))
-    make_job(tenant, status=JobStatus.ENQUEUED, claimed_until=now - timedelta(seconds=1))
-    make_job(tenant, status=JobStatus.FAILED)
+    make_job(tenant, status=JobStatus.RUNNING, claimed_until=now + timedelta(seconds=30))
+    make_job(tenant, status=JobStatus.RUNNING, claimed_until=now - timedelta(seconds=1))
+    make_job(tenant, status=JobStatus.DEAD_LETTERED)
     make_job(tenant, status=JobStatus.COMPLETED)
     make_notification(tenant, next_fire_at=now - timedelta(seconds=90))
     make_notification(tenant, next_fire_at=now - timedelta(seconds=10))

@@ -232,17 +232,17 @@ def test_a_retry_replays_its_answer_even_once_the_row_is_healthy_again(alice):
 
 
 def test_a_job_retry_with_a_key_runs_once(alice):
-    job = make_job(alice.tenant, status=JobStatus.FAILED, attempts=5)
+    job = make_job(alice.tenant, status=JobStatus.DEAD_LETTERED, attempts=5)
     path = f"/v1/jobs/{job.id}/retry"
 
     first = post(alice, path)
-    Job.objects.filter(pk=job.pk).update(status=JobStatus.FAILED, attempts=5)
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.DEAD_LETTERED, attempts=5)
     replay = post(alice, path)
 
     assert first.status_code == replay.status_code == 200
     assert replay.content == first.content
     assert replay["Idempotent-Replayed"] == "true"
-    assert Job.objects.get().status == JobStatus.FAILED
+    assert Job.objects.get().status == JobStatus.DEAD_LETTERED
 
 
 @pytest.mark.parametrize("state_fields", [{}, {"error_count": 0, "claim_token": 3}])

@@ -19,7 +19,7 @@ LISTS = (
     "/v1/notifications/{notification}/deliveries",
 )
 FILTERS = {
-    "/v1/jobs": ("status", "failed"),
+    "/v1/jobs": ("status", "dead_lettered"),
     "/v1/notifications": ("state", "scheduled"),
     "/v1/deliveries": ("notification_id", UNKNOWN_ID),
 }

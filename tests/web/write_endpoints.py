@@ -178,7 +178,7 @@ def seed_targets(actor) -> Targets:
         error_count=5,
         dead_letter_reason=DeadLetterReason.EXHAUSTED,
     )
-    job = make_job(actor, status=JobStatus.FAILED, next_attempt_at=None)
+    job = make_job(actor, status=JobStatus.DEAD_LETTERED, next_attempt_at=None)
     member = make_member(actor.tenant, "fuzzed-member@example.com")
     return Targets(
         notification=notification.id,

@@ -1,5 +1,6 @@
-"""A poison row for real: the tick process is killed (SIGKILL) while delivering the row,
-MAX_ATTEMPTS times; the next tick dead-letters it as crashed instead of delivering it again.
+"""A row that crashes its worker, for real: the tick process is killed (SIGKILL) while
+delivering the row, MAX_ATTEMPTS times; the next tick dead-letters it as crashed instead of
+delivering it again.
 
 Lease expiry is simulated by moving `claimed_until`, and the lease of the endpoint's slots
 the killed tick held, into the past after each kill, which is what the passing of

@@ -1,5 +1,6 @@
-"""Poison rows: claimed again and again without any outcome (the worker dies on them each
-time) are dead-lettered as crashed on the next claim instead of being delivered again."""
+"""Rows that crash their worker: claimed again and again without any outcome (the worker
+dies on them each time) are dead-lettered as crashed on the next claim instead of being
+delivered again."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -63,7 +64,7 @@ def test_fewer_crashes_than_max_attempts_still_deliver(db, settings):
     assert summary.delivered == 1
 
 
-def test_recurring_poison_row_skips_to_its_next_occurrence(db, settings):
+def test_recurring_crashed_row_skips_to_its_next_occurrence(db, settings):
     tenant = make_tenant()
     row = make_notification(tenant=tenant, next_fire_at=NOW, rrule="FREQ=DAILY")
     later = crash_repeatedly(settings.NOTIFICATION_MAX_ATTEMPTS)
