@@ -26,6 +26,7 @@ from tenancy.models import (
     Tenant,
     token_digest,
 )
+from tenancy.quotas import hold_count_limit
 from tenancy.services import _user_get_or_create
 from tenancy.tokens import session_issue
 from web.errors import Conflict, Forbidden, InvalidInput
@@ -190,9 +191,12 @@ def invitation_accept(
         status=InvitationStatus.ACCEPTED, accepted_at=now
     )
     invitee = user or _user_get_or_create(invitation.email)
-    membership, _ = Membership.objects.get_or_create(
-        tenant=invitation.tenant, user=invitee, defaults={"role": invitation.role}
-    )
+    membership = Membership.objects.filter(tenant=invitation.tenant, user=invitee).first()
+    if membership is None:
+        hold_count_limit(invitation.tenant, "members")
+        membership = Membership.objects.create(
+            tenant=invitation.tenant, user=invitee, role=invitation.role
+        )
     session = None if user is not None else session_issue(user=invitee, name="invitation", now=now)
     return AcceptedInvitation(
         tenant=invitation.tenant,

@@ -14,6 +14,8 @@ from django.db.models import FilteredRelation, Q
 from dbqueue.compiled import CompiledQuery, Param
 from dbqueue.ratelimit import blocked_for_us
 from tenancy.models import ApiToken, Membership, Role, Tenant
+from tenancy.plans import default_plan
+from tenancy.quotas import hold_count_limit
 from tenancy.tokens import session_issue
 from web.errors import DomainError, Forbidden
 
@@ -259,7 +261,7 @@ class Grant:
 def tenant_create(*, name: str, owner_email: str, session_at: datetime | None = None) -> Grant:
     """A tenant, its owner (created if needed) and a fresh token for the owner: an API
     token (an operator's command), or a session starting at `session_at` (a signup)."""
-    tenant = Tenant.objects.create(name=name)
+    tenant = Tenant.objects.create(name=name, plan=default_plan())
     user = _user_get_or_create(owner_email)
     Membership.objects.create(tenant=tenant, user=user, role=Role.OWNER)
     if session_at is not None:
@@ -279,6 +281,8 @@ def tenant_create(*, name: str, owner_email: str, session_at: datetime | None = 
 def member_add(*, tenant: Tenant, email: str, role: str) -> Grant:
     """Add (or re-role) a user in a tenant and issue them a token."""
     user = _user_get_or_create(email)
+    if not Membership.objects.filter(tenant=tenant, user=user).exists():
+        hold_count_limit(tenant, "members")
     Membership.objects.update_or_create(tenant=tenant, user=user, defaults={"role": role})
     _, plaintext = ApiToken.issue(user=user)
     return Grant(tenant=tenant, user=user, role=role, token=plaintext)
