@@ -143,7 +143,7 @@ def notification_create(
     if project_id is not None and not _tenant_projects(tenant).filter(pk=project_id).exists():
         raise InvalidInput({"project_id": ["No project with this id exists in this tenant."]})
     schedule = _schedule_from(fire_at or now, content, now=now)
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         # The product's own e-mails are not the tenant's use of its plan.
         if source == NotificationSource.API:
             charge(tenant.id, "notifications_per_month", now=now, limits=tenant_limits(tenant))

@@ -14,6 +14,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.db.models.signals import post_delete, post_save
 
 from tenancy.models import Plan, Tenant
@@ -113,6 +114,20 @@ def default_plan() -> Plan | None:
     """The plan DEFAULT_PLAN names, for a new tenant (None: unset or unknown)."""
     name = settings.DEFAULT_PLAN
     return Plan.objects.filter(name=name).first() if name else None
+
+
+def retention_groups() -> list[tuple[int, Q]]:
+    """For each plan that sets `retention_days`: those days, and the condition on a row's
+    `tenant` that picks its tenants (those on it, and those without a plan when it is the
+    default plan)."""
+    default = default_plan()
+    groups = []
+    for plan in Plan.objects.filter(retention_days__isnull=False):
+        tenants = Q(tenant__plan=plan)
+        if default is not None and default.pk == plan.pk:
+            tenants |= Q(tenant__plan__isnull=True)
+        groups.append((plan.retention_days, tenants))
+    return groups
 
 
 class PlanNotFound(Exception):
