@@ -24,11 +24,18 @@ from typing import Any
 from uuid import UUID
 
 from django.db import transaction
-from django.db.models import F, Sum
+from django.db.models import Count, F, Sum
 from django.utils import timezone
 
-from tenancy.models import Tenant, UsageCounter
-from tenancy.plans import COUNTED, LIMIT_NAMES, PERIODIC, Limits, tenant_limits_by_id
+from tenancy.models import Plan, Tenant, UsageCounter
+from tenancy.plans import (
+    COUNTED,
+    LIMIT_NAMES,
+    PERIODIC,
+    Limits,
+    default_limits,
+    tenant_limits_by_id,
+)
 from web.errors import Exhausted, Forbidden
 
 SHARDS = 8
@@ -227,3 +234,65 @@ def usage_report(tenant: Tenant, *, now: datetime | None = None) -> Usage:
         period=period,
         usage={name: {"used": used.get(name), "limit": limits.of(name)} for name in LIMIT_NAMES},
     )
+
+
+NEAR = 0.8
+
+
+@dataclass(frozen=True)
+class LimitUse:
+    """One tenant's use of one limit of its plan."""
+
+    tenant_id: UUID
+    tenant_name: str
+    name: str
+    used: int
+    limit: int
+
+    @property
+    def ratio(self) -> float:
+        # A limit of 0 allows nothing: it is reached from the start.
+        return self.used / self.limit if self.limit else 1.0
+
+
+def limit_uses(*, now: datetime) -> list[LimitUse]:
+    """Every tenant's use of each countable limit its plan sets, this period: a few grouped
+    queries whatever the number of tenants (the operators' view, never a tenant's); one
+    when no plan exists."""
+    plans = {plan.pk: Limits.from_plan(plan) for plan in Plan.objects.all()}
+    if not plans:
+        return []
+    default = default_limits()
+    # Tenants without a plan have none to be near unless the default plan applies.
+    planned = (
+        Tenant.objects.all()
+        if default.plan is not None
+        else Tenant.objects.filter(plan__isnull=False)
+    )
+    tenants = {
+        row["id"]: (row["name"], plans.get(row["plan_id"], default))
+        for row in planned.values("id", "name", "plan_id")
+    }
+    used: dict[tuple[UUID, str], int] = {}
+    for row in (
+        UsageCounter.objects.filter(period_start=period_of(now).start, tenant__in=planned)
+        .values("tenant_id", "limit_name")
+        .annotate(total=Sum("used"))
+        .order_by()
+    ):
+        used[(row["tenant_id"], row["limit_name"])] = row["total"]
+    for name, related in (("members", "memberships"), ("webhook_endpoints", "webhook_endpoints")):
+        counts = planned.annotate(count=Count(related)).values_list("pk", "count").order_by()
+        used.update({(pk, name): count for pk, count in counts})
+    return [
+        LimitUse(tenant_id, tenant_name, name, used.get((tenant_id, name), 0), limit)
+        for tenant_id, (tenant_name, limits) in tenants.items()
+        for name in PERIODIC + COUNTED
+        if (limit := limits.of(name)) is not None
+    ]
+
+
+def tenants_near_limits(*, now: datetime, at: float = NEAR) -> list[LimitUse]:
+    """The limits tenants use at least `at` of, the fullest first."""
+    near = [use for use in limit_uses(now=now) if use.ratio >= at]
+    return sorted(near, key=lambda use: (-use.ratio, use.tenant_name, use.name))
