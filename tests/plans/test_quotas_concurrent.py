@@ -7,7 +7,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from notifications.models import Notification
+from notifications.models import Notification, WebhookEndpoint
 from tenancy.quotas import charge, period_of, usage
 from tests.conftest import requires_postgres
 from tests.plans.conftest import put_on_plan
@@ -77,3 +77,36 @@ def test_a_charge_does_not_wait_for_another_open_charge_of_the_tenant(alice, mon
     thread.join(timeout=WAIT_SECONDS)
 
     assert usage(alice.tenant.id, "notifications_per_month", period_of(timezone.now())) == 3
+
+
+def test_parallel_endpoint_creates_with_one_left_make_exactly_one(alice, public_dns):
+    put_on_plan(alice.tenant, webhook_endpoints=3)
+    for n in range(2):
+        alice.client().post(
+            "/v1/webhook-endpoints", {"url": f"https://h.example.com/{n}"}, format="json"
+        )
+    racers = 6
+    barrier = threading.Barrier(racers)
+    statuses: list[int] = []
+    guard = threading.Lock()
+
+    def create(n: int) -> None:
+        try:
+            client = alice.client()
+            barrier.wait(timeout=WAIT_SECONDS)
+            response = client.post(
+                "/v1/webhook-endpoints", {"url": f"https://h.example.com/r{n}"}, format="json"
+            )
+            with guard:
+                statuses.append(response.status_code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=create, args=(n,)) for n in range(racers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=WAIT_SECONDS)
+
+    assert sorted(statuses) == [201] + [403] * (racers - 1)
+    assert WebhookEndpoint.objects.filter(tenant=alice.tenant).count() == 3
