@@ -141,13 +141,15 @@ def charge(
     order = [first] + [k for k in range(SHARDS) if k != first]
     if _add_within(tenant_id, name, period, order, n, limit):
         return
-    # A slot may be missing (the period's first charge) rather than full.
-    _open_period(tenant_id, name, period)
-    if _add_within(tenant_id, name, period, order, n, limit):
+    filled = _slots(tenant_id, name, period).aggregate(used=Sum("used"), slots=Count("pk"))
+    used = filled["used"] or 0
+    if filled["slots"] < SHARDS:  # the period's first charge: its slots are missing, not full
+        _open_period(tenant_id, name, period)
+        if _add_within(tenant_id, name, period, order, n, limit):
+            return
+        used = usage(tenant_id, name, period)
+    if n > 1 and used + n <= limit and _add_spread(tenant_id, name, period, n, limit):
         return
-    if n > 1 and _add_spread(tenant_id, name, period, n, limit):
-        return
-    used = usage(tenant_id, name, period)
     raise QuotaExceeded(name=name, limit=limit, used=used, period=period, now=now)
 
 

@@ -32,7 +32,7 @@ from notifications.transports.resend import (
     batch_body,
     batch_texts_mapped,
 )
-from tenancy.plans import tenant_limits_by_id
+from tenancy.plans import any_plan_paces, tenant_limits_by_id
 
 BatchSender = Callable[..., BatchAnswer]  # sender(body=, size=, key=, timeout=)
 
@@ -190,8 +190,13 @@ class TenantPace:
     def __init__(self) -> None:
         # Read once a tick per tenant (the plans themselves are cached per process).
         self._rates: dict[Any, int | None] = {}
+        self._any: bool | None = None
 
     def _rate(self, tenant_id: Any) -> int | None:
+        if self._any is None:
+            self._any = any_plan_paces()
+        if not self._any:
+            return None
         if tenant_id not in self._rates:
             self._rates[tenant_id] = tenant_limits_by_id(tenant_id).deliveries_per_second
         return self._rates[tenant_id]

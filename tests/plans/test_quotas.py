@@ -4,10 +4,13 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from notifications.models import Notification, NotificationSource, WebhookEndpoint
 from notifications.services import notification_create
 from tenancy.models import Membership, OperationKey, UsageCounter
+from tenancy.plans import tenant_limits
 from tenancy.quotas import SHARDS, PlanLimitReached, QuotaExceeded, charge, period_of, usage
 from tests.conftest import make_member
 from tests.onboarding.conftest import emailed_token
@@ -191,3 +194,25 @@ def test_the_members_limit_holds_when_an_operator_adds_a_member(alice):
 
     assert Membership.objects.filter(tenant=alice.tenant).count() == 2
     make_member(alice.tenant, "bea@example.com", role="owner")  # a re-role adds no one
+
+
+def _data_statements(queries) -> list[str]:
+    verbs = [query["sql"].split()[0].upper() for query in queries.captured_queries]
+    return [verb for verb in verbs if verb not in ("SAVEPOINT", "RELEASE", "BEGIN", "COMMIT")]
+
+
+@pytest.mark.django_db
+def test_a_charge_far_from_the_limit_is_one_update_and_a_refusal_a_bounded_few(alice):
+    put_on_plan(alice.tenant, messages_per_month=SHARDS)
+    limits = tenant_limits(alice.tenant)
+    charge(alice.tenant.id, "messages_per_month", now=NOW, limits=limits)  # opens the month
+
+    with CaptureQueriesContext(connection) as counted:
+        charge(alice.tenant.id, "messages_per_month", now=NOW, limits=limits)
+    for _ in range(SHARDS - 2):
+        charge(alice.tenant.id, "messages_per_month", now=NOW, limits=limits)
+    with CaptureQueriesContext(connection) as refused, pytest.raises(QuotaExceeded):
+        charge(alice.tenant.id, "messages_per_month", now=NOW, limits=limits)
+
+    assert _data_statements(counted) == ["UPDATE"]
+    assert _data_statements(refused) == ["UPDATE"] * SHARDS + ["SELECT"]
