@@ -72,7 +72,7 @@ def main() -> None:
     from django.test import Client, RequestFactory
     from rest_framework.request import Request
 
-    from tenancy.authentication import BearerTokenAuthentication
+    from tenancy.api.authentication import BearerTokenAuthentication
     from tenancy.services import member_add, tenant_create
     from tests.support.oidc_issuer import local_issuer, rsa_key
 

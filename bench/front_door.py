@@ -45,10 +45,10 @@ def token_pool(kind: str, count: int, tenant_id: str) -> list[str]:
     from django.conf import settings
     from django.utils import timezone
 
+    from onboarding.invitations import invitation_issue
+    from onboarding.signups import signup_request_record
     from tenancy import link_tokens
-    from tenancy.invitations import invitation_issue
     from tenancy.models import Tenant
-    from tenancy.signups import signup_request_record
 
     now, tenant = timezone.now(), Tenant.objects.get(pk=tenant_id)
     addresses = [f"{uuid.uuid4().hex}@example.com" for _ in range(count)]
@@ -105,7 +105,7 @@ def run(db: str, *, clients: int, seconds: float, rounds: int, pg_database: str)
     import os
     import tempfile
 
-    from operations.demo_siteverify import PASSING_SECRET, SITEVERIFY_PATH, siteverify_server
+    from operations.demo.siteverify import PASSING_SECRET, SITEVERIFY_PATH, siteverify_server
 
     siteverify = siteverify_server(host="127.0.0.1", port=0)
     threading.Thread(target=siteverify.serve_forever, daemon=True).start()

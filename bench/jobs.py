@@ -259,7 +259,7 @@ def _create(*, tenant: "Tenant", user: "User", name: str) -> uuid.UUID:
     from django.utils import timezone
 
     from projects.services import project_create
-    from tenancy.idempotency import Idempotency
+    from tenancy.api.idempotency import Idempotency
 
     now = timezone.now()
     key = Idempotency(tenant=tenant, key=str(uuid.uuid4()), fingerprint="bench", now=now)

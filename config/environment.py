@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from dbqueue.rates import parse_rate
+from dbtools.rates import parse_rate
 
 env = environ.Env()
 # The optional `.env` at the project's root, read on import, before any variable is: what

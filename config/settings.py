@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "dbtools",
     "dbqueue",
     "tenancy",
     "projects",
@@ -64,7 +65,7 @@ MIDDLEWARE = [
     # an allowed origin (a 401, a 413 or a 429 too) carries its CORS headers.
     "corsheaders.middleware.CorsMiddleware",
     # Outermost: every /v1/ answer, a refused one too, carries its Tickwork-Bookmark.
-    "dbqueue.bookmarks.BookmarkMiddleware",
+    "dbtools.bookmarks.BookmarkMiddleware",
     "web.problems.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -98,7 +99,7 @@ TEMPLATES = [
 DATABASES = {"default": configured_database(database_url(f"sqlite:///{BASE_DIR / 'db.sqlite3'}"))}
 
 # --- Read replicas and the LISTEN connection (README: Scale) -------------------------------
-# API reads go to a healthy replica (dbqueue.replicas, dbqueue.bookmarks); under a test
+# API reads go to a healthy replica (dbtools.replicas, dbtools.bookmarks); under a test
 # runner each replica mirrors the test database instead of being created.
 REPLICA_MAX_LAG_SECONDS = positive(
     "REPLICA_MAX_LAG_SECONDS", read("REPLICA_MAX_LAG_SECONDS", env.float, 30.0)
@@ -106,7 +107,7 @@ REPLICA_MAX_LAG_SECONDS = positive(
 
 
 DATABASES.update(replica_databases(DATABASES["default"]))
-DATABASE_ROUTERS = ["dbqueue.replicas.ReplicaRouter"]
+DATABASE_ROUTERS = ["dbtools.replicas.ReplicaRouter"]
 # consume_jobs --loop LISTENs on this direct connection (never through DATABASE_URL, which
 # may be a transaction pooler that cannot keep a LISTEN); unset, the worker polls.
 DATABASE_LISTEN_URL = read("DATABASE_LISTEN_URL", env.str, "").strip()
@@ -144,7 +145,7 @@ MAX_REQUEST_BYTES = int(
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
 
 
-# Counted in the database every web worker shares (tenancy.throttling, dbqueue.ratelimit).
+# Counted in the database every web worker shares (tenancy.api.throttling, dbtools.ratelimit).
 THROTTLE_RATE_USER = rate("THROTTLE_RATE_USER", "600/min")
 THROTTLE_RATE_ANON = rate("THROTTLE_RATE_ANON", "60/min")
 THROTTLE_RATE_AUTH_FAILURES = rate("THROTTLE_RATE_AUTH_FAILURES", "30/min")
@@ -158,17 +159,17 @@ if TRUSTED_PROXY_COUNT < 0:
     raise ImproperlyConfigured(f"TRUSTED_PROXY_COUNT must be 0 or more, got {TRUSTED_PROXY_COUNT}")
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy.authentication.BearerTokenAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["tenancy.permissions.IsTenantMember"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy.api.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["tenancy.api.permissions.IsTenantMember"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["web.parsers.StrictJSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["web.query.KnownQueryParameters"],
     "DEFAULT_THROTTLE_CLASSES": [
-        "tenancy.throttling.AddressRateThrottle",
-        "tenancy.throttling.UserRateThrottle",
+        "tenancy.api.throttling.AddressRateThrottle",
+        "tenancy.api.throttling.UserRateThrottle",
     ],
     "EXCEPTION_HANDLER": "web.problems.problem_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "tenancy.schema.TickworkAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "tenancy.api.schema.TickworkAutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -210,7 +211,7 @@ IDEMPOTENCY_KEY_TTL_SECONDS = int(
 
 # --- External identity provider (OIDC bearer JWTs) -----------------------------------------
 # Both or neither: with them, a bearer that is a JWT is checked against the issuer's keys
-# (tenancy.oidc). The issuer is the operator's choice, so its host is not vetted like a
+# (tenancy.api.oidc). The issuer is the operator's choice, so its host is not vetted like a
 # tenant's webhook target; it must be https unless it is this machine (a local stand-in).
 OIDC_ISSUER = http_url("OIDC_ISSUER", "").rstrip("/")
 OIDC_AUDIENCE = read("OIDC_AUDIENCE", env.str, "")
@@ -273,10 +274,10 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "logfmt": {"()": "dbqueue.logfmt.LogfmtFormatter"},
-        "json": {"()": "dbqueue.logfmt.JsonFormatter"},
+        "logfmt": {"()": "dbtools.logfmt.LogfmtFormatter"},
+        "json": {"()": "dbtools.logfmt.JsonFormatter"},
     },
-    "filters": {"server_errors_only": {"()": "dbqueue.logfmt.ServerErrorsOnly"}},
+    "filters": {"server_errors_only": {"()": "dbtools.logfmt.ServerErrorsOnly"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT},
         "discard": {"class": "logging.NullHandler"},

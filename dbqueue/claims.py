@@ -25,12 +25,13 @@ What a claimer writes back afterwards is fenced on the claim token: `dbqueue.fen
 from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection, models
 
-from dbqueue.compiled import bind
 from dbqueue.ranking import ClaimSpec, CompiledRanking, compiled_ranking
+from dbtools.compiled import bind
+from dbtools.fields import column_of, concrete_field
 
 # How many ready rows a PostgreSQL claim ranks per row it takes; the rest cover rows that
 # concurrent claimers hold locked, so up to OVERSAMPLE - 1 of them do not shrink a batch.
@@ -88,7 +89,8 @@ def claim(
         # One writer at a time: every row the claim ranked, it took.
         return Claimed(rows, candidates=len(rows))
     # The statement returns one row with no claimed row in it when it took none.
-    candidates = rows[0].candidates if rows else 0
+    # The statement's candidates column, on its first row.
+    candidates = rows[0].candidates if rows else 0  # type: ignore[attr-defined]
     return Claimed([row for row in rows if row.pk is not None], candidates=candidates)
 
 
@@ -181,7 +183,7 @@ def _sqlite_claim(
 def _quoted(model: type[models.Model]) -> tuple[str, str]:
     """The model's table and primary key column, quoted."""
     quote = connection.ops.quote_name
-    return quote(model._meta.db_table), quote(model._meta.pk.column)
+    return quote(model._meta.db_table), quote(column_of(cast(models.Field, model._meta.pk)))
 
 
 def _padded(items: list) -> list:
@@ -200,8 +202,8 @@ def _assignments(
 ) -> tuple[str, list[Any]]:
     pieces, params = [], []
     for name, value in values.items():
-        field_ = model._meta.get_field(name)
-        column = connection.ops.quote_name(field_.column)
+        field_ = concrete_field(model, name)
+        column = connection.ops.quote_name(column_of(field_))
         if value is ClaimValue.INCREMENT:
             pieces.append(f"{column} = {column} + 1")
             continue

@@ -9,11 +9,12 @@ that a worker whose lease ran out cannot overwrite it afterwards.
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from django.db import connection, models
 
 from dbqueue.leases import lease_free
+from dbtools.fields import column_of, concrete_field
 
 M = TypeVar("M", bound=models.Model)
 
@@ -50,25 +51,27 @@ def _fenced_update_group(
     release: bool,
 ) -> set[Any]:
     meta, quote = model._meta, connection.ops.quote_name
-    pk_field = meta.pk
+    pk_field = cast(models.Field, meta.pk)
     keys = [pk_field.get_db_prep_value(key, connection) for key, _, _ in group]
     assignments: list[str] = ["claimed_until = NULL"] if release else []
     params: list[Any] = []
     for name in columns:
-        field_ = meta.get_field(name)
+        field_ = concrete_field(model, name)
         values = [field_.get_db_prep_save(changes[name], connection) for _, _, changes in group]
         # PostgreSQL types a CASE from its branches, so NULLs and text need the column type.
-        cast = f"CAST(%s AS {field_.cast_db_type(connection)})"
-        slot = cast if connection.vendor == "postgresql" else "%s"
+        typed = f"CAST(%s AS {field_.cast_db_type(connection)})"
+        slot = typed if connection.vendor == "postgresql" else "%s"
         if all(value == values[0] for value in values):
-            assignments.append(f"{quote(field_.column)} = {slot}")
+            assignments.append(f"{quote(column_of(field_))} = {slot}")
             params.append(values[0])
             continue
         whens = " ".join([f"WHEN %s THEN {slot}"] * len(group))
-        assignments.append(f"{quote(field_.column)} = CASE {quote(pk_field.column)} {whens} END")
+        assignments.append(
+            f"{quote(column_of(field_))} = CASE {quote(column_of(pk_field))} {whens} END"
+        )
         for key, value in zip(keys, values, strict=True):
             params.extend([key, value])
-    pk = quote(pk_field.column)
+    pk = quote(column_of(pk_field))
     condition = " OR ".join([f"({pk} = %s AND claim_token = %s)"] * len(group))
     for key, (_, token, _) in zip(keys, group, strict=True):
         params.extend([key, token])

@@ -12,6 +12,7 @@ import time
 import psycopg
 from django.conf import settings
 from django.db import DatabaseError, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ class ListenWaiter:
 
     def __init__(self, channel: str) -> None:
         self.channel = channel
-        self._db = None
+        self._db: BaseDatabaseWrapper | None = None
 
     @classmethod
     def configured(cls, channel: str) -> "ListenWaiter | None":
@@ -55,9 +56,10 @@ class ListenWaiter:
     def connect(self) -> "psycopg.Connection":
         """The listening connection, opened (and LISTENing) if it is not already."""
         if self._db is None:
-            self._db = connections.create_connection(LISTEN_DB_ALIAS)
-            self._db.ensure_connection()
-            self._db.connection.execute(f"LISTEN {self.channel}")
+            db = connections.create_connection(LISTEN_DB_ALIAS)
+            db.ensure_connection()
+            db.connection.execute(f"LISTEN {self.channel}")
+            self._db = db
         return self._db.connection
 
     def close(self) -> None:

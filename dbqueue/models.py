@@ -44,23 +44,6 @@ class PaceBudget(models.Model):
         return f"{self.name} next slot at {self.next_slot_us} µs"
 
 
-class RateWindow(models.Model):
-    """One request counter of a rate limit (a user, or a client address for anonymous
-    requests and failed authentication), shared by every web worker on every machine.
-
-    The window starts at the key's first request and lasts the rate's period; the first
-    request after it ends starts the next one. Times are microseconds since the Unix epoch
-    on the database's clock, so one statement counts and compares on either database. See
-    dbqueue/ratelimit.py."""
-
-    key = models.CharField(max_length=100, primary_key=True)
-    count = models.IntegerField()
-    expires_us = models.BigIntegerField(db_index=True)
-
-    def __str__(self) -> str:
-        return f"{self.key}: {self.count} until {self.expires_us} µs"
-
-
 class ConcurrencySlot(models.Model):
     """One of the slots that bound how much work on one scope (e.g. "webhook:<endpoint id>")
     runs at once across every process on every machine. A holder (one tick) takes free

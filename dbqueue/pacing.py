@@ -26,6 +26,7 @@ def reserve_slots(name: str, *, rate: float, count: int, now: datetime) -> list[
     if after is None:
         _create(name, now=now)
         after = _take(name, now_us=micros(now), interval=interval, count=count, now=now)
+        assert after is not None  # the row _create made (or a concurrent first use did)
     first = after - interval * count
     return [instant(first + interval * i) for i in range(count)]
 

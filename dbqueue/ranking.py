@@ -11,12 +11,12 @@ are bound per call (`dbqueue.claims.claim_statement`).
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection, models
 from django.db.models.functions import RowNumber
 
-from dbqueue.compiled import Param
+from dbtools.compiled import Param
 
 # Compiled claim statements kept per process (one per queue and shape of claim).
 COMPILED_MAX = 64
@@ -36,6 +36,13 @@ class ClaimSpec:
     fair_by: str
     on_claim: Mapping[str, Any] = field(default_factory=dict)
     capped_by: str | None = None
+
+    @property
+    def capped_name(self) -> str:
+        """`capped_by`, for a claim that skips or caps (only a spec naming it may)."""
+        if self.capped_by is None:
+            raise ValueError("this claim names no field to skip or cap")
+        return self.capped_by
 
 
 @dataclass(frozen=True)
@@ -63,10 +70,10 @@ def compiled_ranking(spec: ClaimSpec, *, skipped: int, capped: int | None) -> Co
     ready = spec.ready(Param("now", models.DateTimeField()))
     model = ready.model
     if skipped:
-        target = _field(model, spec.capped_by)
+        target = _field(model, spec.capped_name)
         excluded = models.Q()
         for i in range(skipped):
-            excluded |= models.Q(**{spec.capped_by: Param(f"skip{i}", target)})
+            excluded |= models.Q(**{spec.capped_name: Param(f"skip{i}", target)})
         ready = ready.exclude(excluded)
     key = (
         connection.alias,
@@ -92,7 +99,7 @@ def compiled_ranking(spec: ClaimSpec, *, skipped: int, capped: int | None) -> Co
 def _field(model: type[models.Model], name: str) -> models.Field:
     """The field a value of `name` is compared with (a foreign key's target)."""
     field_ = model._meta.get_field(name)
-    return field_.target_field if field_.is_relation else field_
+    return cast(models.Field, getattr(field_, "target_field", field_))
 
 
 def _compile(spec: ClaimSpec, ready: models.QuerySet, capped: int | None) -> CompiledRanking:
@@ -138,7 +145,7 @@ def _ranked(spec: ClaimSpec, ready: models.QuerySet, capped: int | None) -> mode
         )
     )
     if capped is not None:
-        name = spec.capped_by
+        name = spec.capped_name
         integer, target = models.IntegerField(), _field(ready.model, name)
         most: Any = Param("cap", integer)
         if capped:

@@ -13,6 +13,7 @@ and never take the same slot; on SQLite the single writer lock gives the same gu
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import connection
 
@@ -99,7 +100,7 @@ class SlotHolder:
         ordered = sorted(wants)
         marks = ", ".join(["%s"] * len(ordered))
         free = f"scope IN ({marks}) AND slot < %s AND (holder = %s OR held_until_us <= %s)"
-        free_params = [*ordered, self.capacity, self.name, micros(now)]
+        free_params: list[Any] = [*ordered, self.capacity, self.name, micros(now)]
         # Each scope's slots ranked: those already held first, then the lowest free ones.
         rank = (
             "ROW_NUMBER() OVER (PARTITION BY scope ORDER BY "

@@ -8,8 +8,8 @@ from typing import ClassVar
 
 from django.db import DatabaseError, connection
 
-from dbqueue.logfmt import logfmt_line
 from dbqueue.models import WorkerTotal
+from dbtools.logfmt import logfmt_line
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,8 @@ class WorkerSummary:
     duration: float
 
     def _figures(self) -> dict[str, int | float]:
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        # Every summary is a dataclass; this base is not one.
+        values = {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
         return {k: v for k, v in values.items() if type(v) in (int, float)}
 
     def counts(self) -> dict[str, int]:

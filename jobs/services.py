@@ -18,8 +18,8 @@ from django.conf import settings
 from django.db import models, transaction
 
 from dbqueue.backoff import retry_delay
-from dbqueue.compiled import insert_together
 from dbqueue.fences import fenced_update, fenced_update_many
+from dbtools.compiled import insert_together
 from jobs.models import Job, JobStatus
 from jobs.registry import job_dead_lettered, job_retried
 from outbound.categories import ErrorCategory

@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from jobs.models import Job, JobStatus
 from jobs.serializers import JobRetrySerializer, JobSerializer
 from jobs.services import job_retry
-from tenancy.idempotency import Answer, answer_once
+from tenancy.api.idempotency import Answer, answer_once
 from web.errors import InvalidInput
 from web.pagination import NewestFirstCursorPagination
 from web.query import single_query_param

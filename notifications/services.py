@@ -16,9 +16,9 @@ from django.db import models, transaction
 from django.db.models import QuerySet
 from django.utils.timezone import now as utc_now
 
-from dbqueue.compiled import Param
 from dbqueue.fences import guarded_update
-from dbqueue.pages import CompiledPages
+from dbtools.compiled import Param
+from dbtools.pages import CompiledPages
 from notifications.conflicts import (
     EndpointDeleted,
     NotificationClaimed,
@@ -78,7 +78,7 @@ def notification_pages(
     """The tenant's notifications (in `state`, a NotificationState, and from `source`, a
     NotificationSource, if given) as named rows of `fields`, for GET /v1/notifications's
     cursor paginator (which orders by created_at). Without a filter the SQL is compiled
-    once per page shape (dbqueue.pages.CompiledPages); a filtered queryset is compiled as
+    once per page shape (dbtools.pages.CompiledPages); a filtered queryset is compiled as
     usual (a state filter's SQL reads settings)."""
     if state is None and source is None:
         return _NOTIFICATION_PAGES.of(tuple(fields), tenant=tenant.id)

@@ -38,8 +38,8 @@ from notifications.serializers import (
     WebhookEndpointSerializer,
     WebhookEndpointWriteSerializer,
 )
-from tenancy.idempotency import Answer, answer_once
-from tenancy.schema import location_header
+from tenancy.api.idempotency import Answer, answer_once
+from tenancy.api.schema import location_header
 from web.errors import InvalidInput
 from web.pagination import NewestFirstCursorPagination
 from web.query import datetime_query_param, single_query_param, uuid_query_param

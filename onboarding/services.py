@@ -1,13 +1,13 @@
 """The front door's behaviour (README: API overview): signup behind Turnstile, invitations, and the
 emails that carry their single-use tokens.
 
-The rows are tenancy's (tenancy.signups, tenancy.invitations); this app sits above the
+The rows are tenancy's (onboarding.signups, onboarding.invitations); this app sits above the
 notifications app, so it can queue each email as a one-shot email notification due now
 (run_tick delivers it) in the same transaction as the digest its token is checked against:
 a digest is never stored without its email, nor an email sent for a digest that was rolled
 back. The stored email holds a link reference where the token goes; the tick derives the
 token when it sends the email (tenancy.link_tokens), so no stored body carries one. The
-emails are kept in tenancy.front_door's account-mail tenant, away from every API caller.
+emails are kept in onboarding.front_door's account-mail tenant, away from every API caller.
 """
 
 import uuid
@@ -20,12 +20,12 @@ from django.db import transaction
 
 from notifications.models import Channel, NotificationSource
 from notifications.services import notification_create
+from onboarding.front_door import account_mail_tenant
+from onboarding.invitations import IssuedInvitation, invitation_issue, invitations_issue_missing
+from onboarding.signins import LINK_TTL, signin_link_record
+from onboarding.signups import signup_request_record
 from onboarding.turnstile import SIGNIN_ACTION, captcha_verify
-from tenancy.front_door import account_mail_tenant
-from tenancy.invitations import IssuedInvitation, invitation_issue, invitations_issue_missing
 from tenancy.models import Invitation, Tenant
-from tenancy.signins import LINK_TTL, signin_link_record
-from tenancy.signups import signup_request_record
 
 
 def _email(address: str, subject: str, body: str, *, now: datetime) -> None:

@@ -17,6 +17,12 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
+from onboarding.invitations import (
+    invitation_accept,
+    invitation_preview,
+    invitation_revoke,
+    invitations_of,
+)
 from onboarding.serializers import (
     InvitationAcceptedSerializer,
     InvitationCreateSerializer,
@@ -39,18 +45,11 @@ from onboarding.services import (
     signup_captcha_check,
     signup_request,
 )
-from tenancy.idempotency import Answer, answer_once
-from tenancy.invitations import (
-    invitation_accept,
-    invitation_preview,
-    invitation_revoke,
-    invitations_of,
-)
-from tenancy.models import Invitation, InvitationStatus
-from tenancy.schema import location_header
-from tenancy.signins import signin_verify
-from tenancy.signups import signup_verify
-from tenancy.throttling import (
+from onboarding.signins import signin_verify
+from onboarding.signups import signup_verify
+from tenancy.api.idempotency import Answer, answer_once
+from tenancy.api.schema import location_header
+from tenancy.api.throttling import (
     AddressRateThrottle,
     AttemptThrottle,
     SigninAddressThrottle,
@@ -58,6 +57,7 @@ from tenancy.throttling import (
     UserRateThrottle,
     client_address,
 )
+from tenancy.models import Invitation, InvitationStatus
 from web.pagination import NewestFirstCursorPagination
 from web.query import single_query_param
 
@@ -83,7 +83,7 @@ class _SignupView(_PublicView):
 
 class _LinkRequestView(_SignupView):
     """E-mails a link, limited per client address; a request refused as malformed (400) is
-    taken back from that limit (tenancy.throttling.AttemptThrottle)."""
+    taken back from that limit (tenancy.api.throttling.AttemptThrottle)."""
 
     def get_throttles(self) -> list[BaseThrottle]:
         self._throttles = super().get_throttles()

@@ -15,9 +15,9 @@ from notifications.retention import (
     email_batches_before,
     notifications_completed_before,
 )
-from tenancy.idempotency import operation_keys_expired
+from onboarding.signins import signin_links_ended
+from tenancy.api.idempotency import operation_keys_expired
 from tenancy.plans import retention_groups
-from tenancy.signins import signin_links_ended
 from tenancy.tokens import sessions_ended
 
 

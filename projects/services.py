@@ -1,7 +1,7 @@
 """The writes of projects — the idempotent create, rename, delete, activation and failure —
 and the reads of the projects API. Only this module writes projects.
 
-The create's Idempotency-Key is tenancy.idempotency's: its row goes in with the project and
+The create's Idempotency-Key is tenancy.api.idempotency's: its row goes in with the project and
 the job, so a create costs one statement on PostgreSQL.
 """
 
@@ -13,12 +13,12 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import models, transaction
 
-from dbqueue.compiled import Param
-from dbqueue.pages import CompiledPages
+from dbtools.compiled import Param
+from dbtools.pages import CompiledPages
 from jobs.models import Job, JobStatus
 from jobs.services import job_enqueue
 from projects.models import PROVISION_KIND, Project, ProjectStatus
-from tenancy.idempotency import Answer
+from tenancy.api.idempotency import Answer
 from tenancy.models import OperationKey, Tenant
 
 
@@ -49,7 +49,7 @@ def project_pages(*, tenant: Tenant, fields: Sequence[str]) -> Any:
     """`project_queryset(tenant=tenant)` as named rows of `fields` and the provision job's
     `provision_job_id` and `provision_job_status`, for GET /v1/projects's cursor paginator
     (which orders by created_at), its SQL compiled once per page shape
-    (dbqueue.pages.CompiledPages)."""
+    (dbtools.pages.CompiledPages)."""
     return _PROJECT_PAGES.of(tuple(fields), tenant=tenant.id)
 
 
@@ -67,7 +67,7 @@ def project_create(
     the new project, which carries `provision_job_id` and `provision_job_status` like
     `project_queryset`'s rows) recorded under its key: `key_row(answer)` is inserted with
     them, all or none, in one statement on PostgreSQL. The key's uniqueness error
-    propagates for tenancy.idempotency to replay."""
+    propagates for tenancy.api.idempotency to replay."""
     project = Project(
         id=uuid.uuid4(),
         tenant=tenant,

@@ -27,8 +27,8 @@ from projects.services import (
     project_queryset,
     project_rename,
 )
-from tenancy.idempotency import insert_once
-from tenancy.schema import location_header
+from tenancy.api.idempotency import insert_once
+from tenancy.api.schema import location_header
 from web.pagination import NewestFirstCursorPagination
 from web.representation import RepresentedListView
 

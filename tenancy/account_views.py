@@ -25,9 +25,9 @@ from tenancy.account_serializers import (
     TokenSecretSerializer,
     TokenSerializer,
 )
-from tenancy.idempotency import Answer, answer_once
+from tenancy.api.idempotency import Answer, answer_once
+from tenancy.api.schema import location_header
 from tenancy.models import ApiToken, Membership
-from tenancy.schema import location_header
 from web.pagination import NewestFirstCursorPagination
 
 _MAX_ID_DIGITS = 18  # a bigint

@@ -108,6 +108,9 @@ class ApiToken(models.Model):
     """A bearer token (tenancy.token_format); only its lookup prefix and a digest are kept.
     A token with a `tenant` acts in that tenant only (403 in any other)."""
 
+    # Set on a token just issued (tenancy.tokens), never stored: the one time it is shown.
+    plaintext: str
+
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
     )

@@ -1,7 +1,6 @@
 """Token checks, tenant resolution and the operator commands' writes."""
 
 import hashlib
-import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -11,11 +10,11 @@ from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import models, transaction
 from django.db.models import FilteredRelation, Q
 
-from dbqueue.compiled import CompiledQuery, Param
-from dbqueue.ratelimit import blocked_for_us
+from dbtools.compiled import CompiledQuery, Param
+from dbtools.ratelimit import blocked_for_us
+from tenancy.members import member_join
 from tenancy.models import ApiToken, Membership, Role, Tenant
 from tenancy.plans import default_plan
-from tenancy.quotas import hold_count_limit
 from tenancy.tokens import session_issue
 from web.errors import DomainError, Forbidden
 
@@ -43,7 +42,7 @@ class AddressBlocked(Exception):
 
 @dataclass(frozen=True)
 class FailureLimit:
-    """The failed-authentication counter (a dbqueue.ratelimit key) of the request's address
+    """The failed-authentication counter (a dbtools.ratelimit key) of the request's address
     and the failures it may count before the address is refused."""
 
     key: str
@@ -236,7 +235,7 @@ def _username_for(email: str) -> str:
     return "sha256:" + hashlib.sha256(email.encode()).hexdigest()
 
 
-def _user_get_or_create(email: str) -> AbstractBaseUser:
+def user_get_or_create(email: str) -> AbstractBaseUser:
     user_model = get_user_model()
     user = user_model.objects.filter(email__iexact=email).first()
     if user is None:
@@ -262,7 +261,7 @@ def tenant_create(*, name: str, owner_email: str, session_at: datetime | None = 
     """A tenant, its owner (created if needed) and a fresh token for the owner: an API
     token (an operator's command), or a session starting at `session_at` (a signup)."""
     tenant = Tenant.objects.create(name=name, plan=default_plan())
-    user = _user_get_or_create(owner_email)
+    user = user_get_or_create(owner_email)
     Membership.objects.create(tenant=tenant, user=user, role=Role.OWNER)
     if session_at is not None:
         session = session_issue(user=user, name="signup", now=session_at)
@@ -280,55 +279,7 @@ def tenant_create(*, name: str, owner_email: str, session_at: datetime | None = 
 @transaction.atomic
 def member_add(*, tenant: Tenant, email: str, role: str) -> Grant:
     """Add (or re-role) a user in a tenant and issue them a token."""
-    user = _user_get_or_create(email)
-    if not Membership.objects.filter(tenant=tenant, user=user).exists():
-        hold_count_limit(tenant, "members")
-    Membership.objects.update_or_create(tenant=tenant, user=user, defaults={"role": role})
+    user = user_get_or_create(email)
+    member_join(tenant=tenant, user=user, role=role, re_role=True)
     _, plaintext = ApiToken.issue(user=user)
     return Grant(tenant=tenant, user=user, role=role, token=plaintext)
-
-
-def token_create(*, user: AbstractBaseUser, name: str = "default") -> str:
-    _, plaintext = ApiToken.issue(user=user, name=name)
-    return plaintext
-
-
-DEMO_TENANT_NAME = "Demo"
-DEMO_OWNER_EMAIL = "demo@example.com"
-DEMO_ADMIN_USERNAME = "admin"
-
-
-@dataclass(frozen=True)
-class DemoInstall:
-    grant: Grant
-    admin_username: str
-    admin_password: str
-
-
-@transaction.atomic
-def demo_setup() -> DemoInstall:
-    """The demo tenant and owner (reused when present), a fresh owner token, and a support
-    superuser whose password is reset and returned."""
-    membership = (
-        Membership.objects.select_related("tenant", "user")
-        .filter(tenant__name=DEMO_TENANT_NAME, user__email=DEMO_OWNER_EMAIL, role=Role.OWNER)
-        .first()
-    )
-    if membership is None:
-        grant = tenant_create(name=DEMO_TENANT_NAME, owner_email=DEMO_OWNER_EMAIL)
-    else:
-        grant = Grant(
-            tenant=membership.tenant,
-            user=membership.user,
-            role=Role.OWNER,
-            token=token_create(user=membership.user, name="demo"),
-        )
-    user_model = get_user_model()
-    admin = user_model.objects.filter(username=DEMO_ADMIN_USERNAME).first()
-    if admin is None:
-        admin = user_model(username=DEMO_ADMIN_USERNAME, email="admin@example.com")
-    admin.is_staff = admin.is_superuser = True
-    password = secrets.token_urlsafe(12)
-    admin.set_password(password)
-    admin.save()
-    return DemoInstall(grant=grant, admin_username=DEMO_ADMIN_USERNAME, admin_password=password)

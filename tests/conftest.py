@@ -15,7 +15,7 @@ from django.db import connections
 from rest_framework.test import APIClient
 
 from dbqueue.listen import LISTEN_DB_ALIAS
-from dbqueue.models import RateWindow
+from dbtools.models import RateWindow
 from tenancy import link_tokens
 from tenancy.models import Role, Tenant
 from tenancy.plans import forget_plans

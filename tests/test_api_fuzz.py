@@ -22,8 +22,8 @@ from schemathesis.config import SchemathesisConfig
 from config.wsgi import application
 from jobs.models import Job, JobStatus
 from notifications.models import Delivery, Notification, WebhookEndpoint
+from onboarding.invitations import invitation_issue
 from projects.models import Project
-from tenancy.invitations import invitation_issue
 from tenancy.models import ApiToken, Invitation, Membership, SigninLink, SignupRequest, Tenant
 from tests.conftest import forget_throttle_counts, make_member
 from tests.notifications.factories import make_endpoint, make_notification

@@ -18,10 +18,10 @@ from django.utils import timezone
 
 from jobs.models import Job, JobStatus
 from notifications.models import Delivery
-from tenancy.invitations import invitation_issue
+from onboarding.invitations import invitation_issue
+from onboarding.signins import signin_link_record
+from onboarding.signups import signup_request_record
 from tenancy.models import ApiToken, Tenant
-from tenancy.signins import signin_link_record
-from tenancy.signups import signup_request_record
 from tests.authz import RouteSpec, build_world, check_case, matrix_cases
 from tests.conftest import link_token, make_member
 from tests.jobs.factories import make_job

@@ -2,7 +2,7 @@
 state changes are buttons that call a service, and readable JSON."""
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
@@ -84,7 +84,8 @@ class StateButtonsAdmin(admin.ModelAdmin):
                 (label, self._state_button_url(obj, name))
                 for name, label in self.state_buttons(obj)
             ]
-        return super().render_change_form(request, context, add, change, form_url, obj)
+        response = super().render_change_form(request, context, add, change, form_url, obj)
+        return cast(TemplateResponse, response)
 
     def _state_button_url_name(self) -> str:
         return f"{self.opts.app_label}_{self.opts.model_name}_state_button"

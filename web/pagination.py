@@ -47,7 +47,7 @@ class NewestFirstCursorPagination(CursorPagination):
             raise _invalid("cursor", "Invalid cursor.") from None
         if cursor is not None and cursor.position is not None:
             try:
-                position = parse_datetime(cursor.position)
+                position = parse_datetime(str(cursor.position))
             except ValueError:
                 position = None
             if position is None:

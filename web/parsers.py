@@ -14,10 +14,11 @@ an error message or the database cannot hold.
 import codecs
 import math
 import re
+from collections.abc import Mapping
 from typing import IO, Any
 
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser, get_encoding
+from rest_framework.parsers import JSONParser, get_encoding  # type: ignore[attr-defined]
 from rest_framework.utils import json
 
 MAX_JSON_DEPTH = 32
@@ -36,9 +37,9 @@ class StrictJSONParser(JSONParser):
         self,
         stream: IO[bytes],
         media_type: str | None = None,
-        parser_context: dict[str, Any] | None = None,
+        parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
-        text = _decode(stream.read(), get_encoding(parser_context or {}))
+        text = _decode(stream.read(), get_encoding(dict(parser_context or {})))
         if not nested_at_most(text, MAX_JSON_DEPTH):
             raise ParseError(f"JSON parse error - nested deeper than {MAX_JSON_DEPTH} levels.")
         try:

@@ -8,7 +8,7 @@ that are too large before any view runs.
 import io
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, RequestDataTooBig
@@ -183,14 +183,15 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         errors = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
         kind, title = "validation-error", InvalidInput.title
     else:
-        detail = _flatten_detail(exc.detail)
+        detail = _flatten_detail(cast(exceptions.APIException, exc).detail)
     if isinstance(exc, exceptions.NotAuthenticated) and _has_authorization(context):
         detail = _OTHER_SCHEME
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         response.status_code = status.HTTP_401_UNAUTHORIZED
         response["WWW-Authenticate"] = 'Bearer realm="api"'
-    if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
-        response["Retry-After"] = str(max(1, int(exc.wait + 0.999)))
+    wait = getattr(exc, "wait", None) if isinstance(exc, exceptions.Throttled) else None
+    if wait is not None:
+        response["Retry-After"] = str(max(1, int(wait + 0.999)))
     response.data = problem_body(
         response.status_code, detail, kind=kind, title=title, errors=errors, members=members
     )
@@ -298,6 +299,6 @@ def _buffer_chunked_body(request: HttpRequest) -> bool:
     if received > limit:
         return True
     body = b"".join(chunks)
-    request._stream = LimitedStream(io.BytesIO(body), len(body))  # type: ignore[attr-defined]
+    request._stream = LimitedStream(io.BytesIO(body), len(body))  # type: ignore[assignment]
     request.META["CONTENT_LENGTH"] = str(len(body))
     return False

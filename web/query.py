@@ -61,7 +61,7 @@ _SHOWN_NAME = 100  # characters of an unknown name echoed back
 
 def query_filters(view: Any) -> Sequence[OpenApiParameter]:
     """The filters a list view declares (`query_filters`); the OpenAPI document publishes
-    them (tenancy.schema) and KnownQueryParameters accepts them."""
+    them (tenancy.api.schema) and KnownQueryParameters accepts them."""
     return getattr(view, "query_filters", ())
 
 

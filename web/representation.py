@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 from django.core.exceptions import ImproperlyConfigured
 from rest_framework import ISO_8601, generics, serializers
@@ -44,7 +44,7 @@ def _renders_iso_datetime(field: serializers.Field) -> bool:
     return (
         isinstance(field, serializers.DateTimeField)
         and cls.to_representation is serializers.DateTimeField.to_representation
-        and cls.enforce_timezone is serializers.DateTimeField.enforce_timezone
+        and cls.enforce_timezone is serializers.DateTimeField.enforce_timezone  # type: ignore[attr-defined]
         and getattr(field, "format", api_settings.DATETIME_FORMAT).lower() == ISO_8601
     )
 
@@ -80,10 +80,12 @@ class _Compiled:
             raise ImproperlyConfigured(f"Representation cannot compile field {field!r}")
         source = attrs[0] if attrs else None
         read = _whole_row if source is None else operator.attrgetter(source)
-        return cls(field.field_name, source, read, field, _renders_iso_datetime(field))
+        return cls(cast(str, field.field_name), source, read, field, _renders_iso_datetime(field))
 
     def renderer(self) -> Render:
-        return _iso_datetime(self.field) if self.iso_datetime else _renderer(self.field)
+        if self.iso_datetime:
+            return _iso_datetime(cast(serializers.DateTimeField, self.field))
+        return _renderer(self.field)
 
 
 def _renderer(field: serializers.Field) -> Render:
@@ -95,10 +97,13 @@ def _renderer(field: serializers.Field) -> Render:
         return str
     if own is serializers.IntegerField.to_representation:
         return int
-    if own is serializers.UUIDField.to_representation and field.uuid_format == "hex_verbose":
+    if (
+        own is serializers.UUIDField.to_representation
+        and cast(serializers.UUIDField, field).uuid_format == "hex_verbose"
+    ):
         return str
     if own is serializers.ListField.to_representation:
-        child = _renderer(field.child)
+        child = _renderer(cast(serializers.ListField, field).child)
         return lambda items: [None if item is None else child(item) for item in items]
     return field.to_representation
 
@@ -146,4 +151,4 @@ class RepresentedListView(generics.ListAPIView):
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(self.representation.many(page))
+        return self.get_paginated_response(self.representation.many(page or []))

@@ -38,7 +38,9 @@ class RejectsUndeclaredFields:
             return {}  # DRF answers "expected a dictionary" for it
         fields = self.fields  # type: ignore[attr-defined]
         writable = {name for name, field in fields.items() if not field.read_only}
-        shown = _field_names(self.representation) if self.representation else frozenset()
+        # A class is hashable; the stubs' BaseSerializer declares __hash__ in a way mypy rejects.
+        representation: Any = self.representation
+        shown = _field_names(representation) if representation else frozenset()
         return {
             name: [READ_ONLY_FIELD if name in shown or name in fields else UNKNOWN_FIELD]
             for name in sorted(set(data) - writable)

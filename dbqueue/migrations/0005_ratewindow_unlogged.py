@@ -4,7 +4,7 @@ Every API request counts itself with one upsert, so every request was a write tr
 whose commit waited for the write-ahead log to reach the disk: half the database's CPU of a
 small read, and most of its wait. A counter needs no durability: PostgreSQL empties an
 unlogged table after a crash (every window starts again, as after a period ends) and
-does not stream it to replicas, which never count (dbqueue.ratelimit reads and writes the
+does not stream it to replicas, which never count (dbtools.ratelimit reads and writes the
 counters on the primary only). Counting stays exact: the same row and its lock.
 """
 

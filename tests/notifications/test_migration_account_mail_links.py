@@ -13,7 +13,7 @@ from django.utils import timezone
 from notifications.models import EmailBatch, Notification
 from notifications.transports.base import EmailMessage
 from notifications.transports.resend import batch_body
-from tenancy.front_door import account_mail_tenant
+from onboarding.front_door import account_mail_tenant
 from tests.notifications.factories import make_notification, make_tenant
 
 migration = importlib.import_module("notifications.migrations.0011_account_mail_links_removed")

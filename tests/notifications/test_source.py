@@ -12,7 +12,7 @@ from django.utils import timezone
 from dbqueue.clock import Clock
 from jobs.consumer import jobs_drain
 from notifications.models import Notification
-from tenancy.front_door import account_mail_tenant
+from onboarding.front_door import account_mail_tenant
 from tests.jobs.factories import make_endpoint
 from tests.notifications.factories import make_notification, make_tenant
 from tests.projects.factories import make_project

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from operations.demo_frontend import front_end_server
+from operations.demo.frontend import front_end_server
 
 
 @pytest.fixture

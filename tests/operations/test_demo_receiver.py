@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from standardwebhooks import Webhook
 
-from operations.demo_receiver import describe, verified_event
+from operations.demo.receiver import describe, verified_event
 
 SECRET = "whsec_" + base64.b64encode(b"k" * 32).decode()
 OTHER = "whsec_" + base64.b64encode(b"o" * 32).decode()

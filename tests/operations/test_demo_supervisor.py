@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from operations.supervisor import PortUnavailable, ProcessSpec, Supervisor, port_check
+from operations.demo.supervisor import PortUnavailable, ProcessSpec, Supervisor, port_check
 from tests.conftest import sqlite_only
 from tests.support.demo import Demo, free_port, gone, running_demo, started_pids
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 import requests
 
-from dbqueue.logfmt import JsonFormatter, LogfmtFormatter
+from dbtools.logfmt import JsonFormatter, LogfmtFormatter
 from notifications.scheduler.tick import run_tick
 from outbound.redaction import redact_url_queries
 from tests.notifications.factories import make_endpoint, make_notification

@@ -9,7 +9,7 @@ from jobs.models import Job
 from projects.models import Project
 from projects.serializers import ProjectSerializer
 from projects.services import project_create
-from tenancy.idempotency import Idempotency
+from tenancy.api.idempotency import Idempotency
 
 
 def make_project(actor, *, name: str = "Website relaunch", invite: list[str] | None = None):

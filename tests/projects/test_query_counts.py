@@ -15,7 +15,7 @@ whole test so the count does not depend on how fast it runs).
 import pytest
 from django.db import connection
 
-from dbqueue import replicas
+from dbtools import replicas
 from tests.projects.factories import make_project
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -66,7 +66,7 @@ def test_create_inserts_key_project_and_job_after_one_read(alice, django_assert_
     tables = ['INSERT INTO "tenancy_operationkey"', 'INSERT INTO "projects_project"']
     tables.append('INSERT INTO "jobs_job"')
     assert [inserts.index(table) for table in tables] == sorted(inserts.index(t) for t in tables)
-    assert 'INTO "dbqueue_ratewindow"' in context.captured_queries[1]["sql"]
+    assert 'INTO "dbtools_ratewindow"' in context.captured_queries[1]["sql"]
     assert len([v for v in verbs(context) if v not in TRANSACTION_CONTROL]) <= 6
 
 

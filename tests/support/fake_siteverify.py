@@ -1,7 +1,7 @@
 """A fake Cloudflare Turnstile siteverify on 127.0.0.1 for integration tests, over real HTTP.
 
 It answers the documented test secret keys like the demo's stand-in
-(operations.demo_siteverify: 1x…AA passes, 2x…AA fails, 3x…AA is "token already spent"),
+(operations.demo.siteverify: 1x…AA passes, 2x…AA fails, 3x…AA is "token already spent"),
 and real widgets as siteverify does: `widget(secret, hostname=, action=)` registers one,
 `issue()` makes a token a visitor would bring; a token validates once (then
 `timeout-or-duplicate`), except that a retry with the same `idempotency_key` gets the first
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from operations.demo_siteverify import (
+from operations.demo.siteverify import (
     FAILING_SECRET,
     PASSING_SECRET,
     SITEVERIFY_PATH,

@@ -9,10 +9,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from dbqueue import replicas
-from dbqueue.ratelimit import count_request
-from dbqueue.rates import parse_rate
-from tenancy.identities import jwt_user
+from dbtools import replicas
+from dbtools.ratelimit import count_request
+from dbtools.rates import parse_rate
+from tenancy.api.identities import jwt_user
 from tenancy.models import ExternalIdentity
 from tenancy.services import AddressBlocked, FailureLimit
 from tests.conftest import requires_postgres
@@ -62,7 +62,7 @@ def test_an_address_over_its_limit_is_refused_from_the_primarys_count(db):
 @requires_postgres
 def test_on_postgresql_the_counts_are_not_written_ahead():
     with connection.cursor() as cursor:
-        cursor.execute("SELECT relpersistence FROM pg_class WHERE relname = 'dbqueue_ratewindow'")
+        cursor.execute("SELECT relpersistence FROM pg_class WHERE relname = 'dbtools_ratewindow'")
         assert cursor.fetchone() == ("u",)
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tenancy.idempotency_keys import (
+from tenancy.api.idempotency_keys import (
     InvalidIdempotencyKey,
     idempotency_key_parse,
     request_fingerprint,

@@ -14,8 +14,8 @@ from cryptography.hazmat.primitives import serialization
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
-from dbqueue.models import RateWindow
-from tenancy import oidc
+from dbtools.models import RateWindow
+from tenancy.api import oidc
 from tenancy.models import ExternalIdentity
 from tests.support.addresses import address
 from tests.support.oidc_issuer import ec_key, local_issuer, rsa_key

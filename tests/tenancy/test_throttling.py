@@ -9,7 +9,7 @@ the past, never by waiting.
 import pytest
 from rest_framework.test import APIClient
 
-from dbqueue.models import RateWindow
+from dbtools.models import RateWindow
 from tenancy.models import ApiToken
 from tests.support.problems import assert_problem
 

@@ -207,7 +207,7 @@ def test_over_http_a_wrong_checksum_costs_only_the_failure_count(alice):
     assert len(first) == 2 and len(second) == 1
     for query in [*first, *second]:
         assert "tenancy_apitoken" not in query["sql"]
-        assert "dbqueue_ratewindow" in query["sql"]
+        assert "dbtools_ratewindow" in query["sql"]
 
 
 def legacy_token(user) -> str:

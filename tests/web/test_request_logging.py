@@ -3,7 +3,7 @@ a 5xx still is."""
 
 import logging
 
-from dbqueue.logfmt import ServerErrorsOnly
+from dbtools.logfmt import ServerErrorsOnly
 
 
 def test_a_4xx_adds_no_django_request_line(alice, caplog):

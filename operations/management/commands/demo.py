@@ -3,7 +3,7 @@
 Migrates, creates (or reuses) the demo tenant and its owner, prints a fresh token and curl
 examples, then runs the development server, `run_tick --loop`, `consume_jobs --loop`, a
 local webhook receiver (`demo_receiver`) and the example front end (`demo_frontend`) under
-operations.supervisor until Ctrl-C (or SIGTERM). Only these children may deliver webhooks
+operations.demo.supervisor until Ctrl-C (or SIGTERM). Only these children may deliver webhooks
 to private addresses such as 127.0.0.1 (WEBHOOK_ALLOW_PRIVATE_TARGETS); the setting stays
 off everywhere else. `--no-serve` stops after the set-up.
 
@@ -32,13 +32,14 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from operations.demo_siteverify import (
+from operations.demo.setup import demo_setup
+from operations.demo.siteverify import (
     DUMMY_TOKEN,
     PASSING_SECRET,
     SITEVERIFY_PATH,
     TEST_HOSTNAME,
 )
-from operations.supervisor import (
+from operations.demo.supervisor import (
     PortUnavailable,
     ProcessSpec,
     Supervisor,
@@ -46,7 +47,6 @@ from operations.supervisor import (
     free_port,
     port_check,
 )
-from tenancy.services import demo_setup
 
 HOST = "127.0.0.1"
 # A notification due now goes out within this many seconds (cron's minute is too slow to

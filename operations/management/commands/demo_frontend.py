@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from dbqueue.signals import stop_on_signals
-from operations.demo_frontend import front_end_server
+from operations.demo.frontend import front_end_server
 
 HOST = "127.0.0.1"
 

@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from dbqueue.signals import stop_on_signals
-from operations.demo_receiver import endpoint_secrets, receiver
+from operations.demo.receiver import endpoint_secrets, receiver
 
 HOST = "127.0.0.1"
 

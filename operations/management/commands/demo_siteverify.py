@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from dbqueue.signals import stop_on_signals
-from operations.demo_siteverify import SITEVERIFY_PATH, siteverify_server
+from operations.demo.siteverify import SITEVERIFY_PATH, siteverify_server
 
 HOST = "127.0.0.1"
 

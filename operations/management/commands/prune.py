@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from dbqueue.clock import database_now
-from dbqueue.logfmt import logfmt_line
+from dbtools.logfmt import logfmt_line
 from operations.retention import RetentionPolicy, retention_preview, retention_prune
 
 

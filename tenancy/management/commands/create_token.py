@@ -5,8 +5,9 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
 
-from tenancy.services import token_create
+from tenancy.tokens import token_issue
 
 
 class Command(BaseCommand):
@@ -22,7 +23,9 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(email__iexact=email).first() if email else None
         if user is None:
             raise CommandError(f"No user has the email address {email!r}.")
-        token = token_create(user=user, name=options["name"])
+        token = token_issue(
+            user=user, name=options["name"], expires_in_days=None, now=timezone.now()
+        ).plaintext
         if options["json"]:
             self.stdout.write(json.dumps({"token": token}))
             return

@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
-from tenancy.idempotency import operation_keys_purge
+from tenancy.api.idempotency import operation_keys_purge
 
 
 class Command(BaseCommand):

@@ -36,7 +36,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 
 from dbqueue.batches import delete_in_batches
-from tenancy.idempotency_keys import idempotency_key_parse, request_fingerprint
+from tenancy.api.idempotency_keys import idempotency_key_parse, request_fingerprint
 from tenancy.models import OperationKey, Tenant
 from web.errors import Conflict, Unprocessable
 from web.headers import single_header

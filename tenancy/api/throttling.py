@@ -1,4 +1,4 @@
-"""The API's rate limits, counted in the database every web worker shares (dbqueue.ratelimit).
+"""The API's rate limits, counted in the database every web worker shares (dbtools.ratelimit).
 
 - `UserRateThrottle`: authenticated requests, per user (`THROTTLE_RATE_USER`).
 - `AddressRateThrottle`: requests without credentials, per client address
@@ -23,8 +23,8 @@ from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
-from dbqueue.ratelimit import Hit, count_request, uncount_request
-from dbqueue.rates import Rate, parse_rate
+from dbtools.ratelimit import Hit, count_request, uncount_request
+from dbtools.rates import Rate, parse_rate
 from tenancy.plans import tenant_limits
 from tenancy.services import FailureLimit
 

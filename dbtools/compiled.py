@@ -17,20 +17,22 @@ shows, without a model instance per row.
 on PostgreSQL as one statement (data-modifying WITH), so a create of three rows is one round
 trip instead of five (BEGIN, three INSERTs, COMMIT).
 
-`dbqueue.pages.CompiledPages` does the same for a list endpoint's cursor-paginated query.
+`dbtools.pages.CompiledPages` does the same for a list endpoint's cursor-paginated query.
 """
 
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.expressions import Expression
 from django.db.models.query import NamedValuesListIterable, get_related_populators
 from django.db.models.utils import create_namedtuple_class
+
+from dbtools.fields import column_of
 
 M = TypeVar("M", bound=models.Model)
 
@@ -54,7 +56,11 @@ class Param(Expression):
         super().__init__(output_field=field)
         self.name = name
 
-    def as_sql(self, compiler: Any, connection: BaseDatabaseWrapper) -> tuple[str, list]:
+    # The stubs type a parameter as str | int; the compiler passes on any value, here the
+    # slot that bind() fills at each run.
+    def as_sql(  # type: ignore[override]
+        self, compiler: Any, connection: BaseDatabaseWrapper
+    ) -> tuple[str, list]:
         return "%s", [_Slot(self.name, self.output_field)]
 
 
@@ -89,7 +95,8 @@ class _Plan:
             model=klass_info["model"],
             fields=slice(first, last + 1),
             attnames=[column.target.attname for column, _, _ in select[first : last + 1]],
-            populators=get_related_populators(klass_info, select, connection.alias),
+            # Django 6 adds fetch_mode; the stubs follow it, 5.2 takes three arguments.
+            populators=get_related_populators(klass_info, select, connection.alias),  # type: ignore[call-arg]
             annotations=dict(compiler.annotation_col_map or {}),
         )
 
@@ -118,7 +125,7 @@ class _RowsPlan:
         compiler = query.get_compiler(connection=connection)
         sql, params = compiler.as_sql()
         # Named as NamedValuesListIterable names them; the columns come in that order.
-        names = queryset._fields or [
+        names = queryset._fields or [  # type: ignore[attr-defined]
             *query.extra_select,
             *query.values_select,
             *query.annotation_select,
@@ -151,7 +158,7 @@ def _convert(
 def _compile(queryset: models.QuerySet, connection: BaseDatabaseWrapper) -> _Plan | _RowsPlan:
     if queryset._iterable_class is NamedValuesListIterable:
         return _RowsPlan.compile(queryset, connection)
-    if queryset._fields is not None:
+    if queryset._fields is not None:  # type: ignore[attr-defined]
         raise TypeError("CompiledQuery takes model rows or values_list(..., named=True)")
     return _Plan.compile(queryset, connection)
 
@@ -177,7 +184,7 @@ class CompiledQuery(Generic[M]):
         with connection.cursor() as cursor:
             cursor.execute(plan.sql, bind(plan.params, values, connection))
             rows = cursor.fetchall()
-        return [plan.result(list(row), connection) for row in rows]
+        return [cast(M, plan.result(list(row), connection)) for row in rows]
 
 
 @dataclass(frozen=True)
@@ -194,7 +201,7 @@ class _Insert:
             if not field.generated and not (field.primary_key and field.db_returning)
         )
         quote = connection.ops.quote_name
-        columns = ", ".join(quote(field.column) for field in fields)
+        columns = ", ".join(quote(column_of(field)) for field in fields)
         values = ", ".join(["%s"] * len(fields))
         sql = f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({values})"
         return cls(sql=sql, fields=fields)

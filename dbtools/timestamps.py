@@ -12,7 +12,7 @@ while its zone differs from the connection's loader's `timezone`.
 
 from datetime import tzinfo
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -21,7 +21,7 @@ from psycopg.pq import Format
 
 TIMESTAMPTZ_OID = psycopg.postgres.types["timestamptz"].oid
 # What psycopg registers for itself: the C class when its extension is installed.
-_PSYCOPG_LOADER = psycopg.adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT)
+_PSYCOPG_LOADER = cast(type, psycopg.adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT))
 
 
 class _SessionZoneLoader:

@@ -7,8 +7,8 @@ from django.db import models
 from django.db.models.sql.compiler import SQLCompiler
 from django.utils import timezone
 
-from dbqueue.compiled import Param
-from dbqueue.pages import CompiledPages
+from dbtools.compiled import Param
+from dbtools.pages import CompiledPages
 from projects.models import Project
 
 pytestmark = pytest.mark.django_db
@@ -88,7 +88,7 @@ def test_a_page_is_read_where_the_read_router_says(alice, dated, monkeypatch):
         asked.append(model)
         return "default"
 
-    monkeypatch.setattr("dbqueue.pages.router.db_for_read", db_for_read)
+    monkeypatch.setattr("dbtools.pages.router.db_for_read", db_for_read)
 
     page = list(PAGES.of(tenant=alice.tenant.id).order_by(*ORDERING)[0:3])
 

@@ -2,7 +2,7 @@
 each database is.
 
 `ReplicaRouter` sends reads where the request's routing state (a contextvar set by
-`dbqueue.bookmarks.BookmarkMiddleware` for API reads) says, and everything else — every
+`dbtools.bookmarks.BookmarkMiddleware` for API reads) says, and everything else — every
 write, every worker, every command, every read inside a transaction — to the primary.
 Which replica may serve a read is decided from a health probe of one statement per replica,
 cached briefly per process: a replica that is down, promoted, or behind by more than

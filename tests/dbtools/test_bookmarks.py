@@ -4,11 +4,11 @@ choices (writes, transactions, workers and migrations on the primary)."""
 import pytest
 from django.db import DEFAULT_DB_ALIAS, connection, transaction
 
-from dbqueue import replicas
-from dbqueue.replicas import Lsn, ReplicaRouter, Routing
+from dbtools import replicas
+from dbtools.replicas import Lsn, ReplicaRouter, Routing
 from projects.models import Project
 from tests.conftest import requires_postgres
-from tests.dbqueue.replica_support import call, create_project
+from tests.dbtools.replica_support import call, create_project
 from tests.support.gunicorn import app_env, gunicorn
 from tests.support.processes import subprocess_env
 

@@ -17,10 +17,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import QuerySet
 
-from dbqueue.ratelimit import count_request
-from dbqueue.rates import parse_rate
+from dbtools.ratelimit import count_request
+from dbtools.rates import parse_rate
+from onboarding.front_door import InvalidToken
 from tenancy import link_tokens
-from tenancy.front_door import InvalidToken
 from tenancy.models import ApiToken, SigninLink, token_digest
 from tenancy.tokens import session_issue
 

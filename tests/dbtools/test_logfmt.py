@@ -4,7 +4,7 @@ import json
 import logging
 import sys
 
-from dbqueue.logfmt import JsonFormatter, LogfmtFormatter, logfmt_line
+from dbtools.logfmt import JsonFormatter, LogfmtFormatter, logfmt_line
 
 
 def record(message: str, *args: object, exc_info=None) -> logging.LogRecord:

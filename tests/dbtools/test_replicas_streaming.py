@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from dbqueue.replicas import Lsn
+from dbtools.replicas import Lsn
 from tests.conftest import requires_postgres
-from tests.dbqueue.replica_support import (
+from tests.dbtools.replica_support import (
     api_with_replica,
     call,
     create_project,

@@ -28,7 +28,9 @@ def logfmt_line(event: str, values: Mapping[str, object]) -> str:
 
 def _traceback(formatter: logging.Formatter, record: logging.LogRecord) -> str:
     # exc_text when set: a traceback prepared (redacted) when the record was made.
-    return record.exc_text or formatter.formatException(record.exc_info)
+    if record.exc_text:
+        return record.exc_text
+    return formatter.formatException(record.exc_info) if record.exc_info else ""
 
 
 class LogfmtFormatter(logging.Formatter):

@@ -12,7 +12,7 @@ from django.db.models.functions import Upper
 from django.db.models.sql.compiler import SQLCompiler
 from django.utils import timezone
 
-from dbqueue.compiled import CompiledQuery, Param, insert_together
+from dbtools.compiled import CompiledQuery, Param, insert_together
 from notifications.models import Notification
 from projects.models import Project, ProjectStatus
 from tenancy.models import ApiToken, Membership, Role, Tenant

@@ -16,7 +16,7 @@ from django.utils import timezone
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from notifications.models import WebhookEndpoint
-from operations.supervisor import TextSink
+from operations.demo.supervisor import TextSink
 
 MAX_BODY_BYTES = 1 << 20
 

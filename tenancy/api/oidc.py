@@ -14,7 +14,7 @@ Fetches go through outbound.http with a timeout and without address vetting: the
 the operator's configuration, not a tenant's input, so the SSRF rules of webhook targets do
 not apply (the `jwks_uri` it names is trusted as the issuer is).
 
-Nothing here reads the database; tenancy.identities finds the user behind the claims.
+Nothing here reads the database; tenancy.api.identities finds the user behind the claims.
 """
 
 import json

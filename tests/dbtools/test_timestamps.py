@@ -1,4 +1,4 @@
-"""dbqueue.timestamps: PostgreSQL timestamps read by psycopg's own loader give exactly the
+"""dbtools.timestamps: PostgreSQL timestamps read by psycopg's own loader give exactly the
 datetimes Django's loader gives, and Django's loader still serves a zone it must relabel."""
 
 from datetime import UTC, datetime
@@ -9,7 +9,7 @@ from django.db.backends.postgresql.psycopg_any import register_tzloader
 from django.test import override_settings
 from psycopg.pq import Format
 
-from dbqueue.timestamps import _PSYCOPG_LOADER, TIMESTAMPTZ_OID
+from dbtools.timestamps import _PSYCOPG_LOADER, TIMESTAMPTZ_OID
 from projects.models import Project
 from tests.conftest import make_owner, requires_postgres
 

@@ -17,8 +17,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 
+from onboarding.front_door import InvalidToken
 from tenancy import link_tokens
-from tenancy.front_door import InvalidToken
+from tenancy.members import member_join
 from tenancy.models import (
     Invitation,
     InvitationStatus,
@@ -26,8 +27,7 @@ from tenancy.models import (
     Tenant,
     token_digest,
 )
-from tenancy.quotas import hold_count_limit
-from tenancy.services import _user_get_or_create
+from tenancy.services import user_get_or_create
 from tenancy.tokens import session_issue
 from web.errors import Conflict, Forbidden, InvalidInput
 
@@ -190,13 +190,10 @@ def invitation_accept(
     Invitation.objects.filter(pk=invitation.pk).update(
         status=InvitationStatus.ACCEPTED, accepted_at=now
     )
-    invitee = user or _user_get_or_create(invitation.email)
-    membership = Membership.objects.filter(tenant=invitation.tenant, user=invitee).first()
-    if membership is None:
-        hold_count_limit(invitation.tenant, "members")
-        membership = Membership.objects.create(
-            tenant=invitation.tenant, user=invitee, role=invitation.role
-        )
+    invitee = user or user_get_or_create(invitation.email)
+    membership = member_join(
+        tenant=invitation.tenant, user=invitee, role=invitation.role, re_role=False
+    )
     session = None if user is not None else session_issue(user=invitee, name="invitation", now=now)
     return AcceptedInvitation(
         tenant=invitation.tenant,

@@ -1,4 +1,4 @@
-"""The user behind a verified JWT (tenancy.oidc): found by the issuer's `sub`, stored the
+"""The user behind a verified JWT (tenancy.api.oidc): found by the issuer's `sub`, stored the
 first time it is seen, or linked to — or created for — the token's email when the identity
 provider says it verified it (`email_verified: true`).
 
@@ -14,9 +14,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, models, transaction
 
-from dbqueue.ratelimit import blocked_for_us, blocked_seconds
+from dbtools.ratelimit import blocked_for_us, blocked_seconds
 from tenancy.models import ExternalIdentity
-from tenancy.services import AddressBlocked, FailureLimit, TokenRejected, _user_get_or_create
+from tenancy.services import AddressBlocked, FailureLimit, TokenRejected, user_get_or_create
 from web.fields import validate_email_address
 
 _MAX_SUBJECT = ExternalIdentity._meta.get_field("subject").max_length
@@ -79,7 +79,7 @@ def _first_sight(issuer: str, subject: str, claims: dict[str, Any]) -> ExternalI
         )
     try:
         with transaction.atomic():
-            user = _user_get_or_create(email)
+            user = user_get_or_create(email)
             return ExternalIdentity.objects.create(issuer=issuer, subject=subject, user=user)
     except IntegrityError:
         # A concurrent first request of the same subject (or email) stored it first, on the

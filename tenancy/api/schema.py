@@ -2,11 +2,11 @@
 
 `TickworkAutoSchema` is the project's DEFAULT_SCHEMA_CLASS: it documents the bearer
 scheme, the `X-Tenant-ID` header on tenant views, the `Idempotency-Key` header on every POST
-(tenancy.idempotency; required on the methods a view lists in `idempotency_key_required`)
+(tenancy.api.idempotency; required on the methods a view lists in `idempotency_key_required`)
 with its `Idempotent-Replayed` answer header and its 409/422 problems, and every RFC 9457
 problem an operation can answer (`application/problem+json`), plus any
 `extra_problem_statuses` a view declares; and on every operation the read-routing headers
-(dbqueue.bookmarks): `Tickwork-Bookmark` and `Tickwork-Consistency` asked, `Tickwork-Bookmark`
+(dbtools.bookmarks): `Tickwork-Bookmark` and `Tickwork-Consistency` asked, `Tickwork-Bookmark`
 answered.
 """
 
@@ -20,7 +20,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
-from tenancy.permissions import IsTenantMember
+from tenancy.api.permissions import IsTenantMember
 from web.problems import PROBLEM_CONTENT_TYPE
 from web.query import query_filters
 
@@ -131,7 +131,7 @@ class ProblemSerializer(serializers.Serializer):
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "tenancy.authentication.BearerTokenAuthentication"
+    target_class = "tenancy.api.authentication.BearerTokenAuthentication"
     name = "bearerAuth"
 
     def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, Any]:

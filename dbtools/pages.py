@@ -1,5 +1,5 @@
 """List pages compiled once per shape: a list endpoint's cursor-paginated query runs as one
-compiled statement (`dbqueue.compiled.CompiledQuery`) per page shape, whatever the tenant or
+compiled statement (`dbtools.compiled.CompiledQuery`) per page shape, whatever the tenant or
 position, on the database the read router names for it.
 """
 
@@ -10,7 +10,8 @@ from typing import Any, Generic, TypeVar
 from django.db import models, router
 from django.db.models.constants import LOOKUP_SEP
 
-from dbqueue.compiled import CompiledQuery, Param
+from dbtools.compiled import CompiledQuery, Param
+from dbtools.fields import concrete_field
 
 M = TypeVar("M", bound=models.Model)
 
@@ -80,7 +81,7 @@ class _Page(Generic[M]):
     def applied_to(self, queryset: models.QuerySet[M]) -> models.QuerySet[M]:
         queryset = queryset.order_by(*self.ordering)
         if self.bound is not None:
-            field = queryset.model._meta.get_field(self.bound.split(LOOKUP_SEP)[0])
+            field = concrete_field(queryset.model, self.bound.split(LOOKUP_SEP)[0])
             queryset = queryset.filter(**{self.bound: Param(_POSITION, field)})
         if self.window is not None:
             queryset = queryset[self.window[0] : self.window[1]]

@@ -23,8 +23,8 @@ from typing import Any
 from django.db import connections, models, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from dbqueue.models import RateWindow
-from dbqueue.rates import Rate
+from dbtools.models import RateWindow
+from dbtools.rates import Rate
 
 _MICROS = 1_000_000
 
@@ -53,7 +53,9 @@ class DatabaseNowMicros(models.Expression):
 
     output_field = models.BigIntegerField()
 
-    def as_sql(self, compiler: Any, connection: BaseDatabaseWrapper) -> tuple[str, list]:
+    def as_sql(  # type: ignore[override]  # the stubs want a tuple; the compiler takes a list
+        self, compiler: Any, connection: BaseDatabaseWrapper
+    ) -> tuple[str, list]:
         return _NOW_US[connection.vendor], []
 
 

@@ -3,11 +3,11 @@
 Returns None for another scheme (so the request stays anonymous and is denied by the
 permission layer with a 401), raises AuthenticationFailed for a bad credential, and
 returns (user, credential) for a good one. A bad credential counts against the client
-address (tenancy.throttling.AuthFailures); an address over that limit is answered 429
+address (tenancy.api.throttling.AuthFailures); an address over that limit is answered 429
 before its token is checked.
 
 A bearer is an API token (`tkw_…`, tenancy.token_format) or, when an identity provider is
-configured, a JWT of that provider (three base64url parts, tenancy.oidc).
+configured, a JWT of that provider (three base64url parts, tenancy.api.oidc).
 """
 
 from typing import Any
@@ -16,15 +16,15 @@ from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
-from dbqueue.bookmarks import refuse_malformed_routing
-from tenancy import oidc
-from tenancy.identities import JwtCredential, jwt_user
+from dbtools.bookmarks import refuse_malformed_routing
+from tenancy.api import oidc
+from tenancy.api.identities import JwtCredential, jwt_user
+from tenancy.api.throttling import AuthFailures, too_many_failures
 from tenancy.services import AddressBlocked, TokenExpired, TokenRejected, token_authenticate
-from tenancy.throttling import AuthFailures, too_many_failures
 from web.headers import refuse_repeated_headers
 from web.problems import ProblemError
 
-# The issuer is asked again at most once a minute (tenancy.oidc.IssuerKeys).
+# The issuer is asked again at most once a minute (tenancy.api.oidc.IssuerKeys).
 _ISSUER_RETRY_SECONDS = str(int(oidc.REFETCH_INTERVAL_SECONDS))
 
 

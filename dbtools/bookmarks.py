@@ -16,7 +16,7 @@ from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from rest_framework.request import Request
 
-from dbqueue import replicas
+from dbtools import replicas
 from web.problems import ProblemError
 
 logger = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class BookmarkMiddleware:
         except BadRoutingHeader as exc:
             # Refused once the caller is authenticated (refuse_malformed_routing): an
             # anonymous request gets its 401 first, as with every other malformed header.
-            request.routing_header_problem = str(exc)
+            request.routing_header_problem = str(exc)  # type: ignore[attr-defined]
             bookmark, primary_only = None, True
         if request.method not in _READS:
             response = self.get_response(request)
@@ -109,4 +109,6 @@ class BookmarkMiddleware:
             max(fallback.fresh_as, routing.fresh_as),
         )
         match = request.resolver_match
+        if match is None:
+            return None
         return match.func(request, *match.args, **match.kwargs)
