@@ -15,6 +15,10 @@ gunicorn workers' and, on PostgreSQL, the bench database's backends' user + syst
 read from /proc) is the figure other load on a shared machine moves least. SQL per request
 is counted in-process with CaptureQueriesContext around the same requests. It prints
 figures and the load average; it never judges them.
+
+Notification creates are driven for two tenants in each round: one without a plan and one on
+a plan whose notifications_per_month is far away, so every create is counted against it
+(tenancy.quotas); their ratio is what the plan's counting costs (goal: at least 0.9x).
 """
 
 import argparse
@@ -54,7 +58,7 @@ LISTS = {
 }
 
 
-def queries_per_request(token: str) -> dict[str, tuple[int, int]]:
+def queries_per_request(token: str, planned_token: str) -> dict[str, tuple[int, int]]:
     """(data statements, all statements) per endpoint, through the Django test client."""
     import django
 
@@ -64,6 +68,7 @@ def queries_per_request(token: str) -> dict[str, tuple[int, int]]:
     from django.test.utils import CaptureQueriesContext
 
     client = Client(headers={"Authorization": f"Bearer {token}"})
+    planned = Client(headers={"Authorization": f"Bearer {planned_token}"})
     calls = {
         "create": lambda: client.post(
             "/v1/projects",
@@ -73,6 +78,18 @@ def queries_per_request(token: str) -> dict[str, tuple[int, int]]:
         ),
         **{name: (lambda path=path: client.get(path)) for name, path in LISTS.items()},
         "bare insert": lambda: client.post("/bench/bare-insert"),
+        "notify": lambda: client.post(
+            "/v1/notifications",
+            NOTIFICATION,
+            content_type="application/json",
+            headers={"Idempotency-Key": str(uuid.uuid4())},
+        ),
+        "notify+plan": lambda: planned.post(
+            "/v1/notifications",
+            NOTIFICATION,
+            content_type="application/json",
+            headers={"Idempotency-Key": str(uuid.uuid4())},
+        ),
     }
     counts = {}
     for name, call in calls.items():
@@ -114,6 +131,33 @@ def seed_lists(base: str, auth: dict[str, str]) -> None:
         )
 
 
+PLANNED_QUOTA = 1_000_000_000
+NOTIFICATION = {
+    "channels": ["email"],
+    "email_to": ["ops@example.com"],
+    "subject": "Counted",
+    "body": "A notification counted against the tenant's plan.",
+    "fire_at": "2030-01-07T09:00:00",
+}
+
+
+def planned_tenant(env: dict[str, str]) -> str:
+    """A second tenant, on a plan whose notification quota the bench never reaches: its
+    owner's token."""
+    grant = json.loads(
+        manage(env, "create_tenant", "Planned", "--owner", "p@example.com", "--json")
+    )
+    manage(
+        env,
+        "shell",
+        "-c",
+        f"from tenancy.models import Plan; Plan.objects.create(name='bench', "
+        f"notifications_per_month={PLANNED_QUOTA})",
+    )
+    manage(env, "set_plan", grant["tenant_id"], "bench")
+    return grant["token"]
+
+
 def fresh_tenant(db: str, pg_database: str) -> tuple[dict[str, str], str]:
     """A fresh, migrated database of `db` and its one tenant: (the bench's environment, the
     tenant's API token)."""
@@ -132,6 +176,7 @@ def fresh_tenant(db: str, pg_database: str) -> tuple[dict[str, str], str]:
 
 def run_one(db: str, *, clients: int, seconds: float, rounds: int, pg_database: str) -> None:
     env, token = fresh_tenant(db, pg_database)
+    planned_auth = {"Authorization": f"Bearer {planned_tenant(env)}"}
     port = free_port()
     server = start_gunicorn(env, port)
     base = f"http://127.0.0.1:{port}"
@@ -147,12 +192,21 @@ def run_one(db: str, *, clients: int, seconds: float, rounds: int, pg_database: 
     def lister(path: str) -> Callable[[requests.Session], bool]:
         return lambda session: session.get(f"{base}{path}", headers=auth).ok
 
+    def notify(tenant_auth: dict[str, str]) -> Callable[[requests.Session], bool]:
+        def post(session: requests.Session) -> bool:
+            headers = {**tenant_auth, "Idempotency-Key": str(uuid.uuid4())}
+            return session.post(f"{base}/v1/notifications", json=NOTIFICATION, headers=headers).ok
+
+        return post
+
     seed_lists(base, auth)
     # Every endpoint beside the bare insert: each ratio is taken within each round.
     calls = {
         "create": create,
         "bare insert": bare,
         **{name: lister(path) for name, path in LISTS.items()},
+        "notify": notify(auth),
+        "notify+plan": notify(planned_auth),
     }
     figures: dict[str, list[dict[str, float]]] = {name: [] for name in calls}
     cpu = server_cpu(server, pg_database if db == "postgres" else None)
@@ -163,7 +217,7 @@ def run_one(db: str, *, clients: int, seconds: float, rounds: int, pg_database: 
     finally:
         server.terminate()
         server.wait(timeout=30)
-    counts = queries_per_request(token)
+    counts = queries_per_request(token, planned_auth["Authorization"].removeprefix("Bearer "))
     print_table(db, figures, counts, clients=clients, seconds=seconds)
     if db == "postgres":
         from django.db import connections
@@ -209,6 +263,15 @@ def print_table(
     print(f"SQL statements per create: {counts['create'][0]} (target <= 6)")
     for name in LISTS:
         print(f"SQL statements per {name} page of {LIST_PAGE}: {counts[name][0]}")
+    planned = [
+        plan["rps"] / bare["rps"]
+        for plan, bare in zip(figures["notify+plan"], figures["notify"], strict=True)
+    ]
+    print(
+        f"notification creates per second, tenant on a plan / tenant without: "
+        f"{_ratio(planned)} (goal >= 0.9); SQL per create {counts['notify'][0]} without a "
+        f"plan, {counts['notify+plan'][0]} with one"
+    )
 
 
 def print_ratios(figures: dict[str, list[dict[str, float]]]) -> None:

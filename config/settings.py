@@ -149,6 +149,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
 THROTTLE_RATE_USER = rate("THROTTLE_RATE_USER", "600/min")
 THROTTLE_RATE_ANON = rate("THROTTLE_RATE_ANON", "60/min")
 THROTTLE_RATE_AUTH_FAILURES = rate("THROTTLE_RATE_AUTH_FAILURES", "30/min")
+# The name of the plan (tenancy.models.Plan) of every tenant without one of its own; empty:
+# such tenants are unlimited. A name no plan has is read as unlimited too (and logged).
+DEFAULT_PLAN = read("DEFAULT_PLAN", env.str, "").strip()
 # Proxies in front of the app that append the address they saw to X-Forwarded-For; 0 (the
 # default) means the header is never read and REMOTE_ADDR is the client's address.
 TRUSTED_PROXY_COUNT = read("TRUSTED_PROXY_COUNT", env.int, 0)

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from django.db import models
+from django.db import models, transaction
 from django.db.models import QuerySet
 from django.utils.timezone import now as utc_now
 
@@ -44,6 +44,8 @@ from notifications.validation import (
     too_costly,
 )
 from tenancy.models import Tenant
+from tenancy.plans import tenant_limits
+from tenancy.quotas import charge
 from web.errors import InvalidInput
 
 _SCHEDULE_FIELDS = frozenset({"fire_at", "rrule", "timezone"})
@@ -140,19 +142,24 @@ def notification_create(
     )
     if project_id is not None and not _tenant_projects(tenant).filter(pk=project_id).exists():
         raise InvalidInput({"project_id": ["No project with this id exists in this tenant."]})
-    return Notification.objects.create(
-        tenant=tenant,
-        project_id=project_id,
-        subject=subject,
-        body=body,
-        source=source,
-        **_schedule_from(fire_at or now, content, now=now),
-        occurrence=1,
-        state=after(None, Move.CREATE),
-        created_at=now,
-        updated_at=now,
-        **content,
-    )
+    schedule = _schedule_from(fire_at or now, content, now=now)
+    with transaction.atomic(savepoint=False):
+        # The product's own e-mails are not the tenant's use of its plan.
+        if source == NotificationSource.API:
+            charge(tenant.id, "notifications_per_month", now=now, limits=tenant_limits(tenant))
+        return Notification.objects.create(
+            tenant=tenant,
+            project_id=project_id,
+            subject=subject,
+            body=body,
+            source=source,
+            **schedule,
+            occurrence=1,
+            state=after(None, Move.CREATE),
+            created_at=now,
+            updated_at=now,
+            **content,
+        )
 
 
 def notification_update(

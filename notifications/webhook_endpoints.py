@@ -16,6 +16,7 @@ from notifications.models import WebhookEndpoint
 from notifications.transports.signing import generate_secret
 from outbound.ssrf import UnsafeWebhookUrl, validate_webhook_url
 from tenancy.models import Tenant
+from tenancy.quotas import hold_count_limit
 from web.errors import InvalidInput
 
 # Each secret in grace adds a signature to every delivery; rotating faster than the grace
@@ -30,14 +31,16 @@ def webhook_endpoint_create(
     to be shown once)."""
     now = now or utc_now()
     _check_url(url)
-    return WebhookEndpoint.objects.create(
-        tenant=tenant,
-        url=url,
-        enabled=enabled,
-        secret=generate_secret(),
-        created_at=now,
-        updated_at=now,
-    )
+    with transaction.atomic():
+        hold_count_limit(tenant, "webhook_endpoints")
+        return WebhookEndpoint.objects.create(
+            tenant=tenant,
+            url=url,
+            enabled=enabled,
+            secret=generate_secret(),
+            created_at=now,
+            updated_at=now,
+        )
 
 
 def webhook_endpoint_update(

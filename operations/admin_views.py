@@ -38,6 +38,7 @@ def queue_health_view(request: HttpRequest) -> TemplateResponse:
         ],
         "deliveries_chart": _deliveries_chart(health.deliveries),
         "lateness_chart": _lateness_chart(health.lateness),
+        "near_limits": health.near_limits,
     }
     return TemplateResponse(request, "admin/operations/queue_health.html", context)
 

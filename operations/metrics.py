@@ -31,6 +31,8 @@ from dbqueue.totals import worker_totals
 from jobs.stats import job_queue_stats
 from notifications.scheduler.context import lateness_histogram
 from notifications.stats import endpoint_circuit_stats, notification_queue_stats
+from tenancy.plans import COUNTED, PERIODIC
+from tenancy.quotas import NEAR, limit_uses
 from web.problems import problem_response
 
 # The text format generate_latest writes (0.0.4).
@@ -96,6 +98,7 @@ class QueueCollector(Collector):
         yield from _notification_families(self.now)
         yield from _job_and_circuit_families(self.now)
         yield from _worker_families(worker_totals())
+        yield from _plan_families(self.now)
 
 
 def _gauge(name: str, help_text: str, value: float) -> GaugeMetricFamily:
@@ -213,3 +216,25 @@ def _tick_families(totals: Mapping[str, int]) -> Iterator[Metric]:
         "Due notifications left when the last tick stopped (0 when it emptied the queue).",
         totals.get("due_left", 0),
     )
+
+
+def _plan_families(now: datetime) -> Iterator[Metric]:
+    """Per limit, never per tenant (the label set stays bounded): the highest share of a
+    limit any tenant uses, and how many tenants use 80% of it or more."""
+    uses = limit_uses(now=now)
+    fullest = GaugeMetricFamily(
+        "tickwork_plan_usage_ratio",
+        "The highest use / limit of any tenant's plan limit this period (0 when none is set).",
+        labels=["limit"],
+    )
+    near = GaugeMetricFamily(
+        "tickwork_plan_tenants_near_limit",
+        f"Tenants using at least {NEAR:.0%} of this limit of their plan.",
+        labels=["limit"],
+    )
+    for name in PERIODIC + COUNTED:
+        ratios = [use.ratio for use in uses if use.name == name]
+        fullest.add_metric([name], max(ratios, default=0.0))
+        near.add_metric([name], sum(ratio >= NEAR for ratio in ratios))
+    yield fullest
+    yield near

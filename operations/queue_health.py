@@ -14,6 +14,7 @@ from jobs.stats import job_queue_stats
 from notifications.models import Delivery, DeliveryOutcome
 from notifications.scheduler.context import LATENESS_BOUNDS_S
 from notifications.stats import endpoint_circuit_stats, notification_queue_stats
+from tenancy.quotas import LimitUse, tenants_near_limits
 
 HOURS = 24
 
@@ -47,6 +48,11 @@ class QueueHealth:
     jobs: dict[str, int]
     deliveries: HourlyOutcomes
     lateness: HourlyLateness
+    # Tenants at 80% or more of a limit of their plan, the fullest first (at most NEAR_SHOWN).
+    near_limits: list[LimitUse]
+
+
+NEAR_SHOWN = 50
 
 
 def queue_health(*, now: datetime) -> QueueHealth:
@@ -58,6 +64,7 @@ def queue_health(*, now: datetime) -> QueueHealth:
         jobs=job_queue_stats(now=now),
         deliveries=hourly_outcomes(now=now),
         lateness=hourly_lateness(now=now),
+        near_limits=tenants_near_limits(now=now)[:NEAR_SHOWN],
     )
 
 

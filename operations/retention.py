@@ -1,10 +1,12 @@
 """Retention across the apps: each app names the rows it may lose; this decides when, and
-deletes (or only counts) them."""
+deletes (or only counts) them. A tenant whose plan sets `retention_days` keeps its jobs,
+completed notifications and delivery log that long; the others by the global policy."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from dbqueue.batches import delete_in_batches
 from jobs.services import jobs_completed_before
@@ -15,6 +17,7 @@ from notifications.retention import (
 )
 from onboarding.signins import signin_links_ended
 from tenancy.api.idempotency import operation_keys_expired
+from tenancy.plans import retention_groups
 from tenancy.tokens import sessions_ended
 
 
@@ -58,8 +61,8 @@ def retention_prune(*, now: datetime, policy: RetentionPolicy) -> PruneCounts:
     candidates = _candidates(now=now, policy=policy)
     return PruneCounts(
         **{
-            table: delete_in_batches(rows, batch_size=policy.batch_size)
-            for table, rows in candidates.items()
+            table: sum(delete_in_batches(rows, batch_size=policy.batch_size) for rows in parts)
+            for table, parts in candidates.items()
         }
     )
 
@@ -67,18 +70,37 @@ def retention_prune(*, now: datetime, policy: RetentionPolicy) -> PruneCounts:
 def retention_preview(*, now: datetime, policy: RetentionPolicy) -> PruneCounts:
     """How many rows `retention_prune` would delete now, per table; deletes nothing."""
     return PruneCounts(
-        **{table: rows.count() for table, rows in _candidates(now=now, policy=policy).items()}
+        **{
+            table: sum(rows.count() for rows in parts)
+            for table, parts in _candidates(now=now, policy=policy).items()
+        }
     )
 
 
-def _candidates(*, now: datetime, policy: RetentionPolicy) -> dict[str, QuerySet]:
-    deliveries_before_time = now - timedelta(days=policy.deliveries_days)
+def _candidates(*, now: datetime, policy: RetentionPolicy) -> dict[str, list[QuerySet]]:
+    groups = retention_groups()
+
+    def by_tenant(rows_before: Callable[[datetime], QuerySet], days: int) -> list[QuerySet]:
+        """The rows of tenants without a plan retention older than `days`, and each plan's
+        tenants' rows older than its retention_days."""
+        on_plans = Q()
+        parts = []
+        for plan_days, tenants in groups:
+            parts.append(rows_before(now - timedelta(days=plan_days)).filter(tenants))
+            on_plans |= tenants
+        parts.append(rows_before(now - timedelta(days=days)).exclude(on_plans))
+        return parts
+
     return {
-        "jobs": jobs_completed_before(before=now - timedelta(days=policy.jobs_days)),
-        "notifications": notifications_completed_before(before=deliveries_before_time),
-        "deliveries": deliveries_before(before=deliveries_before_time),
-        "operation_keys": operation_keys_expired(now=now),
-        "email_batches": email_batches_before(before=now - EMAIL_BATCH_RETENTION),
-        "sessions": sessions_ended(now=now),
-        "signin_links": signin_links_ended(now=now),
+        "jobs": by_tenant(lambda before: jobs_completed_before(before=before), policy.jobs_days),
+        "notifications": by_tenant(
+            lambda before: notifications_completed_before(before=before), policy.deliveries_days
+        ),
+        "deliveries": by_tenant(
+            lambda before: deliveries_before(before=before), policy.deliveries_days
+        ),
+        "operation_keys": [operation_keys_expired(now=now)],
+        "email_batches": [email_batches_before(before=now - EMAIL_BATCH_RETENTION)],
+        "sessions": [sessions_ended(now=now)],
+        "signin_links": [signin_links_ended(now=now)],
     }

@@ -15,6 +15,7 @@ from tenancy.models import (
     Invitation,
     Membership,
     OperationKey,
+    Plan,
     SigninLink,
     SignupRequest,
     Tenant,
@@ -28,9 +29,30 @@ class MembershipInline(admin.TabularInline):
     autocomplete_fields = ["user"]
 
 
+@admin.register(Plan)
+class PlanAdmin(admin.ModelAdmin):
+    """Plans are the operators' to define; a tenant's plan is chosen on the tenant (or with
+    `manage.py set_plan`). A plan in use cannot be deleted."""
+
+    list_display = [
+        "name",
+        "notifications_per_month",
+        "messages_per_month",
+        "webhook_endpoints",
+        "members",
+        "requests_per_minute",
+        "deliveries_per_second",
+        "retention_days",
+    ]
+    search_fields = ["name"]
+    readonly_fields = ["created_at"]
+
+
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
-    list_display = ["name", "id", "created_at"]
+    list_display = ["name", "id", "plan", "created_at"]
+    list_filter = ["plan"]
+    list_select_related = ["plan"]
     search_fields = ["name", "id"]
     readonly_fields = ["id", "created_at"]
     inlines = [MembershipInline]

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from tenancy.models import Membership, Role, Tenant
+from tenancy.quotas import hold_count_limit
 from web.errors import Conflict, Forbidden
 
 OWNERS_ONLY = "This action is reserved to the tenant's owners."
@@ -29,7 +30,10 @@ class LastOwner(Conflict):
 def member_join(*, tenant: Tenant, user: AbstractBaseUser, role: str, re_role: bool) -> Membership:
     """The user's membership of the tenant, made with `role` when they have none. An
     operator's grant (`re_role`) also sets an existing membership's role; an accepted
-    invitation leaves it as it is (an owner who accepts a member's invitation stays owner)."""
+    invitation leaves it as it is (an owner who accepts a member's invitation stays owner).
+    A new member must fit the plan's `members` limit (PlanLimitReached)."""
+    if not Membership.objects.filter(tenant=tenant, user=user).exists():
+        hold_count_limit(tenant, "members")
     if re_role:
         membership, _ = Membership.objects.update_or_create(
             tenant=tenant, user=user, defaults={"role": role}

@@ -12,9 +12,48 @@ from django.utils import timezone
 from tenancy import link_tokens, token_format
 
 
+class Plan(models.Model):
+    """What a tenant may use (README: Plans and quotas). Each limit is null for unlimited.
+    Operators define plans in the admin; `DEFAULT_PLAN` names the plan of tenants without one."""
+
+    name = models.CharField(max_length=100, unique=True)
+    notifications_per_month = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Notifications created through the API per month (UTC)."
+    )
+    messages_per_month = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Webhook messages sent per month (UTC)."
+    )
+    webhook_endpoints = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Webhook endpoints at any one time."
+    )
+    members = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Members (owners included) at any one time."
+    )
+    requests_per_minute = models.PositiveIntegerField(
+        null=True, blank=True, help_text="API requests per minute for the whole tenant."
+    )
+    deliveries_per_second = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Deliveries per second across every tick process."
+    )
+    retention_days = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Days finished rows and the delivery log are kept."
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Tenant(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=200)
+    # Null: the plan DEFAULT_PLAN names (unlimited when it is unset).
+    plan = models.ForeignKey(
+        Plan, on_delete=models.PROTECT, null=True, blank=True, related_name="tenants"
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -318,3 +357,27 @@ class SigninLink(models.Model):
 
     def __str__(self) -> str:
         return f"signin of {self.user_id} ({'used' if self.used_at else 'unused'})"
+
+
+class UsageCounter(models.Model):
+    """One of the `tenancy.quotas.SHARDS` slots counting a tenant's use of a periodic limit
+    in one period; the use is the sum of the slots. Each slot holds an equal part of the
+    limit, so a create increments one slot and never waits on a row every other create of
+    the tenant writes too (README: Plans and quotas)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="usage_counters")
+    limit_name = models.CharField(max_length=32)
+    period_start = models.DateTimeField()
+    shard = models.PositiveSmallIntegerField()
+    used = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "limit_name", "period_start", "shard"],
+                name="usage_counter_slot_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.limit_name} of {self.tenant_id} from {self.period_start} [{self.shard}]"

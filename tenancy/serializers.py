@@ -41,3 +41,19 @@ class TenantPatchSerializer(RejectsUndeclaredFields, serializers.Serializer):
     representation = TenantSerializer
 
     name = StrictCharField(max_length=MAX_TENANT_NAME)
+
+
+class UsageLimitSerializer(serializers.Serializer):
+    used = serializers.IntegerField(
+        allow_null=True, help_text="This period's use (null where nothing is counted)."
+    )
+    limit = serializers.IntegerField(allow_null=True, help_text="The plan's limit (null: none).")
+
+
+class UsageSerializer(serializers.Serializer):
+    """GET /v1/usage: the tenant's plan, the current period and each limit with its use."""
+
+    plan = serializers.CharField(allow_null=True, help_text="The plan's name (null: no plan).")
+    period_start = serializers.DateTimeField(source="period.start")
+    period_end = serializers.DateTimeField(source="period.end")
+    usage = serializers.DictField(child=UsageLimitSerializer())

@@ -14,6 +14,7 @@ from dbtools.compiled import CompiledQuery, Param
 from dbtools.ratelimit import blocked_for_us
 from tenancy.members import member_join
 from tenancy.models import ApiToken, Membership, Role, Tenant
+from tenancy.plans import default_plan
 from tenancy.tokens import session_issue
 from web.errors import DomainError, Forbidden
 
@@ -259,7 +260,7 @@ class Grant:
 def tenant_create(*, name: str, owner_email: str, session_at: datetime | None = None) -> Grant:
     """A tenant, its owner (created if needed) and a fresh token for the owner: an API
     token (an operator's command), or a session starting at `session_at` (a signup)."""
-    tenant = Tenant.objects.create(name=name)
+    tenant = Tenant.objects.create(name=name, plan=default_plan())
     user = user_get_or_create(owner_email)
     Membership.objects.create(tenant=tenant, user=user, role=Role.OWNER)
     if session_at is not None:

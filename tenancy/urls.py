@@ -7,11 +7,12 @@ from tenancy.account_views import (
     TokenDetailView,
     TokenListView,
 )
-from tenancy.views import MeView, TenantView
+from tenancy.views import MeView, TenantView, UsageView
 
 urlpatterns = [
     path("me", MeView.as_view(), name="me"),
     path("tenant", TenantView.as_view(), name="tenant"),
+    path("usage", UsageView.as_view(), name="usage"),
 ]
 
 # --- Members and tokens --------------------------------------------------------------------

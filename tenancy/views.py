@@ -7,11 +7,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from tenancy.me import me_of, tenant_rename, user_rename
+from tenancy.quotas import usage_report
 from tenancy.serializers import (
     MePatchSerializer,
     MeSerializer,
     TenantPatchSerializer,
     TenantSerializer,
+    UsageSerializer,
 )
 
 
@@ -57,3 +59,20 @@ class TenantView(APIView):
         serializer.is_valid(raise_exception=True)
         tenant = tenant_rename(tenant=request.tenant, name=serializer.validated_data["name"])
         return Response(TenantSerializer(tenant).data)
+
+
+class UsageView(APIView):
+    """The selected tenant's plan and its use this period (owners and members)."""
+
+    @extend_schema(
+        responses={200: UsageSerializer},
+        operation_id="usage_retrieve",
+        description=(
+            "The tenant's plan, the current period (a calendar month, UTC) and each limit "
+            "with its use: `notifications_per_month` and `messages_per_month` count this "
+            "period, `webhook_endpoints` and `members` what the tenant has now; rates and "
+            "retention have no use (null). A null limit is unlimited."
+        ),
+    )
+    def get(self, request: Request) -> Response:
+        return Response(UsageSerializer(usage_report(request.tenant)).data)

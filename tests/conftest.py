@@ -19,6 +19,7 @@ from dbqueue.listen import LISTEN_DB_ALIAS
 from dbtools.models import RateWindow
 from tenancy import link_tokens
 from tenancy.models import Role, Tenant
+from tenancy.plans import forget_plans
 from tenancy.services import member_add, tenant_create
 
 # No deadline per example: a busy machine (CI runs the suite beside other work, in parallel)
@@ -120,6 +121,7 @@ def _fresh_throttles(request):
     a test's rollback or flush removes as well; a test with database access starts without
     any (pytest-django's helper, which `db` and `transactional_db` use, enables access)."""
     cache.clear()
+    forget_plans()
     if "_django_db_helper" in request.fixturenames or request.node.get_closest_marker("django_db"):
         request.getfixturevalue("_django_db_helper")
         forget_throttle_counts()

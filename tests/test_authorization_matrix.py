@@ -276,6 +276,9 @@ ROUTES += [
     RouteSpec("POST", "/v1/invitations/preview", public=True, body=_preview_body),
 ]
 
+# --- Plans and quotas (README: Plans and quotas) ------------------------------------------------
+ROUTES += [RouteSpec("GET", "/v1/usage")]
+
 
 @pytest.mark.parametrize(("route", "principal", "target"), matrix_cases(ROUTES))
 def test_authorization_matrix(route, principal, target, alice, bob, charlie):

@@ -15,6 +15,8 @@ class DomainError(Exception):
     kind = "domain-error"
     # The problem's title: a short name of the problem kind (None: the HTTP status's).
     title: str | None = None
+    # Extension members of the problem document (RFC 9457 §3.2), client-safe.
+    members: dict[str, Any] | None = None
 
     def __init__(
         self,
@@ -74,6 +76,17 @@ class Unavailable(DomainError):
 
     kind = "unavailable"
     title = "Service unavailable"
+
+    def __init__(self, message: str, *, retry_after: int, kind: str | None = None) -> None:
+        super().__init__(message, kind=kind)
+        self.retry_after = retry_after
+
+
+class Exhausted(DomainError):
+    """An allowance for a period is used up; it comes back after `retry_after` seconds."""
+
+    kind = "exhausted"
+    title = "Allowance used up"
 
     def __init__(self, message: str, *, retry_after: int, kind: str | None = None) -> None:
         super().__init__(message, kind=kind)

@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from web.errors import (
     Conflict,
     DomainError,
+    Exhausted,
     Forbidden,
     InvalidInput,
     Unavailable,
@@ -72,6 +73,7 @@ _DOMAIN_STATUSES: tuple[tuple[type[DomainError], int], ...] = (
     (Conflict, 409),
     (Unprocessable, 422),
     (Unavailable, 503),
+    (Exhausted, 429),
     (DomainError, 400),
 )
 
@@ -92,6 +94,7 @@ class ProblemError(exceptions.APIException):
         title: str | None = None,
         errors: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
+        members: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(detail=detail)
         self.status_code = status_code
@@ -99,6 +102,7 @@ class ProblemError(exceptions.APIException):
         self.title = title
         self.errors = errors
         self.headers = headers or {}
+        self.members = members
 
 
 def problem_body(
@@ -108,10 +112,12 @@ def problem_body(
     kind: str | None = None,
     title: str | None = None,
     errors: dict[str, Any] | None = None,
+    members: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The problem document; `kind` ends its type URI and `title` names it (both default
-    to the HTTP status's)."""
+    to the HTTP status's); `members` are extension members beside the standard ones."""
     body: dict[str, Any] = {
+        **(members or {}),
         "type": PROBLEM_BASE + (kind or _TYPES.get(status_code, "error")),
         "title": title or _TITLES.get(status_code, "Error"),
         "status": status_code,
@@ -165,11 +171,11 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     response = exception_handler(exc, context)
     if response is None:
         return None
-    errors = None
+    errors = members = None
     kind = getattr(exc, "kind", None)
     title = getattr(exc, "title", None)
     if isinstance(exc, ProblemError):
-        detail, errors = str(exc.detail), exc.errors
+        detail, errors, members = str(exc.detail), exc.errors, exc.members
         for name, value in exc.headers.items():
             response[name] = value
     elif isinstance(exc, exceptions.ValidationError):
@@ -187,7 +193,7 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     if wait is not None:
         response["Retry-After"] = str(max(1, int(wait + 0.999)))
     response.data = problem_body(
-        response.status_code, detail, kind=kind, title=title, errors=errors
+        response.status_code, detail, kind=kind, title=title, errors=errors, members=members
     )
     response.content_type = PROBLEM_CONTENT_TYPE
     _render_as_json(context)
@@ -204,9 +210,17 @@ def _render_as_json(context: dict[str, Any]) -> None:
 
 def _domain_problem(exc: DomainError) -> ProblemError:
     status_code = next((code for family, code in _DOMAIN_STATUSES if isinstance(exc, family)))
-    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Unavailable) else None
+    headers = None
+    if isinstance(exc, Unavailable | Exhausted):
+        headers = {"Retry-After": str(exc.retry_after)}
     return ProblemError(
-        status_code, str(exc), kind=exc.kind, title=exc.title, errors=exc.errors, headers=headers
+        status_code,
+        str(exc),
+        kind=exc.kind,
+        title=exc.title,
+        errors=exc.errors,
+        headers=headers,
+        members=exc.members,
     )
 
 

@@ -20,6 +20,7 @@ from notifications.scheduler.deliver import Deferral, DeferralReason
 from notifications.scheduler.mail import (
     Holdoff,
     OutgoingBatch,
+    TenantPace,
     compose,
     first_free_slot,
     hold,
@@ -52,8 +53,10 @@ class BatchLane:
         buffer: WriteBackBuffer,
         claim: Callable[..., Claimed],
         executor: Callable[..., Any],
+        pace: TenantPace | None = None,
     ) -> None:
         self.tick, self.sender, self.joiner, self.buffer = tick, sender, joiner, buffer
+        self.pace = pace or TenantPace()
         self.notification_claim = claim
         self.waiting: list[Notification] = []  # emails waiting for a batch
         self.in_flight: dict[Future, OutgoingBatch] = {}
@@ -121,7 +124,12 @@ class BatchLane:
         for row in without_crashed(claimed, tick=tick, buffer=self.buffer, now=now):
             if may_start(row, tick=tick, buffer=self.buffer, now=now):
                 self.joiner.expect(row, pieces=1, at=now, deferred={})
-                self.take(row)
+                paced = self.pace.wait(row, now=now)
+                if paced is None:
+                    self.take(row)
+                else:
+                    deferral = Deferral(until=paced, reason=DeferralReason.PLAN_RATE)
+                    self.joiner.settle(row, deferred={Channel.EMAIL: deferral})
 
     def send(self) -> None:
         """Put the emails that wait into batches: recorded, each with a send slot of the

@@ -17,6 +17,7 @@ from dbqueue.claims import Claimed
 from notifications.scheduler.batchlane import BatchLane
 from notifications.scheduler.context import Tick
 from notifications.scheduler.deliver import Senders
+from notifications.scheduler.mail import TenantPace
 from notifications.scheduler.rowlane import RowLane
 from notifications.scheduler.writeback import Joiner, WriteBackBuffer
 
@@ -63,6 +64,7 @@ def build_lanes(
     """The tick's lanes, sharing one joiner that writes rows back through `buffer`;
     `claim` claims due rows (notification_claim), `executor` makes their thread pools."""
     joiner = Joiner(tick, buffer)
+    pace = TenantPace()
     batched = []
     if senders.email_batch is not None:
         batched.append(
@@ -73,6 +75,7 @@ def build_lanes(
                 buffer=buffer,
                 claim=claim,
                 executor=executor,
+                pace=pace,
             )
         )
     leave = None
@@ -87,5 +90,6 @@ def build_lanes(
         executor=executor,
         carriers={lane.channel: lane for lane in batched},
         leave=leave,
+        pace=pace,
     )
     return [rows, *batched]

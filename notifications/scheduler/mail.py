@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import transaction
 
@@ -31,6 +32,7 @@ from notifications.transports.resend import (
     batch_body,
     batch_texts_mapped,
 )
+from tenancy.plans import any_plan_paces, tenant_limits_by_id
 
 BatchSender = Callable[..., BatchAnswer]  # sender(body=, size=, key=, timeout=)
 
@@ -175,3 +177,44 @@ def send_when_due(
         key=record.idempotency_key,
         timeout=timeout,
     )
+
+
+class TenantPace:
+    """A plan's `deliveries_per_second`, held across every tick process through the pacing
+    machinery (`dbqueue.pacing`, a budget per tenant, as Resend's limit is). A row of such a
+    tenant starts only on a send slot that is due now; otherwise it is deferred,
+    unattempted, to the budget's next free slot. The budget is read before a slot is
+    reserved, so a deferred row takes no slot and deferrals never push the budget ahead;
+    only a row that two processes raced for the same slot takes one it cannot use."""
+
+    def __init__(self) -> None:
+        # Read once a tick per tenant (the plans themselves are cached per process).
+        self._rates: dict[Any, int | None] = {}
+        self._any: bool | None = None
+
+    def _rate(self, tenant_id: Any) -> int | None:
+        if self._any is None:
+            self._any = any_plan_paces()
+        if not self._any:
+            return None
+        if tenant_id not in self._rates:
+            self._rates[tenant_id] = tenant_limits_by_id(tenant_id).deliveries_per_second
+        return self._rates[tenant_id]
+
+    def wait(self, row: Notification, *, now: datetime) -> datetime | None:
+        """None when the row may go now, else when its tenant's budget has a slot."""
+        rate = self._rate(row.tenant_id)
+        if rate is None:
+            return None
+        budget = f"plan:{row.tenant_id}"
+        if rate == 0:
+            return now + timedelta(seconds=PLAN_PAUSE_SECONDS)
+        free = pacing.next_slot(budget)
+        if free is not None and free > now:
+            return free
+        slot = pacing.reserve_slots(budget, rate=rate, count=1, now=now)[0]
+        return None if slot <= now else slot
+
+
+# A plan that allows no delivery: its rows are looked at again this often.
+PLAN_PAUSE_SECONDS = 60.0

@@ -44,6 +44,7 @@ from notifications.scheduler.gate import (
     Endpoints,
     EndpointSlots,
 )
+from notifications.scheduler.mail import TenantPace
 from notifications.scheduler.writeback import (
     Joiner,
     WriteBackBuffer,
@@ -71,6 +72,7 @@ class RowLane:
         executor: Callable[..., Any],
         carriers: Mapping[str, Carrier],
         leave: Q | None,
+        pace: TenantPace | None = None,
     ) -> None:
         """`carriers`: the lanes that carry a channel instead of a row worker; `leave`: the
         rows this lane does not claim (those carriers claim them)."""
@@ -79,6 +81,7 @@ class RowLane:
         self.slots = EndpointSlots(tick)
         self.gate = self.slots.gate
         self.endpoints = Endpoints(tick, self.gate)
+        self.pace = pace or TenantPace()
         self.claims = RowClaims(tick, gate=self.gate, claim=claim, leave=leave)
         config = tick.config
         self.workers = RowWorkers(
@@ -135,6 +138,13 @@ class RowLane:
         now = self.tick.clock.now()
         if not may_start(row, tick=self.tick, buffer=self.buffer, now=now):
             self.claims.left_for_later = True
+            return
+        paced = self.pace.wait(row, now=now)
+        if paced is not None:
+            deferral = Deferral(until=paced, reason=DeferralReason.PLAN_RATE)
+            self._send_row(
+                row, gated=None, deferred=dict.fromkeys(pending_channels(row), deferral), now=now
+            )
             return
         endpoint = self.endpoints.of(row)
         deferred: dict[str, Deferral] = {}

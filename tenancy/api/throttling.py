@@ -25,6 +25,7 @@ from rest_framework.throttling import BaseThrottle
 
 from dbtools.ratelimit import Hit, count_request, uncount_request
 from dbtools.rates import Rate, parse_rate
+from tenancy.plans import tenant_limits
 from tenancy.services import FailureLimit
 
 
@@ -76,12 +77,28 @@ class _CountingThrottle(BaseThrottle):
 
 
 class UserRateThrottle(_CountingThrottle):
+    """Per user (`THROTTLE_RATE_USER`); on a route that acts in a tenant whose plan sets
+    `requests_per_minute`, per tenant at that rate instead: the plan is the tenant's
+    allowance whoever of its members sends the requests."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._plan_rate: Rate | None = None
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        tenant = getattr(request, "tenant", None)
+        per_minute = None if tenant is None else tenant_limits(tenant).requests_per_minute
+        self._plan_rate = None if per_minute is None else Rate(per_minute, 60)
+        return super().allow_request(request, view)
+
     def key(self, request: Request) -> str | None:
+        if self._plan_rate is not None:
+            return f"tenant:{request.tenant.pk}"
         user = request.user
         return f"user:{user.pk}" if user is not None and user.is_authenticated else None
 
     def rate(self) -> Rate:
-        return parse_rate(settings.THROTTLE_RATE_USER)
+        return self._plan_rate or parse_rate(settings.THROTTLE_RATE_USER)
 
 
 class AddressRateThrottle(_CountingThrottle):

@@ -23,8 +23,9 @@ SENDERS = Senders(email=delivered, webhook=delivered)
 # (the test's transaction), fenced DELETE or UPDATE, delivery log INSERT, RELEASE; the slots
 # freed; last, the one upsert of the worker totals.
 STATEMENTS_PER_TICK = 9
-# An endpoint no tick has sent to yet: its slots are created and taken again (two more).
-STATEMENTS_PER_FIRST_TICK = STATEMENTS_PER_TICK + 2
+# An endpoint no tick has sent to yet: its slots are created and taken again (two more);
+# and the process's first look whether any plan sets deliveries_per_second (then cached).
+STATEMENTS_PER_FIRST_TICK = STATEMENTS_PER_TICK + 3
 
 
 @pytest.mark.parametrize("rows", [3, 30])

@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tenancy.models import Role, Tenant
+from tenancy.quotas import PlanLimitReached
 from tenancy.services import member_add
 from web.fields import validate_email_address
 
@@ -34,7 +35,10 @@ class Command(BaseCommand):
             validate_email_address(email)
         except ValidationError:
             raise CommandError(f"EMAIL is not a valid email address: {email!r}") from None
-        grant = member_add(tenant=tenant, email=email, role=options["role"])
+        try:
+            grant = member_add(tenant=tenant, email=email, role=options["role"])
+        except PlanLimitReached as refused:
+            raise CommandError(str(refused)) from None
         if options["json"]:
             payload = {
                 "tenant_id": str(tenant.id),

@@ -1,0 +1,300 @@
+"""Holding a tenant to its plan (README: Plans and quotas).
+
+Periodic quotas (`notifications_per_month`, `messages_per_month`) are counted per calendar
+month (UTC) in `SHARDS` counter slots per (tenant, limit, period), never in one row. The
+limit is split between the slots (slot k may hold `limit // SHARDS`, plus one for the first
+`limit % SHARDS` slots), and `charge` adds to a slot chosen at random with one conditional
+UPDATE (`used + n <= the slot's share`). Far from the limit, concurrent creates of one
+tenant mostly write different rows, so they do not queue behind each other. Near it, a
+create whose slot is full tries the others; an UPDATE waits for a concurrent create that
+holds the slot and re-reads it, and a failed one locks nothing. The use can never pass the
+limit (the shares add up to it), and a charge is refused only when every slot was full as
+it was read: exact at the boundary on any number of processes, without a lock that every
+create takes. A charge is part of its caller's transaction, so a create that fails later
+takes its charge back.
+
+Count limits (`webhook_endpoints`, `members`) count the tenant's rows under a lock on the
+tenant's row: those creates are rare, and the count is exact.
+"""
+
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from django.db import transaction
+from django.db.models import Count, F, Sum
+from django.utils import timezone
+
+from tenancy.models import Plan, Tenant, UsageCounter
+from tenancy.plans import (
+    COUNTED,
+    LIMIT_NAMES,
+    PERIODIC,
+    Limits,
+    default_limits,
+    tenant_limits_by_id,
+)
+from web.errors import Exhausted, Forbidden
+
+SHARDS = 8
+
+
+@dataclass(frozen=True)
+class Period:
+    """A calendar month in UTC: [start, end)."""
+
+    start: datetime
+    end: datetime
+
+
+def period_of(now: datetime) -> Period:
+    start = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    end = (start + timedelta(days=32)).replace(day=1)
+    return Period(start=start, end=end)
+
+
+class QuotaExceeded(Exhausted):
+    """A periodic quota of the tenant's plan is used up until the period ends."""
+
+    kind = "quota-exceeded"
+    title = "Plan quota used up"
+
+    def __init__(self, *, name: str, limit: int, used: int, period: Period, now: datetime) -> None:
+        seconds = max(1, int((period.end - now).total_seconds() + 0.999))
+        super().__init__(
+            f"The plan allows {limit} {name.replace('_', ' ')}; {used} are used. "
+            f"The quota resets at {period.end.isoformat().replace('+00:00', 'Z')}.",
+            retry_after=seconds,
+        )
+        self.members = {
+            "limit": limit,
+            "used": used,
+            "resets_at": period.end.isoformat().replace("+00:00", "Z"),
+        }
+
+
+class PlanLimitReached(Forbidden):
+    """A count limit of the tenant's plan is reached: remove something first, or change plan."""
+
+    kind = "plan-limit"
+    title = "Plan limit reached"
+
+    def __init__(self, *, name: str, limit: int, used: int) -> None:
+        super().__init__(
+            f"The plan allows {limit} {name.replace('_', ' ')}; the tenant has {used}."
+        )
+        self.members = {"limit": limit, "used": used}
+
+
+def _share(limit: int, shard: int) -> int:
+    return limit // SHARDS + (1 if shard < limit % SHARDS else 0)
+
+
+def _slots(tenant_id: UUID, name: str, period: Period) -> Any:
+    return UsageCounter.objects.filter(
+        tenant_id=tenant_id, limit_name=name, period_start=period.start
+    )
+
+
+def _open_period(tenant_id: UUID, name: str, period: Period) -> None:
+    UsageCounter.objects.bulk_create(
+        [
+            UsageCounter(tenant_id=tenant_id, limit_name=name, period_start=period.start, shard=k)
+            for k in range(SHARDS)
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def _add(tenant_id: UUID, name: str, period: Period, shard: int, n: int, cap: int | None) -> bool:
+    slot = _slots(tenant_id, name, period).filter(shard=shard)
+    if cap is not None:
+        slot = slot.filter(used__lte=cap - n)
+    return slot.update(used=F("used") + n) == 1
+
+
+@transaction.atomic
+def charge(
+    tenant_id: UUID,
+    name: str,
+    n: int = 1,
+    *,
+    now: datetime | None = None,
+    limits: Limits | None = None,
+) -> None:
+    """Count `n` uses of the periodic quota `name` for the tenant in the current period, or
+    raise QuotaExceeded (counting nothing) when fewer than `n` are left. Call it in the
+    transaction that makes what it counts."""
+    if name not in PERIODIC:
+        raise ValueError(f"not a periodic quota: {name!r}")
+    now = now or timezone.now()
+    period = period_of(now)
+    limit = (limits or tenant_limits_by_id(tenant_id)).of(name)
+    first = random.randrange(SHARDS)
+    if limit is None:
+        if not _add(tenant_id, name, period, first, n, None):
+            _open_period(tenant_id, name, period)
+            _add(tenant_id, name, period, first, n, None)
+        return
+    order = [first] + [k for k in range(SHARDS) if k != first]
+    if _add_within(tenant_id, name, period, order, n, limit):
+        return
+    filled = _slots(tenant_id, name, period).aggregate(used=Sum("used"), slots=Count("pk"))
+    used = filled["used"] or 0
+    if filled["slots"] < SHARDS:  # the period's first charge: its slots are missing, not full
+        _open_period(tenant_id, name, period)
+        if _add_within(tenant_id, name, period, order, n, limit):
+            return
+        used = usage(tenant_id, name, period)
+    if n > 1 and used + n <= limit and _add_spread(tenant_id, name, period, n, limit):
+        return
+    raise QuotaExceeded(name=name, limit=limit, used=used, period=period, now=now)
+
+
+def _add_within(
+    tenant_id: UUID, name: str, period: Period, order: list[int], n: int, limit: int
+) -> bool:
+    for shard in order:
+        cap = _share(limit, shard)
+        if cap >= n and _add(tenant_id, name, period, shard, n, cap):
+            return True
+    return False
+
+
+def _add_spread(tenant_id: UUID, name: str, period: Period, n: int, limit: int) -> bool:
+    """`n` uses that no one slot has room for, one at a time over the slots in shard order
+    (so two such charges never hold slots crosswise); all or none."""
+    left = n
+    try:
+        with transaction.atomic():
+            for shard in range(SHARDS):
+                while left and _add(tenant_id, name, period, shard, 1, _share(limit, shard)):
+                    left -= 1
+            if left:
+                raise _NotEnough
+    except _NotEnough:
+        return False
+    return True
+
+
+class _NotEnough(Exception):
+    pass
+
+
+def usage(tenant_id: UUID, name: str, period: Period) -> int:
+    total = _slots(tenant_id, name, period).aggregate(total=Sum("used"))["total"]
+    return total or 0
+
+
+def _count_of(tenant: Tenant, name: str) -> int:
+    if name == "members":
+        return tenant.memberships.count()
+    # Endpoints live in an app above this one: reached through the reverse relation.
+    return tenant.webhook_endpoints.count()
+
+
+def hold_count_limit(tenant: Tenant, name: str, *, adding: int = 1) -> None:
+    """Raise PlanLimitReached when the tenant may not have `adding` more of `name`
+    (`webhook_endpoints`, `members`). Locks the tenant's row until the caller's transaction
+    ends, so concurrent adds are counted one after the other."""
+    if name not in COUNTED:
+        raise ValueError(f"not a count limit: {name!r}")
+    limit = tenant_limits_by_id(tenant.pk).of(name)
+    if limit is None:
+        return
+    Tenant.objects.select_for_update().filter(pk=tenant.pk).exists()
+    used = _count_of(tenant, name)
+    if used + adding > limit:
+        raise PlanLimitReached(name=name, limit=limit, used=used)
+
+
+@dataclass(frozen=True)
+class Usage:
+    plan: str | None
+    period: Period
+    usage: dict[str, dict[str, int | None]]
+
+
+def usage_report(tenant: Tenant, *, now: datetime | None = None) -> Usage:
+    """Each limit of the tenant's plan with its use this period (None where nothing is
+    counted: rates and retention)."""
+    limits = tenant_limits_by_id(tenant.pk)
+    period = period_of(now or timezone.now())
+    rows = (
+        UsageCounter.objects.filter(tenant=tenant, period_start=period.start)
+        .values("limit_name")
+        .annotate(total=Sum("used"))
+    )
+    used: dict[str, int | None] = {name: 0 for name in PERIODIC}
+    used.update({row["limit_name"]: row["total"] for row in rows if row["limit_name"] in used})
+    for name in COUNTED:
+        used[name] = _count_of(tenant, name)
+    return Usage(
+        plan=limits.plan,
+        period=period,
+        usage={name: {"used": used.get(name), "limit": limits.of(name)} for name in LIMIT_NAMES},
+    )
+
+
+NEAR = 0.8
+
+
+@dataclass(frozen=True)
+class LimitUse:
+    """One tenant's use of one limit of its plan."""
+
+    tenant_id: UUID
+    tenant_name: str
+    name: str
+    used: int
+    limit: int
+
+    @property
+    def ratio(self) -> float:
+        # A limit of 0 allows nothing: it is reached from the start.
+        return self.used / self.limit if self.limit else 1.0
+
+
+def limit_uses(*, now: datetime) -> list[LimitUse]:
+    """Every tenant's use of each countable limit its plan sets, this period: a few grouped
+    queries whatever the number of tenants (the operators' view, never a tenant's); one
+    when no plan exists."""
+    plans = {plan.pk: Limits.from_plan(plan) for plan in Plan.objects.all()}
+    if not plans:
+        return []
+    default = default_limits()
+    # Tenants without a plan have none to be near unless the default plan applies.
+    planned = (
+        Tenant.objects.all()
+        if default.plan is not None
+        else Tenant.objects.filter(plan__isnull=False)
+    )
+    tenants = {
+        row["id"]: (row["name"], plans.get(row["plan_id"], default))
+        for row in planned.values("id", "name", "plan_id")
+    }
+    used: dict[tuple[UUID, str], int] = {}
+    for row in (
+        UsageCounter.objects.filter(period_start=period_of(now).start, tenant__in=planned)
+        .values("tenant_id", "limit_name")
+        .annotate(total=Sum("used"))
+        .order_by()
+    ):
+        used[(row["tenant_id"], row["limit_name"])] = row["total"]
+    for name, related in (("members", "memberships"), ("webhook_endpoints", "webhook_endpoints")):
+        counts = planned.annotate(count=Count(related)).values_list("pk", "count").order_by()
+        used.update({(pk, name): count for pk, count in counts})
+    return [
+        LimitUse(tenant_id, tenant_name, name, used.get((tenant_id, name), 0), limit)
+        for tenant_id, (tenant_name, limits) in tenants.items()
+        for name in PERIODIC + COUNTED
+        if (limit := limits.of(name)) is not None
+    ]
+
+
+def tenants_near_limits(*, now: datetime, at: float = NEAR) -> list[LimitUse]:
+    """The limits tenants use at least `at` of, the fullest first."""
+    near = [use for use in limit_uses(now=now) if use.ratio >= at]
+    return sorted(near, key=lambda use: (-use.ratio, use.tenant_name, use.name))
