@@ -2,7 +2,7 @@
 
 import pytest
 
-from dbqueue.models import RateWindow
+from dbtools.models import RateWindow
 from tests.plans.conftest import put_on_plan
 from tests.support.problems import assert_problem
 
