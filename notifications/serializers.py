@@ -31,6 +31,7 @@ from web.fields import (
     EmailAddressField,
     NullableCharField,
     StrictBooleanField,
+    StrictCharField,
     StrictUUIDField,
 )
 from web.representation import Representation
@@ -256,21 +257,21 @@ MAX_SUBSCRIBED_TYPES = 100
 
 
 @extend_schema_field({"type": "string", "pattern": "^[a-zA-Z0-9._-]{1,256}$"})
-class _EventTypeNameField(serializers.RegexField):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(
-            NAME_PATTERN,
-            max_length=256,
-            error_messages={"invalid": "Must be 1 to 256 of a-z, A-Z, 0-9, '.', '_' and '-'."},
-            **kwargs,
-        )
+class _EventTypeNameField(StrictCharField):
+    def to_internal_value(self, data: Any) -> str:
+        name = super().to_internal_value(data)
+        if not NAME_PATTERN.fullmatch(name):
+            raise serializers.ValidationError(
+                "Must be 1 to 256 of a-z, A-Z, 0-9, '.', '_' and '-'."
+            )
+        return name
 
 
 class EventTypeWriteSerializer(RejectsUndeclaredFields, serializers.Serializer):
     """The body of POST /v1/event-types."""
 
     name = _EventTypeNameField()
-    description = serializers.CharField(
+    description = StrictCharField(
         max_length=1000, required=False, allow_blank=True, trim_whitespace=False
     )
 
@@ -278,7 +279,7 @@ class EventTypeWriteSerializer(RejectsUndeclaredFields, serializers.Serializer):
 class EventTypePatchSerializer(RejectsUndeclaredFields, serializers.Serializer):
     """The body of PATCH /v1/event-types/{id}: the name is fixed (endpoints subscribe by it)."""
 
-    description = serializers.CharField(
+    description = StrictCharField(
         max_length=1000, required=False, allow_blank=True, trim_whitespace=False
     )
     archived = StrictBooleanField(required=False)
@@ -305,7 +306,7 @@ class MessageWriteSerializer(RejectsUndeclaredFields, serializers.Serializer):
     payload = serializers.DictField(
         help_text="The event's data: any JSON object of at most 256 KiB, sent as `data`."
     )
-    event_id = serializers.CharField(
+    event_id = StrictCharField(
         max_length=256,
         required=False,
         allow_null=True,
