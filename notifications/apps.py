@@ -9,9 +9,11 @@ class NotificationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from tenancy.members import member_removed
         from tenancy.models import Tenant
 
         post_save.connect(_seed_event_types, sender=Tenant, dispatch_uid="seed_event_types")
+        member_removed.connect(_member_removed, dispatch_uid="member_removed_event")
 
 
 def _seed_event_types(sender: Any, instance: Any, created: bool, **kwargs: Any) -> None:
@@ -20,3 +22,17 @@ def _seed_event_types(sender: Any, instance: Any, created: bool, **kwargs: Any) 
         from notifications.event_types import event_types_seed
 
         event_types_seed([instance.pk])
+
+
+def _member_removed(sender: Any, membership: Any, **kwargs: Any) -> None:
+    from notifications.messages import product_event_publish
+
+    product_event_publish(
+        tenant_id=membership.tenant_id,
+        event_type="member.removed",
+        data={
+            "tenant_id": str(membership.tenant_id),
+            "user_id": membership.user_id,
+            "email": membership.user.email,
+        },
+    )

@@ -82,13 +82,21 @@ def publish_message(
     return messages_publish([item], now=now)[0]
 
 
-def messages_publish(items: Sequence[Publish], *, now: datetime | None = None) -> list[Message]:
+def messages_publish(
+    items: Sequence[Publish],
+    *,
+    now: datetime | None = None,
+    alongside: Sequence[Notification] = (),
+) -> list[Message]:
     """Publish `items` (their event types already checked), one message each, returned in
     order (a deduplicated item gives the first message). Whatever the number of items and
     endpoints: one read of the endpoints, one insert of the messages, one of the
-    deliveries (and, with event ids, two reads and at most one update for the dedup)."""
+    deliveries (and, with event ids, two reads and at most one update for the dedup).
+    `alongside` are other notifications (a producer's e-mails) inserted with the
+    deliveries, any whose source key exists already skipped."""
     now = now or utc_now()
-    with transaction.atomic():
+    # Part of the caller's transaction when there is one: nothing here is retried alone.
+    with transaction.atomic(savepoint=False):
         firsts = _first_messages(items, now=now)
         subscribed = _subscribed_endpoints(items)
         fresh: dict[int, Message] = {}
@@ -117,11 +125,60 @@ def messages_publish(items: Sequence[Publish], *, now: datetime | None = None) -
             if message.id in landed
             for endpoint_id in message.endpoint_ids
         ]
-        Notification.objects.bulk_create(rows)
+        if alongside:
+            Notification.objects.bulk_create([*alongside, *rows], ignore_conflicts=True)
+        elif rows:
+            Notification.objects.bulk_create(rows)
     return [
         fresh[index] if index in fresh and fresh[index].id in landed else firsts[_key(item)]
         for index, item in enumerate(items)
     ]
+
+
+def product_event_publish(
+    *,
+    tenant_id: UUID,
+    event_type: str,
+    data: dict[str, Any],
+    event_id: str | None = None,
+    project_id: UUID | None = None,
+    now: datetime | None = None,
+) -> Message:
+    """Publish one of the product's own events (PRODUCT_EVENT_TYPES) to the tenant's
+    subscribed endpoints, through the same path as a tenant's messages."""
+    item = Publish(
+        tenant_id=tenant_id,
+        event_type=event_type,
+        payload=data,
+        event_id=event_id,
+        project_id=project_id,
+        source=NotificationSource.SYSTEM,
+    )
+    return messages_publish([item], now=now)[0]
+
+
+def message_rows(item: Publish, *, now: datetime | None = None) -> list[Any]:
+    """`item`'s message and its deliveries as unsaved rows, the message first, for a
+    producer that inserts them with its own rows in one statement (a project's create).
+    `item` carries no event_id: the producer's own insert is what happens once."""
+    now = now or utc_now()
+    endpoint_ids = [
+        endpoint_id
+        for endpoint_id, types in _subscribed_endpoints([item]).get(item.tenant_id, [])
+        if types is None or item.event_type in types
+    ]
+    message = Message(
+        tenant_id=item.tenant_id,
+        event_type=item.event_type,
+        payload=item.payload,
+        endpoint_ids=[str(endpoint_id) for endpoint_id in endpoint_ids],
+        created_at=now,
+    )
+    deliveries = [
+        _delivery_row(message, item, endpoint_id=endpoint_id, now=now)
+        for endpoint_id in endpoint_ids
+    ]
+    return [message, *deliveries]
 
 
 def _key(item: Publish) -> tuple[UUID, str | None]:

@@ -33,6 +33,7 @@ from onboarding.serializers import (
     TokenSerializer,
 )
 from onboarding.services import (
+    invitation_accept_announced,
     invitation_send,
     signin_captcha_check,
     signin_request,
@@ -41,7 +42,6 @@ from onboarding.services import (
 )
 from tenancy.idempotency import Answer, answer_once
 from tenancy.invitations import (
-    invitation_accept,
     invitation_preview,
     invitation_revoke,
     invitations_of,
@@ -249,7 +249,7 @@ class InvitationAcceptView(_PublicView):
         user = request.user if request.user is not None and request.user.is_authenticated else None
 
         def accept() -> Answer:
-            accepted = invitation_accept(
+            accepted = invitation_accept_announced(
                 token=serializer.validated_data["token"], user=user, now=timezone.now()
             )
             data = InvitationAcceptedSerializer(accepted).data

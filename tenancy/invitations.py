@@ -68,6 +68,9 @@ class AcceptedInvitation:
     role: str
     token: str | None
     expires_at: datetime | None = None
+    invitation_id: uuid.UUID | None = None
+    # False when the invitee was a member already.
+    joined: bool = True
 
 
 def _member_emails(tenant_id: uuid.UUID, emails: Iterable[str]) -> set[str]:
@@ -190,7 +193,7 @@ def invitation_accept(
         status=InvitationStatus.ACCEPTED, accepted_at=now
     )
     invitee = user or _user_get_or_create(invitation.email)
-    membership, _ = Membership.objects.get_or_create(
+    membership, joined = Membership.objects.get_or_create(
         tenant=invitation.tenant, user=invitee, defaults={"role": invitation.role}
     )
     session = None if user is not None else session_issue(user=invitee, name="invitation", now=now)
@@ -200,6 +203,8 @@ def invitation_accept(
         role=membership.role,
         token=None if session is None else session.plaintext,
         expires_at=None if session is None else session.expires_at,
+        invitation_id=invitation.pk,
+        joined=joined,
     )
 
 

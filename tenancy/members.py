@@ -10,11 +10,16 @@ On SQLite every write transaction already runs alone (IMMEDIATE).
 
 from django.db import transaction
 from django.db.models import QuerySet
+from django.dispatch import Signal
 
 from tenancy.models import Membership, Role, Tenant
 from web.errors import Conflict, Forbidden
 
 OWNERS_ONLY = "This action is reserved to the tenant's owners."
+
+# Sent inside the removal's transaction with `membership` (deleted, its fields still set):
+# tenancy does not know who listens (the product's member.removed event).
+member_removed = Signal()
 
 
 class LastOwner(Conflict):
@@ -71,3 +76,4 @@ def member_remove(*, actor: Membership, user_id: int) -> None:
     if owner_ids == [user_id]:
         raise LastOwner
     member.delete()
+    member_removed.send(sender=Membership, membership=member)

@@ -31,7 +31,7 @@ def _create(actor):
 
 
 def _activate_a_project(actor):
-    """A project whose provisioning announced it: the project.activated event (a project
+    """A project whose provisioning announced it: the project.active event (a project
     made without `invite` e-mails nobody)."""
     make_endpoint(actor.tenant)
     make_project(actor)
@@ -57,7 +57,7 @@ def test_the_products_announcements_are_system_and_the_filter_tells_them_apart(a
 
     assert {row["source"] for row in listed} == {"api", "system"}
     assert [row["id"] for row in api] == [mine["id"]]
-    assert len(system) == 1  # the project.activated event
+    assert len(system) == 1  # the project.active event
     assert all(row["source"] == "system" for row in system)
     assert len(listed) == 2
 
