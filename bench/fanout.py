@@ -50,12 +50,12 @@ def _endpoints(tenant, url: str, count: int) -> None:
 
 
 def api_cost(db: str, *, endpoints: int, posts: int, url: str) -> None:
+    from django.contrib.auth import get_user_model
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
     from tenancy.models import ApiToken, Membership, Role, Tenant
-    from django.contrib.auth import get_user_model
 
     tenant = Tenant.objects.create(name="fan-out")
     user = get_user_model().objects.create(username="bench", email="bench@example.com")
