@@ -340,8 +340,11 @@ class MessageAttemptSerializer(serializers.Serializer):
         "delivered, failed (out of attempts) or parked.",
     )
     attempts = serializers.IntegerField(read_only=True)
-    last_outcome = serializers.ChoiceField(
-        choices=DeliveryOutcome.choices, read_only=True, allow_null=True
+    last_outcome = serializers.CharField(
+        read_only=True,
+        allow_null=True,
+        help_text="The outcome of the last attempt, as the delivery log's `outcome`; null "
+        "before the first.",
     )
     last_http_status = serializers.IntegerField(read_only=True, allow_null=True)
     last_attempted_at = serializers.DateTimeField(read_only=True, allow_null=True)
