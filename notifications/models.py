@@ -52,6 +52,8 @@ class WebhookEndpoint(models.Model):
     last_failure_at = models.DateTimeField(null=True, blank=True)
     # Failed deliveries since the last success, whatever failed them (a 4xx included).
     failed_deliveries = models.PositiveIntegerField(default=0)
+    # The event type names this endpoint receives messages of; NULL receives every type.
+    event_types = models.JSONField(null=True, blank=True, default=None)
     created_at = models.DateTimeField(default=utc_now, editable=False)
     updated_at = models.DateTimeField(default=utc_now)
 
@@ -62,6 +64,9 @@ class WebhookEndpoint(models.Model):
 
     def __str__(self) -> str:
         return self.url
+
+    def subscribes_to(self, event_type: str) -> bool:
+        return self.event_types is None or event_type in self.event_types
 
     def health(self, *, now: datetime) -> str:
         """open (deliveries deferred), failing (every delivery since the last success
@@ -82,6 +87,84 @@ class WebhookEndpoint(models.Model):
         return [
             entry for entry in self.retired_secrets if datetime.fromisoformat(entry["until"]) > now
         ]
+
+
+# The product's own event types: they exist in every tenant (notifications.event_types seeds
+# them), and a tenant can neither archive nor redefine them.
+PRODUCT_EVENT_TYPES: dict[str, str] = {
+    "project.created": "A project was created; it is being provisioned.",
+    "project.active": "A project finished provisioning and is active.",
+    "project.failed": "A project's provisioning failed for good.",
+    "member.joined": "Someone joined the team.",
+    "member.removed": "A member left or was removed from the team.",
+    "invitation.accepted": "An invitation to the team was accepted.",
+    "message.attempt.exhausted": "A message's delivery to an endpoint ran out of attempts.",
+    "endpoint.disabled": "A webhook endpoint was disabled.",
+}
+
+
+class EventType(models.Model):
+    """A kind of message a tenant publishes and its endpoints subscribe to. `product` rows
+    are the product's own types (PRODUCT_EVENT_TYPES), seeded in every tenant."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="event_types")
+    name = models.CharField(max_length=256)
+    description = models.CharField(max_length=1000, blank=True, default="")
+    archived = models.BooleanField(default=False)
+    product = models.BooleanField(default=False, editable=False)
+    created_at = models.DateTimeField(default=utc_now, editable=False)
+    updated_at = models.DateTimeField(default=utc_now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="event_type_unique_name"),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"], name="event_type_tenant_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Message(models.Model):
+    """An event published once to every endpoint of the tenant subscribed to its type; each
+    delivery is a one-shot webhook Notification naming it. `dedup_key` holds `event_id`
+    while it deduplicates (24 hours): a later publish with the same event_id clears the old
+    one's first, so the unique constraint holds the window without a lock."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="messages")
+    event_type = models.CharField(max_length=256)
+    event_id = models.CharField(max_length=256, null=True, blank=True)  # noqa: DJ001
+    dedup_key = models.CharField(max_length=256, null=True, blank=True, editable=False)  # noqa: DJ001
+    payload = models.JSONField(default=dict)
+    # The endpoints the message was first sent to, as the API answered them.
+    endpoint_ids = models.JSONField(default=list, editable=False)
+    created_at = models.DateTimeField(default=utc_now, editable=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "dedup_key"], name="message_unique_tenant_dedup_key"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"], name="message_tenant_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event_type} ({self.id})"
+
+    @property
+    def webhook_id(self) -> str:
+        """The webhook-id every delivery of this message carries, on every attempt."""
+        return message_webhook_id(self.id)
+
+
+def message_webhook_id(message_id: uuid.UUID) -> str:
+    return f"msg_{message_id}"
 
 
 def default_max_attempts() -> int:
@@ -149,8 +232,19 @@ class Notification(models.Model):
     # Channels of the current occurrence already finished ({channel: "delivered"|"failed"}):
     # a channel that was deferred goes later alone, and a finished one is never sent again.
     channel_state = models.JSONField(default=dict, blank=True)
-    # A custom webhook event ({"type", "data"}); empty means the standard notification.fired.
+    # A custom webhook event ({"type", "data"}, and "timestamp" for a message's delivery);
+    # empty means the standard notification.fired.
     webhook_event = models.JSONField(null=True, blank=True)
+    # The message this row delivers to its endpoint: the message's id is its webhook-id.
+    message = models.ForeignKey(
+        Message,
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.CASCADE,
+        related_name="deliveries",
+        db_index=False,
+    )
     rrule = models.CharField(max_length=500, blank=True, default="")
     timezone = models.CharField(max_length=64, default="UTC")
     recurrence_anchor = models.DateTimeField(null=True, blank=True)
@@ -222,6 +316,12 @@ class Notification(models.Model):
                 name="notification_completed_idx",
             ),
             models.Index(fields=["tenant", "-created_at"], name="notification_tenant_idx"),
+            # A message's deliveries; partial, so plain notifications never write to it.
+            models.Index(
+                fields=["message"],
+                condition=models.Q(message__isnull=False),
+                name="notification_message_idx",
+            ),
             # Pruning a batch clears the rows still naming it (none, unless parked).
             models.Index(
                 fields=["email_batch"],

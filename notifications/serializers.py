@@ -13,6 +13,7 @@ from django.utils.timezone import now as utc_now
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from notifications.event_types import NAME_PATTERN
 from notifications.models import (
     Channel,
     Delivery,
@@ -30,6 +31,7 @@ from web.fields import (
     EmailAddressField,
     NullableCharField,
     StrictBooleanField,
+    StrictCharField,
     StrictUUIDField,
 )
 from web.representation import Representation
@@ -251,11 +253,121 @@ class DeliverySerializer(serializers.ModelSerializer):
         return SkippedSerializer(delivery).data
 
 
+MAX_SUBSCRIBED_TYPES = 100
+
+
+@extend_schema_field({"type": "string", "pattern": "^[a-zA-Z0-9._-]{1,256}$"})
+class _EventTypeNameField(StrictCharField):
+    def to_internal_value(self, data: Any) -> str:
+        name = super().to_internal_value(data)
+        if not NAME_PATTERN.fullmatch(name):
+            raise serializers.ValidationError(
+                "Must be 1 to 256 of a-z, A-Z, 0-9, '.', '_' and '-'."
+            )
+        return name
+
+
+class EventTypeWriteSerializer(RejectsUndeclaredFields, serializers.Serializer):
+    """The body of POST /v1/event-types."""
+
+    name = _EventTypeNameField()
+    description = StrictCharField(
+        max_length=1000, required=False, allow_blank=True, trim_whitespace=False
+    )
+
+
+class EventTypePatchSerializer(RejectsUndeclaredFields, serializers.Serializer):
+    """The body of PATCH /v1/event-types/{id}: the name is fixed (endpoints subscribe by it)."""
+
+    description = StrictCharField(
+        max_length=1000, required=False, allow_blank=True, trim_whitespace=False
+    )
+    archived = StrictBooleanField(required=False)
+
+
+class EventTypeSerializer(serializers.Serializer):
+    id = serializers.UUIDField(read_only=True)
+    name = serializers.CharField(read_only=True)
+    description = serializers.CharField(read_only=True)
+    archived = serializers.BooleanField(read_only=True)
+    product = serializers.BooleanField(
+        read_only=True,
+        help_text="One of the product's own types, which exist in every tenant and cannot "
+        "be changed or archived.",
+    )
+    created_at = serializers.DateTimeField(read_only=True)
+    updated_at = serializers.DateTimeField(read_only=True)
+
+
+class MessageWriteSerializer(RejectsUndeclaredFields, serializers.Serializer):
+    """The body of POST /v1/messages."""
+
+    event_type = _EventTypeNameField()
+    payload = serializers.DictField(
+        help_text="The event's data: any JSON object of at most 256 KiB, sent as `data`."
+    )
+    event_id = StrictCharField(
+        max_length=256,
+        required=False,
+        allow_null=True,
+        help_text="Deduplicates for 24 hours: a message with the same event_id answers the "
+        "first one and queues nothing.",
+    )
+
+
+class MessageSerializer(serializers.Serializer):
+    id = serializers.UUIDField(
+        read_only=True, help_text="Deliveries carry it as webhook-id `msg_<id>`."
+    )
+    event_type = serializers.CharField(read_only=True)
+    event_id = serializers.CharField(read_only=True, allow_null=True)
+    payload = serializers.DictField(read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+    endpoints = serializers.ListField(
+        child=serializers.UUIDField(),
+        source="endpoint_ids",
+        read_only=True,
+        help_text="The endpoints the message was queued to (enabled and subscribed then).",
+    )
+
+
+class MessageAttemptSerializer(serializers.Serializer):
+    endpoint_id = serializers.UUIDField(read_only=True)
+    status = serializers.ChoiceField(
+        choices=["pending", "delivered", "failed", "parked"],
+        read_only=True,
+        help_text="Of the latest queueing to this endpoint: pending (queued or backing off), "
+        "delivered, failed (out of attempts) or parked.",
+    )
+    attempts = serializers.IntegerField(read_only=True)
+    last_outcome = serializers.CharField(
+        read_only=True,
+        allow_null=True,
+        help_text="The outcome of the last attempt, as the delivery log's `outcome`; null "
+        "before the first.",
+    )
+    last_http_status = serializers.IntegerField(read_only=True, allow_null=True)
+    last_attempted_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    next_attempt_at = serializers.DateTimeField(read_only=True, allow_null=True)
+
+
+class MessageResendSerializer(NoBodySerializer):
+    representation = MessageAttemptSerializer
+
+
 class WebhookEndpointWriteSerializer(RejectsUndeclaredFields, serializers.Serializer):
     """The body of POST /v1/webhook-endpoints; PATCH uses it with partial=True."""
 
     url = serializers.URLField(max_length=2000, help_text="https only; must resolve publicly.")
     enabled = StrictBooleanField(required=False)
+    event_types = serializers.ListField(
+        child=_EventTypeNameField(),
+        max_length=MAX_SUBSCRIBED_TYPES,
+        allow_null=True,
+        required=False,
+        help_text="The event types this endpoint receives messages of (active types of the "
+        "tenant); null, the default, receives every type.",
+    )
 
 
 class EndpointHealthSerializer(serializers.Serializer):
@@ -281,6 +393,12 @@ class WebhookEndpointSerializer(serializers.Serializer):
     id = serializers.UUIDField(read_only=True)
     url = serializers.URLField(read_only=True)
     enabled = serializers.BooleanField(read_only=True)
+    event_types = serializers.ListField(
+        child=serializers.CharField(),
+        read_only=True,
+        allow_null=True,
+        help_text="The event types it receives messages of; null: every type.",
+    )
     created_at = serializers.DateTimeField(read_only=True)
     health = serializers.SerializerMethodField()
 
@@ -310,6 +428,9 @@ class WebhookEndpointSecretSerializer(WebhookEndpointSerializer):
 # Set here, below the answers they name: a body field these show is "read-only".
 NotificationWriteSerializer.representation = NotificationSerializer
 WebhookEndpointWriteSerializer.representation = WebhookEndpointSecretSerializer
+EventTypeWriteSerializer.representation = EventTypeSerializer
+EventTypePatchSerializer.representation = EventTypeSerializer
+MessageWriteSerializer.representation = MessageSerializer
 
 
 class NotificationRetrySerializer(NoBodySerializer):

@@ -17,10 +17,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from notifications import services, webhook_endpoints
+from notifications import event_types, messages, services, webhook_endpoints
 from notifications.models import (
     Delivery,
     DeliveryOutcome,
+    EventType,
+    Message,
     Notification,
     NotificationSource,
     NotificationState,
@@ -29,6 +31,13 @@ from notifications.models import (
 from notifications.serializers import (
     NOTIFICATIONS,
     DeliverySerializer,
+    EventTypePatchSerializer,
+    EventTypeSerializer,
+    EventTypeWriteSerializer,
+    MessageAttemptSerializer,
+    MessageResendSerializer,
+    MessageSerializer,
+    MessageWriteSerializer,
     NotificationPatchSerializer,
     NotificationRetrySerializer,
     NotificationSerializer,
@@ -282,3 +291,158 @@ class WebhookEndpointRotateSecretView(APIView):
             return Answer.of(status.HTTP_200_OK, data, resource=resource, shows_secret=True)
 
         return answer_once(request, rotate)
+
+
+class EventTypeListView(ListAPIView):
+    owner_methods = ("POST",)
+    pagination_class = NewestFirstCursorPagination
+    serializer_class = EventTypeSerializer
+    query_filters = (
+        OpenApiParameter(
+            "archived",
+            type=bool,
+            required=False,
+            description="Only archived (true) or only active (false) types.",
+        ),
+    )
+
+    @extend_schema(
+        operation_id="event_types_list",
+        responses={200: EventTypeSerializer(many=True)},
+    )
+    def get(self, request: Request) -> Response:
+        return self.list(request)
+
+    def get_queryset(self) -> QuerySet[EventType]:
+        types = EventType.objects.filter(tenant=self.request.tenant)
+        archived = _choice_query_param(self.request, "archived", ["true", "false"])
+        if archived is not None:
+            types = types.filter(archived=archived == "true")
+        return types
+
+    @extend_schema(
+        operation_id="event_types_create",
+        request=EventTypeWriteSerializer,
+        parameters=[location_header("Path of the new event type, `/v1/event-types/{id}`.")],
+        responses={201: EventTypeSerializer},
+    )
+    def post(self, request: Request) -> HttpResponse:
+        serializer = EventTypeWriteSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+
+        def create() -> Answer:
+            event_type = event_types.event_type_create(
+                tenant=request.tenant, **serializer.validated_data
+            )
+            data = EventTypeSerializer(event_type).data
+            return _created(data, f"/v1/event-types/{event_type.id}")
+
+        return answer_once(request, create, body=serializer.validated_data)
+
+
+class EventTypeDetailView(APIView):
+    owner_methods = ("PATCH", "DELETE")
+    extra_problem_statuses = {"PATCH": (409,), "DELETE": (409,)}
+
+    @extend_schema(responses={200: EventTypeSerializer})
+    def get(self, request: Request, pk: uuid.UUID) -> Response:
+        event_type = EventType.objects.get(pk=pk, tenant=request.tenant)
+        return Response(EventTypeSerializer(event_type).data)
+
+    @extend_schema(request=EventTypePatchSerializer, responses={200: EventTypeSerializer})
+    def patch(self, request: Request, pk: uuid.UUID) -> Response:
+        serializer = EventTypePatchSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        event_type = event_types.event_type_update(
+            tenant=request.tenant, event_type_id=pk, changes=dict(serializer.validated_data)
+        )
+        return Response(EventTypeSerializer(event_type).data)
+
+    @extend_schema(
+        description="Archives the type: no new message or subscription may name it.",
+        responses={200: EventTypeSerializer},
+    )
+    def delete(self, request: Request, pk: uuid.UUID) -> Response:
+        event_type = event_types.event_type_archive(tenant=request.tenant, event_type_id=pk)
+        return Response(EventTypeSerializer(event_type).data)
+
+
+class MessageListView(ListAPIView):
+    pagination_class = NewestFirstCursorPagination
+    serializer_class = MessageSerializer
+    idempotency_key_required = ("POST",)
+    query_filters = (
+        OpenApiParameter("event_type", type=str, required=False),
+        OpenApiParameter(
+            "since",
+            type=OpenApiTypes.DATETIME,
+            required=False,
+            description="Only messages created at or after this instant (ISO 8601; without "
+            "an offset, UTC).",
+        ),
+    )
+
+    @extend_schema(operation_id="messages_list", responses={200: MessageSerializer(many=True)})
+    def get(self, request: Request) -> Response:
+        return self.list(request)
+
+    def get_queryset(self) -> QuerySet[Message]:
+        return messages.message_pages(
+            tenant=self.request.tenant,
+            event_type=single_query_param(self.request, "event_type"),
+            since=datetime_query_param(self.request, "since"),
+        )
+
+    @extend_schema(
+        operation_id="messages_create",
+        request=MessageWriteSerializer,
+        parameters=[location_header("Path of the message, `/v1/messages/{id}`.")],
+        responses={202: MessageSerializer},
+    )
+    def post(self, request: Request) -> HttpResponse:
+        serializer = MessageWriteSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+
+        def publish() -> Answer:
+            message = messages.publish_message(tenant=request.tenant, **serializer.validated_data)
+            data = MessageSerializer(message).data
+            return Answer.of(
+                status.HTTP_202_ACCEPTED,
+                data,
+                resource=f"/v1/messages/{message.id}",
+                location=True,
+            )
+
+        return answer_once(request, publish, body=serializer.validated_data, required=True)
+
+
+class MessageDetailView(APIView):
+    @extend_schema(responses={200: MessageSerializer})
+    def get(self, request: Request, pk: uuid.UUID) -> Response:
+        message = Message.objects.get(pk=pk, tenant=request.tenant)
+        return Response(MessageSerializer(message).data)
+
+
+class MessageAttemptsView(APIView):
+    @extend_schema(
+        operation_id="messages_attempts_list",
+        responses={200: MessageAttemptSerializer(many=True)},
+    )
+    def get(self, request: Request, pk: uuid.UUID) -> Response:
+        attempts = messages.message_attempts(tenant=request.tenant, message_id=pk)
+        return Response(MessageAttemptSerializer(attempts, many=True).data)
+
+
+class MessageResendView(APIView):
+    @extend_schema(request=None, responses={202: MessageAttemptSerializer})
+    def post(self, request: Request, pk: uuid.UUID, endpoint_id: uuid.UUID) -> HttpResponse:
+        MessageResendSerializer(data=request.data).is_valid(raise_exception=True)
+
+        def resend() -> Answer:
+            messages.message_resend(tenant=request.tenant, message_id=pk, endpoint_id=endpoint_id)
+            attempts = messages.message_attempts(tenant=request.tenant, message_id=pk)
+            entry = next(entry for entry in attempts if entry.endpoint_id == endpoint_id)
+            data = MessageAttemptSerializer(entry).data
+            return Answer.of(status.HTTP_202_ACCEPTED, data, resource=f"/v1/messages/{pk}")
+
+        return answer_once(request, resend)

@@ -4,7 +4,9 @@ Every function looks rows up within the given tenant only, so another tenant's e
 raises `DoesNotExist` exactly like a missing one. An unsafe URL raises `InvalidInput`.
 """
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 from uuid import UUID
 
 from django.conf import settings
@@ -12,6 +14,7 @@ from django.db import transaction
 from django.utils.timezone import now as utc_now
 
 from dbqueue.slots import slots_delete
+from notifications.event_types import active_event_type_errors
 from notifications.models import WebhookEndpoint
 from notifications.transports.signing import generate_secret
 from outbound.ssrf import UnsafeWebhookUrl, validate_webhook_url
@@ -24,11 +27,21 @@ from web.errors import InvalidInput
 MAX_RETIRED_SECRETS = 10
 
 
+# An argument left out, where None means something (event_types: None subscribes to all).
+UNCHANGED: Any = object()
+
+
 def webhook_endpoint_create(
-    *, tenant: Tenant, url: str, enabled: bool = True, now: datetime | None = None
+    *,
+    tenant: Tenant,
+    url: str,
+    enabled: bool = True,
+    event_types: Sequence[str] | None = None,
+    now: datetime | None = None,
 ) -> WebhookEndpoint:
     """Create an endpoint with a fresh signing secret (readable on the returned instance,
-    to be shown once)."""
+    to be shown once), subscribed to `event_types` (None: every type; each must be an
+    active type of the tenant, else InvalidInput)."""
     now = now or utc_now()
     _check_url(url)
     with transaction.atomic():
@@ -37,6 +50,7 @@ def webhook_endpoint_create(
             tenant=tenant,
             url=url,
             enabled=enabled,
+            event_types=_checked_event_types(tenant, event_types),
             secret=generate_secret(),
             created_at=now,
             updated_at=now,
@@ -50,17 +64,21 @@ def webhook_endpoint_update(
     url: str | None = None,
     enabled: bool | None = None,
     disabled_reason: str = "",
+    event_types: Sequence[str] | None = UNCHANGED,
     now: datetime | None = None,
 ) -> WebhookEndpoint:
-    """Change the URL and/or switch the endpoint on or off (enabling clears the reason it
-    was disabled; disabling records `disabled_reason`). A new URL closes the circuit: the
-    failures were another receiver's. An endpoint deleted meanwhile raises DoesNotExist,
-    like a missing one."""
+    """Change the URL, the subscribed `event_types` (None: every type) and/or switch the
+    endpoint on or off (enabling clears the reason it was disabled; disabling records
+    `disabled_reason`). A new URL closes the circuit: the failures were another
+    receiver's. An endpoint deleted meanwhile raises DoesNotExist, like a missing one."""
     if url is not None:
         _check_url(url)  # resolves the host: done before the transaction, not inside it
     with transaction.atomic():
         endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint_id, tenant=tenant)
         fields = ["url", "enabled", "disabled_reason", "updated_at"]
+        if event_types is not UNCHANGED:
+            endpoint.event_types = _checked_event_types(tenant, event_types)
+            fields.append("event_types")
         if url is not None and url != endpoint.url:
             endpoint.url = url
             fields += _close_circuit(endpoint)
@@ -123,6 +141,16 @@ def _close_circuit(endpoint: WebhookEndpoint) -> list[str]:
         "circuit_interval_seconds",
         "failed_deliveries",
     ]
+
+
+def _checked_event_types(tenant: Tenant, names: Sequence[str] | None) -> list[str] | None:
+    if names is None:
+        return None
+    names = list(dict.fromkeys(names))
+    errors = active_event_type_errors(tenant_id=tenant.id, names=names)
+    if errors:
+        raise InvalidInput({"event_types": errors})
+    return names
 
 
 def _check_url(url: str) -> None:

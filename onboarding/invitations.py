@@ -69,6 +69,9 @@ class AcceptedInvitation:
     role: str
     token: str | None
     expires_at: datetime | None = None
+    invitation_id: uuid.UUID | None = None
+    # False when the invitee was a member already.
+    joined: bool = True
 
 
 def _member_emails(tenant_id: uuid.UUID, emails: Iterable[str]) -> set[str]:
@@ -191,7 +194,7 @@ def invitation_accept(
         status=InvitationStatus.ACCEPTED, accepted_at=now
     )
     invitee = user or user_get_or_create(invitation.email)
-    membership = member_join(
+    membership, joined = member_join(
         tenant=invitation.tenant, user=invitee, role=invitation.role, re_role=False
     )
     session = None if user is not None else session_issue(user=invitee, name="invitation", now=now)
@@ -201,6 +204,8 @@ def invitation_accept(
         role=membership.role,
         token=None if session is None else session.plaintext,
         expires_at=None if session is None else session.expires_at,
+        invitation_id=invitation.pk,
+        joined=joined,
     )
 
 

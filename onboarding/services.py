@@ -18,10 +18,17 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from notifications.messages import Publish, messages_publish
 from notifications.models import Channel, NotificationSource
 from notifications.services import notification_create
 from onboarding.front_door import account_mail_tenant
-from onboarding.invitations import IssuedInvitation, invitation_issue, invitations_issue_missing
+from onboarding.invitations import (
+    AcceptedInvitation,
+    IssuedInvitation,
+    invitation_accept,
+    invitation_issue,
+    invitations_issue_missing,
+)
 from onboarding.signins import LINK_TTL, signin_link_record
 from onboarding.signups import signup_request_record
 from onboarding.turnstile import SIGNIN_ACTION, captcha_verify
@@ -142,3 +149,35 @@ def project_invitations_send(
         tenant = invitation.invitation.tenant
         _send_invitation(invitation, tenant, now=now, project_name=project_name)
     return members
+
+
+@transaction.atomic
+def invitation_accept_announced(
+    *, token: str, user: AbstractBaseUser | None, now: datetime
+) -> AcceptedInvitation:
+    """Accept the invitation (onboarding.invitations.invitation_accept) and, in the same
+    transaction, publish `invitation.accepted` and, for a new member, `member.joined` to
+    the tenant's subscribed endpoints."""
+    accepted = invitation_accept(token=token, user=user, now=now)
+    member = {
+        "tenant_id": str(accepted.tenant.pk),
+        "user_id": accepted.user.pk,
+        "email": accepted.user.email,
+        "role": accepted.role,
+    }
+    events = [("invitation.accepted", {**member, "invitation_id": str(accepted.invitation_id)})]
+    if accepted.joined:
+        events.append(("member.joined", member))
+    messages_publish(
+        [
+            Publish(
+                tenant_id=accepted.tenant.pk,
+                event_type=event_type,
+                payload=data,
+                source=NotificationSource.SYSTEM,
+            )
+            for event_type, data in events
+        ],
+        now=now,
+    )
+    return accepted

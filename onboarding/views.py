@@ -18,7 +18,6 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from onboarding.invitations import (
-    invitation_accept,
     invitation_preview,
     invitation_revoke,
     invitations_of,
@@ -39,6 +38,7 @@ from onboarding.serializers import (
     TokenSerializer,
 )
 from onboarding.services import (
+    invitation_accept_announced,
     invitation_send,
     signin_captcha_check,
     signin_request,
@@ -249,7 +249,7 @@ class InvitationAcceptView(_PublicView):
         user = request.user if request.user is not None and request.user.is_authenticated else None
 
         def accept() -> Answer:
-            accepted = invitation_accept(
+            accepted = invitation_accept_announced(
                 token=serializer.validated_data["token"], user=user, now=timezone.now()
             )
             data = InvitationAcceptedSerializer(accepted).data

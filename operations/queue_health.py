@@ -13,7 +13,7 @@ from django.db.models.functions import TruncHour
 from jobs.stats import job_queue_stats
 from notifications.models import Delivery, DeliveryOutcome
 from notifications.scheduler.context import LATENESS_BOUNDS_S
-from notifications.stats import endpoint_circuit_stats, notification_queue_stats
+from notifications.stats import endpoint_circuit_stats, message_stats, notification_queue_stats
 from tenancy.quotas import LimitUse, tenants_near_limits
 
 HOURS = 24
@@ -60,6 +60,7 @@ def queue_health(*, now: datetime) -> QueueHealth:
         notifications={
             **notification_queue_stats(now=now),
             **endpoint_circuit_stats(now=now),
+            **message_stats(now=now),
         },
         jobs=job_queue_stats(now=now),
         deliveries=hourly_outcomes(now=now),

@@ -5,11 +5,11 @@ operator's provisioning API, if one is configured, with the job id as its idempo
 `apply` marks the project active and announces it: an invitation (onboarding: an email
 with an accept link naming the team and the project) for each invited address that is not
 a member yet, the plain "invited to the project" email for each that is (nobody is emailed
-when the list is empty: the creator knows), and a
-`project.activated` event to each enabled webhook endpoint of the tenant. A dead-lettered
-job turns the project `failed` and reports it the same way: a `project.failed` event to
-each enabled endpoint and an email to the creator. A support retry puts the project back
-to `provisioning`; its success then announces `project.activated` as usual. Every step is
+when the list is empty: the creator knows), and a `project.active` message to each enabled
+webhook endpoint of the tenant subscribed to it. A dead-lettered job turns the project
+`failed` and reports it the same way: a `project.failed` message to each subscribed
+endpoint and an email to the creator. A support retry puts the project back
+to `provisioning`; its success then announces `project.active` as usual. Every step is
 keyed by the job id (and an address already invited keeps its invitation), so a job that
 runs twice creates nothing twice.
 """
@@ -151,8 +151,7 @@ def _announced(job: Job, project: Project, *, now: datetime) -> Announced:
         addresses=_member_addresses(job, project, now=now),
         email_subject=f'You are invited to the project "{project.name}"',
         email_body=f'You have been invited to join the project "{project.name}" on Tickwork.',
-        event={"type": "project.activated", "data": _project_fields(job, name=project.name)},
-        event_subject=f'Project "{project.name}" activated',
+        event={"type": "project.active", "data": _project_fields(job, name=project.name)},
     )
     return Announced(job.tenant_id, project.pk, f"job:{job.id}", announcement)
 
@@ -188,7 +187,6 @@ def project_job_dead_lettered(sender: type, *, job: Job, now: datetime, **kwargs
             "Support has been told; the project can be retried once the cause is fixed."
         ),
         event={"type": "project.failed", "data": _project_fields(job, name=project.name)},
-        event_subject=f'Project "{project.name}" failed',
     )
     notifications_announce(
         [Announced(job.tenant_id, project.pk, f"job:{job.id}:failed", announcement)], now=now

@@ -17,6 +17,8 @@ from dbtools.compiled import Param
 from dbtools.pages import CompiledPages
 from jobs.models import Job, JobStatus
 from jobs.services import job_enqueue
+from notifications.messages import Publish, message_rows
+from notifications.models import NotificationSource
 from projects.models import PROVISION_KIND, Project, ProjectStatus
 from tenancy.api.idempotency import Answer
 from tenancy.models import OperationKey, Tenant
@@ -83,6 +85,14 @@ def project_create(
     # A concurrent identical request waits on the key's unique index until this one
     # commits, then fails with its project and job, so only one request creates anything.
     # Foreign keys are checked at commit, so the key may come before the project.
+    # The project.created message and its deliveries go in the same statement.
+    created = Publish(
+        tenant_id=tenant.id,
+        event_type="project.created",
+        payload={"project_id": str(project.id), "tenant_id": str(tenant.id), "name": name},
+        project_id=project.id,
+        source=NotificationSource.SYSTEM,
+    )
     job_enqueue(
         tenant=tenant,
         kind=PROVISION_KIND,
@@ -90,7 +100,7 @@ def project_create(
         project_id=project.id,
         job_id=job_id,
         now=now,
-        alongside=(key_row(answer), project),
+        alongside=(key_row(answer), project, *message_rows(created, now=now)),
     )
     return answer
 

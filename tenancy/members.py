@@ -11,12 +11,17 @@ On SQLite every write transaction already runs alone (IMMEDIATE).
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import QuerySet
+from django.dispatch import Signal
 
 from tenancy.models import Membership, Role, Tenant
 from tenancy.quotas import hold_count_limit
 from web.errors import Conflict, Forbidden
 
 OWNERS_ONLY = "This action is reserved to the tenant's owners."
+
+# Sent inside the removal's transaction with `membership` (deleted, its fields still set):
+# tenancy does not know who listens (the product's member.removed event).
+member_removed = Signal()
 
 
 class LastOwner(Conflict):
@@ -27,22 +32,20 @@ class LastOwner(Conflict):
         super().__init__("This is the tenant's last owner: make another member an owner first.")
 
 
-def member_join(*, tenant: Tenant, user: AbstractBaseUser, role: str, re_role: bool) -> Membership:
-    """The user's membership of the tenant, made with `role` when they have none. An
+def member_join(
+    *, tenant: Tenant, user: AbstractBaseUser, role: str, re_role: bool
+) -> tuple[Membership, bool]:
+    """The user's membership of the tenant, and whether it is new (made with `role`). An
     operator's grant (`re_role`) also sets an existing membership's role; an accepted
     invitation leaves it as it is (an owner who accepts a member's invitation stays owner).
     A new member must fit the plan's `members` limit (PlanLimitReached)."""
     if not Membership.objects.filter(tenant=tenant, user=user).exists():
         hold_count_limit(tenant, "members")
     if re_role:
-        membership, _ = Membership.objects.update_or_create(
+        return Membership.objects.update_or_create(
             tenant=tenant, user=user, defaults={"role": role}
         )
-    else:
-        membership, _ = Membership.objects.get_or_create(
-            tenant=tenant, user=user, defaults={"role": role}
-        )
-    return membership
+    return Membership.objects.get_or_create(tenant=tenant, user=user, defaults={"role": role})
 
 
 def members_of(tenant: Tenant) -> QuerySet[Membership]:
@@ -91,3 +94,4 @@ def member_remove(*, actor: Membership, user_id: int) -> None:
     if owner_ids == [user_id]:
         raise LastOwner
     member.delete()
+    member_removed.send(sender=Membership, membership=member)

@@ -17,7 +17,9 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
 from jobs.models import Job, JobStatus
-from notifications.models import Delivery
+from notifications.event_types import event_type_create
+from notifications.messages import publish_message
+from notifications.models import Delivery, Message
 from onboarding.invitations import invitation_issue
 from onboarding.signins import signin_link_record
 from onboarding.signups import signup_request_record
@@ -93,6 +95,25 @@ def _token_id(actor):
 
 def _endpoint_id(actor):
     return make_endpoint(tenant=actor.tenant, url="https://hooks.example.com/in").id
+
+
+def _event_type_id(actor):
+    return event_type_create(tenant=actor.tenant, name=f"matrix.{uuid.uuid4().hex[:8]}").id
+
+
+def _message_id(actor):
+    return publish_message(tenant=actor.tenant, event_type="project.active", payload={}).id
+
+
+def _delivered_message_id(actor):
+    """A message queued to an endpoint of the same id: the resend route names both with one
+    id here (random UUIDs never meet in practice; the matrix formats one `{id}`)."""
+    endpoint = make_endpoint(tenant=actor.tenant, url="https://hooks.example.com/in")
+    message = Message.objects.create(
+        id=endpoint.id, tenant=actor.tenant, event_type="project.active", payload={}
+    )
+    Message.objects.filter(pk=message.pk).update(endpoint_ids=[str(endpoint.id)])
+    return message.id
 
 
 def _fresh_email() -> str:
@@ -239,6 +260,49 @@ ROUTES = [
         public=True,
         signed_in=403,
         body=_acceptance_body,
+    ),
+]
+
+# --- Webhooks as a product: event types and messages ---------------------------------------
+ROUTES += [
+    RouteSpec(
+        "POST",
+        "/v1/event-types",
+        success=201,
+        roles=OWNER,
+        body=lambda: {"name": f"matrix.{uuid.uuid4().hex[:8]}"},
+    ),
+    RouteSpec("GET", "/v1/event-types", create=_event_type_id),
+    RouteSpec("GET", "/v1/event-types?archived=false", create=_event_type_id),
+    RouteSpec("GET", "/v1/event-types/{id}", create=_event_type_id),
+    RouteSpec(
+        "PATCH",
+        "/v1/event-types/{id}",
+        roles=OWNER,
+        create=_event_type_id,
+        body=lambda: {"description": "Changed"},
+    ),
+    RouteSpec("DELETE", "/v1/event-types/{id}", roles=OWNER, create=_event_type_id),
+    RouteSpec(
+        "POST",
+        "/v1/messages",
+        success=202,
+        body=lambda: {"event_type": "project.active", "payload": {"n": 1}},
+        headers=lambda: {"Idempotency-Key": str(uuid.uuid4())},
+    ),
+    RouteSpec("GET", "/v1/messages", create=_message_id),
+    RouteSpec(
+        "GET",
+        "/v1/messages?event_type=project.active&since=2026-01-01T00:00:00Z",
+        create=_message_id,
+    ),
+    RouteSpec("GET", "/v1/messages/{id}", create=_message_id),
+    RouteSpec("GET", "/v1/messages/{id}/attempts", create=_delivered_message_id),
+    RouteSpec(
+        "POST",
+        "/v1/messages/{id}/endpoints/{id}/resend",
+        success=202,
+        create=_delivered_message_id,
     ),
 ]
 

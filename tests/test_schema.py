@@ -40,14 +40,14 @@ def test_create_documents_idempotency_headers_and_expiry(schema, settings):
     assert "422" in create["responses"]
 
 
-REQUIRED_KEY = {"/v1/projects", "/v1/notifications", "/v1/invitations"}
+REQUIRED_KEY = {"/v1/projects", "/v1/notifications", "/v1/invitations", "/v1/messages"}
 # Public routes: Idempotency-Key is scoped to a tenant, and these have none.
 
 
 def test_every_post_documents_the_idempotency_key_its_replay_header_and_problems(schema):
     posts = {path: ops["post"] for path, ops in schema["paths"].items() if "post" in ops}
 
-    assert len(posts) == 14
+    assert len(posts) == 17
     for path, operation in posts.items():
         key = next(p for p in operation["parameters"] if p["name"] == "Idempotency-Key")
         assert key["in"] == "header"

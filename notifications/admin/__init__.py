@@ -1,6 +1,6 @@
-"""Support staff's view of the queue: notifications, webhook endpoints, the delivery log.
-Signing secrets are never shown."""
+"""Support staff's view of the queue: notifications, webhook endpoints, the delivery log,
+messages and event types. Signing secrets are never shown."""
 
-from notifications.admin import deliveries, endpoints, notifications
+from notifications.admin import deliveries, endpoints, messages, notifications
 
-__all__ = ["deliveries", "endpoints", "notifications"]
+__all__ = ["deliveries", "endpoints", "messages", "notifications"]

@@ -29,6 +29,7 @@ class WebhookEndpointAdmin(ServiceSaveAdmin):
         "tenant",
         "url",
         "enabled",
+        "event_types",
         "disabled_reason",
         "circuit",
         "consecutive_failures",
@@ -39,9 +40,10 @@ class WebhookEndpointAdmin(ServiceSaveAdmin):
         "created_at",
         "updated_at",
     ]
-    # Only the URL and the switch are edited here. The breaker's state is the scheduler's:
-    # editing the URL (or rotating the secret through the API) closes the circuit.
-    readonly_fields = [field for field in fields if field not in ("url", "enabled")]
+    # Only the URL, the switch and the subscriptions are edited here. The breaker's state is
+    # the scheduler's: editing the URL (or rotating the secret through the API) closes the
+    # circuit.
+    readonly_fields = [field for field in fields if field not in ("url", "enabled", "event_types")]
     actions = ["enable", "disable"]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     refusals = (InvalidInput, WebhookEndpoint.DoesNotExist)
@@ -63,6 +65,11 @@ class WebhookEndpointAdmin(ServiceSaveAdmin):
             url=form.cleaned_data["url"] if "url" in changed else None,
             enabled=form.cleaned_data["enabled"] if "enabled" in changed else None,
             disabled_reason=DISABLED_BY_SUPPORT,
+            event_types=(
+                form.cleaned_data["event_types"]
+                if "event_types" in changed
+                else webhook_endpoints.UNCHANGED
+            ),
         )
 
     @admin.action(description="Enable")

@@ -19,7 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from notifications.models import Channel, Notification, WebhookEndpoint
+from notifications.models import Channel, Notification, WebhookEndpoint, message_webhook_id
 from notifications.transports.base import DeliveryResult, EmailMessage, WebhookMessage
 from outbound.categories import ErrorCategory
 from outbound.connections import Connections
@@ -89,7 +89,10 @@ def pending_channels(notification: Notification) -> list[str]:
 
 
 def occurrence_id(notification: Notification) -> str:
-    """The occurrence's stable identity: webhook-id and email idempotency key."""
+    """The occurrence's stable identity: webhook-id and email idempotency key. A message's
+    delivery carries the message's id instead, the same for every endpoint and resend."""
+    if notification.message_id is not None:
+        return message_webhook_id(notification.message_id)
     return f"notification_{notification.id}_{notification.occurrence}"
 
 
@@ -107,13 +110,18 @@ def due_time(notification: Notification) -> datetime | None:
 
 def webhook_payload(notification: Notification) -> dict[str, Any]:
     """The custom event a producer set, or the standard notification.fired event. Built
-    from the occurrence alone (its `timestamp` is the occurrence's due time), so every
-    attempt of an occurrence sends the same bytes; only the signature headers change."""
+    from the occurrence alone (its `timestamp` is the occurrence's due time, or the
+    message's creation for a message's delivery), so every attempt of an occurrence sends
+    the same bytes; only the signature headers change."""
     due = due_time(notification)
     timestamp = iso_utc(due) if due else None
     custom = notification.webhook_event
     if custom:
-        return {"type": custom.get("type"), "timestamp": timestamp, "data": custom.get("data")}
+        return {
+            "type": custom.get("type"),
+            "timestamp": custom.get("timestamp", timestamp),
+            "data": custom.get("data"),
+        }
     return {
         "type": "notification.fired",
         "timestamp": timestamp,

@@ -45,9 +45,10 @@ def test_a_batch_of_provision_jobs_costs_the_same_statements_as_one(
     make_endpoint(alice.tenant)
     jobs = [make_job(alice.tenant, user=alice.user) for _ in range(5)]
 
-    # claim, savepoint, fenced update, project update, project read, endpoints, insert,
+    # claim, savepoint, fenced update, project update, project read, the event ids' earlier
+    # messages, endpoints, the messages, the messages that landed, the deliveries,
     # release, the empty claim that ends the batch, the totals upsert
-    with django_assert_num_queries(10):
+    with django_assert_num_queries(13):
         summary = jobs_drain(clock=Clock(now=NOW), limit=100, max_seconds=60)
 
     assert (summary.claimed, summary.completed) == (5, 5)

@@ -19,10 +19,19 @@ def make_tenant(name: str = "Tenant") -> Tenant:
 
 
 def make_endpoint(
-    *, tenant: Tenant, url: str, enabled: bool = True, secret: str | None = None
+    *,
+    tenant: Tenant,
+    url: str,
+    enabled: bool = True,
+    secret: str | None = None,
+    event_types: list[str] | None = None,
 ) -> WebhookEndpoint:
     return WebhookEndpoint.objects.create(
-        tenant=tenant, url=url, enabled=enabled, secret=secret or generate_secret()
+        tenant=tenant,
+        url=url,
+        enabled=enabled,
+        secret=secret or generate_secret(),
+        event_types=event_types,
     )
 
 

@@ -254,3 +254,21 @@ def test_every_admin_page_writes_dates_one_way(admin_client, tenant):
     for html in pages:
         assert "2026-03-02 21:05:07 UTC" in html
         assert "p.m." not in html and "March 2, 2026" not in html
+
+
+def test_a_message_s_page_shows_its_deliveries_per_endpoint(admin_client):
+    from notifications.messages import publish_message
+    from tests.notifications.factories import make_endpoint, make_tenant
+
+    tenant = make_tenant()
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/in")
+    message = publish_message(tenant=tenant, event_type="project.active", payload={"k": 1})
+
+    listed = admin_client.get("/admin/notifications/message/")
+    page = admin_client.get(f"/admin/notifications/message/{message.id}/change/")
+    types = admin_client.get("/admin/notifications/eventtype/")
+
+    assert listed.status_code == page.status_code == types.status_code == 200
+    assert "project.active" in listed.content.decode()
+    assert str(endpoint.id) in page.content.decode()
+    assert "pending" in page.content.decode()

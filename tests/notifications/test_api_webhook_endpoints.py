@@ -31,7 +31,7 @@ def test_create_returns_the_secret_once(alice):
 
     assert response.status_code == 201
     body = response.json()
-    assert set(body) == {"id", "url", "enabled", "created_at", "health", "secret"}
+    assert set(body) == {"id", "url", "enabled", "event_types", "created_at", "health", "secret"}
     assert body["health"] == {
         "state": "healthy",
         "consecutive_failures": 0,

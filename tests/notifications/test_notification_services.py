@@ -192,8 +192,7 @@ def test_announced_rows_are_due_now(tenant):
         addresses=["a@example.com"],
         email_subject="Welcome",
         email_body="",
-        event={"type": "project.activated", "data": {}},
-        event_subject="activated",
+        event={"type": "project.active", "data": {}},
     )
 
     announcements.notifications_announce(

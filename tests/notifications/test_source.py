@@ -31,8 +31,8 @@ def _create(actor):
 
 
 def _activate_a_project(actor):
-    """A project whose provisioning announced it: the project.activated event (a project
-    made without `invite` e-mails nobody)."""
+    """A project whose create and provisioning announced it: the project.created and
+    project.active messages (a project made without `invite` e-mails nobody)."""
     make_endpoint(actor.tenant)
     make_project(actor)
     jobs_drain(clock=Clock(now=timezone.now()), limit=10, max_seconds=10)
@@ -57,9 +57,9 @@ def test_the_products_announcements_are_system_and_the_filter_tells_them_apart(a
 
     assert {row["source"] for row in listed} == {"api", "system"}
     assert [row["id"] for row in api] == [mine["id"]]
-    assert len(system) == 1  # the project.activated event
+    assert len(system) == 2  # the project.created and project.active deliveries
     assert all(row["source"] == "system" for row in system)
-    assert len(listed) == 2
+    assert len(listed) == 3
 
 
 def test_source_combines_with_state_and_refuses_an_unknown_value(alice):

@@ -59,9 +59,9 @@ def test_the_figures_take_one_query_per_group(tenant, django_assert_num_queries)
     make_job(tenant, status="dead_lettered", now=NOW)
     _delivery(tenant, "timeout", NOW - timedelta(minutes=1))
 
-    # notifications: 4 (queue_status's own figures), jobs: 1, deliveries per hour: 1,
-    # tenants near their limits: 1 (no plan exists)
-    with django_assert_num_queries(9):
+    # notifications: 4 (queue_status's own figures), messages: 2, jobs: 1, deliveries per
+    # hour: 1, tenants near their limits: 1 (no plan exists)
+    with django_assert_num_queries(11):
         health = queue_health(now=NOW)
 
     assert health.jobs["dead_lettered"] == 1
@@ -97,3 +97,21 @@ def test_lateness_is_read_in_the_bands_of_the_metrics_histogram(tenant):
 
     assert lateness.quantiles[-1] == {"p50": 1800.0, "p99": 1800.0}
     assert lateness.quantiles[-2] == {"p50": LATENESS_BOUNDS_S[-1], "p99": LATENESS_BOUNDS_S[-1]}
+
+
+def test_messages_and_their_deliveries_are_counted(tenant):
+    from notifications.messages import publish_message
+    from tests.notifications.factories import make_endpoint
+
+    make_endpoint(tenant=tenant, url="https://a.example.com/")
+    make_endpoint(tenant=tenant, url="https://b.example.com/")
+    publish_message(tenant=tenant, event_type="project.active", payload={}, now=NOW)
+    publish_message(
+        tenant=tenant, event_type="project.active", payload={}, now=NOW - timedelta(days=2)
+    )
+
+    figures = queue_health(now=NOW).notifications
+
+    assert figures["messages_24h"] == 1
+    assert figures["message_deliveries_pending"] == 4
+    assert figures["message_deliveries_failed"] == 0

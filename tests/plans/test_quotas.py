@@ -8,7 +8,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from notifications.models import Notification, NotificationSource, WebhookEndpoint
+from notifications.event_types import event_type_create
+from notifications.models import Message, Notification, NotificationSource, WebhookEndpoint
 from notifications.services import notification_create
 from tenancy.models import Membership, OperationKey, UsageCounter
 from tenancy.plans import tenant_limits
@@ -221,3 +222,33 @@ def test_a_charge_far_from_the_limit_is_one_update_and_a_refusal_a_bounded_few(a
 
     assert _data_statements(counted) == ["UPDATE"]
     assert _data_statements(refused) == ["UPDATE"] * SHARDS + ["SELECT"]
+
+
+def _publish(actor, body):
+    return actor.client().post(
+        "/v1/messages", body, format="json", headers={"Idempotency-Key": str(uuid.uuid4())}
+    )
+
+
+def test_the_messages_quota_answers_429_and_a_repeated_event_id_is_not_a_new_use(alice, public_dns):
+    event_type_create(tenant=alice.tenant, name="invoice.paid")
+    alice.client().post(
+        "/v1/webhook-endpoints",
+        {"url": "https://hooks.example.com/in"},
+        format="json",
+        headers={"Idempotency-Key": str(uuid.uuid4())},
+    )
+    put_on_plan(alice.tenant, messages_per_month=2)
+    first = {"event_type": "invoice.paid", "payload": {"n": 1}, "event_id": "evt-1"}
+    assert _publish(alice, first).status_code == 202
+    assert _publish(alice, first).status_code == 202  # the same message, not a second use
+    assert _publish(alice, {"event_type": "invoice.paid", "payload": {"n": 2}}).status_code == 202
+    deliveries = Notification.objects.filter(tenant=alice.tenant).count()
+
+    refused = _publish(alice, {"event_type": "invoice.paid", "payload": {"n": 3}})
+
+    body = assert_problem(refused, 429)
+    assert body["type"].endswith("/quota-exceeded")
+    assert (body["limit"], body["used"]) == (2, 2)
+    assert Message.objects.filter(tenant=alice.tenant).count() == 2
+    assert Notification.objects.filter(tenant=alice.tenant).count() == deliveries

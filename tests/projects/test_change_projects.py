@@ -108,8 +108,10 @@ def test_a_running_job_finishes_and_is_discarded_when_its_project_is_deleted(ali
     assert outcomes == [Outcome.FENCED_OUT]
     assert not Job.objects.filter(pk=job.pk).exists()
     assert not Project.objects.filter(pk=project.pk).exists()
-    # Nothing of its result applied: no activation event, no invitation e-mail.
-    assert not Notification.objects.filter(tenant=alice.tenant).exists()
+    # Nothing of its result applied: no activation event, no invitation e-mail (only the
+    # project.created message the create published).
+    left = Notification.objects.filter(tenant=alice.tenant)
+    assert set(left.values_list("message__event_type", flat=True)) == {"project.created"}
 
 
 def test_a_projects_notifications_outlive_it_without_a_project(alice):

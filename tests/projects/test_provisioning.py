@@ -73,7 +73,8 @@ def test_each_enabled_endpoint_gets_one_activation_event_and_disabled_ones_none(
         assert event.tenant_id == alice.tenant.id
         assert event.next_fire_at == NOW
         assert event.webhook_event == {
-            "type": "project.activated",
+            "type": "project.active",
+            "timestamp": "2026-03-02T09:00:00Z",
             "data": {
                 "project_id": str(job.project_id),
                 "tenant_id": str(alice.tenant.id),
@@ -146,8 +147,9 @@ def test_completing_a_provision_job_takes_a_fixed_number_of_queries(
     [job] = jobs_claim(now=NOW, limit=1)
 
     # savepoint, fenced update, project update, project read, members among the invited,
-    # endpoints, insert, release
-    with django_assert_num_queries(8):
+    # the event id's earlier message, endpoints, the message, the messages that landed,
+    # the e-mails and deliveries, release
+    with django_assert_num_queries(11):
         outcomes = jobs_process([job], clock=Clock(now=NOW), should_stop=lambda: False)
 
     assert outcomes == [Outcome.COMPLETED]
@@ -177,6 +179,7 @@ def test_a_dead_lettered_provision_reports_project_failed_then_a_retry_reports_a
     assert event.webhook_endpoint_id == endpoint.id
     assert event.webhook_event == {
         "type": "project.failed",
+        "timestamp": event.webhook_event["timestamp"],
         "data": {
             "project_id": str(job.project_id),
             "tenant_id": str(alice.tenant.id),
@@ -199,4 +202,4 @@ def test_a_dead_lettered_provision_reports_project_failed_then_a_retry_reports_a
     types = sorted(
         n.webhook_event["type"] for n in Notification.objects.filter(channels=[Channel.WEBHOOK])
     )
-    assert types == ["project.activated", "project.failed"]
+    assert types == ["project.active", "project.failed"]

@@ -46,45 +46,49 @@ POSTGRES = connection.vendor == "postgresql"
 def test_create_inserts_key_project_and_job_after_one_read(alice, django_assert_num_queries):
     client = warmed_client(alice)
 
-    with django_assert_num_queries(4 if POSTGRES else 7) as context:
+    with django_assert_num_queries(5 if POSTGRES else 9) as context:
         response = client.post(
             "/v1/projects", {"name": "P"}, format="json", headers={"Idempotency-Key": "q"}
         )
 
     assert response.status_code == 202
-    # the token with its membership, the rate-limit count, then key, project and job
+    # the token with its membership, the rate-limit count, the endpoints subscribed to
+    # project.created (none here), then key, project, the project.created message and job
     # inserted all or none (and on PostgreSQL the bookmark's WAL position)
     if POSTGRES:
-        assert verbs(context) == ["SELECT", "INSERT", "WITH", "SELECT"]
-        assert "pg_current_wal_lsn()" in context.captured_queries[3]["sql"]
-        inserts = context.captured_queries[2]["sql"]
+        assert verbs(context) == ["SELECT", "INSERT", "SELECT", "WITH", "SELECT"]
+        assert "pg_current_wal_lsn()" in context.captured_queries[4]["sql"]
+        inserts = context.captured_queries[3]["sql"]
     else:
         assert verbs(context) == [
-            "SELECT", "INSERT", "BEGIN", "INSERT", "INSERT", "INSERT", "COMMIT"
+            "SELECT", "INSERT", "SELECT", "BEGIN", "INSERT", "INSERT", "INSERT", "INSERT",
+            "COMMIT",
         ]  # fmt: skip
-        inserts = " ".join(query["sql"] for query in context.captured_queries[3:6])
+        inserts = " ".join(query["sql"] for query in context.captured_queries[4:8])
     tables = ['INSERT INTO "tenancy_operationkey"', 'INSERT INTO "projects_project"']
-    tables.append('INSERT INTO "jobs_job"')
+    tables += ['INSERT INTO "notifications_message"', 'INSERT INTO "jobs_job"']
     assert [inserts.index(table) for table in tables] == sorted(inserts.index(t) for t in tables)
     assert 'INTO "dbtools_ratewindow"' in context.captured_queries[1]["sql"]
-    assert len([v for v in verbs(context) if v not in TRANSACTION_CONTROL]) <= 6
+    assert len([v for v in verbs(context) if v not in TRANSACTION_CONTROL]) <= 7
 
 
-def test_replay_is_four_statements_and_the_bookmark(alice, django_assert_num_queries):
+def test_replay_is_five_statements_and_the_bookmark(alice, django_assert_num_queries):
     client = warmed_client(alice)
     headers = {"Idempotency-Key": "q"}
     client.post("/v1/projects", {"name": "P"}, format="json", headers=headers)
 
-    with django_assert_num_queries(5 if POSTGRES else 6) as context:
+    with django_assert_num_queries(6 if POSTGRES else 7) as context:
         response = client.post("/v1/projects", {"name": "P"}, format="json", headers=headers)
 
     assert response["Idempotent-Replayed"] == "true"
-    # after the token and the rate-limit count, the insert fails on the key's unique index
-    # and changes nothing, then the key is read
+    # after the token, the rate-limit count and the subscribed endpoints, the insert fails
+    # on the key's unique index and changes nothing, then the key is read
     if POSTGRES:
-        assert verbs(context) == ["SELECT", "INSERT", "WITH", "SELECT", "SELECT"]
+        assert verbs(context) == ["SELECT", "INSERT", "SELECT", "WITH", "SELECT", "SELECT"]
     else:
-        assert verbs(context) == ["SELECT", "INSERT", "BEGIN", "INSERT", "ROLLBACK", "SELECT"]
+        assert verbs(context) == [
+            "SELECT", "INSERT", "SELECT", "BEGIN", "INSERT", "ROLLBACK", "SELECT"
+        ]  # fmt: skip
 
 
 def test_get_costs_three_queries(alice, django_assert_num_queries):

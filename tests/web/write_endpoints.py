@@ -9,7 +9,9 @@ from django.core import serializers as django_serializers
 from django.test import Client
 
 from jobs.models import Job, JobStatus
-from notifications.models import Delivery, Notification, WebhookEndpoint
+from notifications.event_types import event_type_create
+from notifications.messages import publish_message
+from notifications.models import Delivery, EventType, Message, Notification, WebhookEndpoint
 from notifications.states import DeadLetterReason
 from projects.models import Project
 from tenancy.models import (
@@ -29,7 +31,7 @@ NOTIFICATION_FIELDS = frozenset(
     {"channels", "email_to", "subject", "body", "webhook_endpoint", "fire_at", "rrule"}
     | {"timezone"}
 )
-ENDPOINT_FIELDS = frozenset({"url", "enabled"})
+ENDPOINT_FIELDS = frozenset({"url", "enabled", "event_types"})
 
 
 @dataclass(frozen=True)
@@ -140,8 +142,37 @@ WRITES += (
     ),
 )
 
+# --- Webhooks as a product: event types, messages, resend -------------------------------------
+WRITES += (
+    Write(
+        "POST",
+        "/v1/event-types",
+        frozenset({"name", "description"}),
+        frozenset({"id", "archived", "product", "created_at"}),
+    ),
+    Write(
+        "PATCH",
+        "/v1/event-types/{event_type}",
+        frozenset({"description", "archived"}),
+        frozenset({"id", "name", "product", "created_at"}),
+    ),
+    Write(
+        "POST",
+        "/v1/messages",
+        frozenset({"event_type", "payload", "event_id"}),
+        frozenset({"id", "endpoints", "created_at"}),
+    ),
+    Write(
+        "POST",
+        "/v1/messages/{message}/endpoints/{endpoint}/resend",
+        frozenset(),
+        frozenset({"endpoint_id", "status", "attempts"}),
+    ),
+)
+
 _STORED = (
     *(Project, Job, OperationKey, Notification, WebhookEndpoint, Delivery),
+    *(EventType, Message),
     *(Membership, ApiToken, Invitation, SignupRequest, SigninLink, Tenant),
 )
 
@@ -155,9 +186,13 @@ class Targets:
     user: int  # the actor's (PATCH /v1/me)
     tenant: uuid.UUID  # the actor's (PATCH /v1/tenant)
     project: uuid.UUID
+    event_type: uuid.UUID
+    message: uuid.UUID
 
     def path(self, write: Write) -> str:
         return write.template.format(
+            event_type=self.event_type,
+            message=self.message,
             notification=self.notification,
             endpoint=self.endpoint,
             job=self.job,
@@ -180,7 +215,11 @@ def seed_targets(actor) -> Targets:
     )
     job = make_job(actor, status=JobStatus.DEAD_LETTERED, next_attempt_at=None)
     member = make_member(actor.tenant, "fuzzed-member@example.com")
+    event_type = event_type_create(tenant=actor.tenant, name="fuzzed.type")
+    message = publish_message(tenant=actor.tenant, event_type="fuzzed.type", payload={})
     return Targets(
+        event_type=event_type.id,
+        message=message.id,
         notification=notification.id,
         endpoint=endpoint.id,
         job=job.id,
@@ -210,6 +249,8 @@ def stored_state(targets: Targets) -> tuple[dict[str, int], str]:
         *Tenant.objects.filter(pk=targets.tenant),
         *Notification.objects.filter(pk=targets.notification),
         *WebhookEndpoint.objects.filter(pk=targets.endpoint),
+        *EventType.objects.filter(pk=targets.event_type),
+        *Message.objects.filter(pk=targets.message),
         *Job.objects.filter(pk=targets.job),
         *Project.objects.filter(pk=targets.project),
         *Membership.objects.filter(user_id=targets.member),

@@ -1,0 +1,233 @@
+"""Fan-out of messages (README: "Sending webhooks to your customers"). Prints figures;
+never judges.
+
+    .venv/bin/python bench/fanout.py [--db sqlite|postgres|both] [--endpoints 100]
+        [--posts 20] [--messages 200] [--per-message 10] [--tenants 20]
+
+- api: POST /v1/messages (through the Django test client, token authentication and all) to
+  one tenant with --endpoints enabled endpoints, --posts times: the median time of one
+  request, its SQL statements and the INSERT statements per table.
+- drain: --messages messages over --tenants tenants of --per-message endpoints each, published
+  through the service, then drained by back-to-back run_tick passes against a local receiver
+  (bench/tick_sink.py): publish time per message, time to drain, deliveries/s and SQL
+  statements per delivered row; then the same number of plain webhook notifications drained
+  the same way, for comparison.
+
+Each database runs in its own process against a fresh database: a SQLite file in the
+temporary directory, or BENCH_FANOUT_URL (default
+postgres://postgres@127.0.0.1:5432/bench_fanout), which is DROPPED and re-created.
+"""
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import load  # noqa: E402
+from bench.load_tick import arrivals, start_recording_sink  # noqa: E402
+
+PG_DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/bench_fanout"
+_INSERT_INTO = re.compile(r'INSERT\b.*?\bINTO "?(\w+)')
+
+
+def _endpoints(tenant, url: str, count: int) -> None:
+    from notifications.models import WebhookEndpoint
+    from notifications.transports.signing import generate_secret
+
+    WebhookEndpoint.objects.bulk_create(
+        [WebhookEndpoint(tenant=tenant, url=url, secret=generate_secret()) for _ in range(count)]
+    )
+
+
+def api_cost(db: str, *, endpoints: int, posts: int, url: str) -> None:
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from tenancy.models import ApiToken, Membership, Role, Tenant
+
+    tenant = Tenant.objects.create(name="fan-out")
+    user = get_user_model().objects.create(username="bench", email="bench@example.com")
+    Membership.objects.create(tenant=tenant, user=user, role=Role.OWNER)
+    token = ApiToken.issue(user=user, name="bench")[1]
+    _endpoints(tenant, url, endpoints)
+    client = Client()
+    headers = {"Authorization": f"Bearer {token}", "X-Tenant-ID": str(tenant.id)}
+    body = {"event_type": "project.active", "payload": {"bench": True, "items": list(range(20))}}
+    times, statements, inserts = [], [], Counter()
+    for _ in range(posts):
+        with CaptureQueriesContext(connection) as captured:
+            started = time.perf_counter()
+            response = client.post(
+                "/v1/messages",
+                body,
+                content_type="application/json",
+                headers={**headers, "Idempotency-Key": str(uuid.uuid4())},
+            )
+            times.append(time.perf_counter() - started)
+        assert response.status_code == 202, response.content
+        statements.append(len(captured.captured_queries))
+        inserts = Counter(
+            match.group(1)
+            for query in captured.captured_queries
+            if (match := _INSERT_INTO.match(query["sql"]))
+        )
+    print(
+        f"[{db}] api: POST /v1/messages to {endpoints} endpoints: median "
+        f"{1000 * statistics.median(times):.1f} ms, {statistics.median(statements):.0f} SQL "
+        f"statements; INSERT statements per table: {dict(sorted(inserts.items()))}"
+    )
+
+
+def _drain(label: str, db: str, rows: int, log: Path) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from notifications.models import Notification
+    from notifications.scheduler.tick import run_tick
+
+    started, ticks, delivered, failed = time.perf_counter(), 0, 0, 0
+    with CaptureQueriesContext(connection) as captured:
+        while Notification.objects.filter(next_fire_at__isnull=False).exists() and ticks < 60:
+            summary = run_tick()
+            delivered += summary.delivered
+            failed += summary.failed
+            ticks += 1
+    drained = time.perf_counter() - started
+    received = len(arrivals(log))
+    print(
+        f"[{db}] {label}: {rows} deliveries drained in {drained:.1f}s by {ticks} tick(s): "
+        f"{delivered / max(drained, 1e-9):.0f} deliveries/s, "
+        f"{len(captured.captured_queries) / max(delivered, 1):.2f} SQL statements per "
+        f"delivered row ({delivered} delivered, {failed} failed, {received} received)"
+    )
+
+
+def drain(db: str, *, messages: int, per_message: int, tenants: int) -> None:
+    from django.utils import timezone
+
+    from notifications.messages import Publish, messages_publish
+    from notifications.models import Notification
+    from tenancy.models import Tenant
+
+    log = Path(tempfile.gettempdir()) / f"tw_bench_fanout_{db}.log"
+    log.unlink(missing_ok=True)
+    sink, url = start_recording_sink(log)
+    try:
+        owners = [Tenant.objects.create(name=f"fan-out {n}") for n in range(tenants)]
+        for tenant in owners:
+            _endpoints(tenant, url, per_message)
+        items = [
+            Publish(
+                tenant_id=owners[n % tenants].id,
+                event_type="project.active",
+                payload={"n": n, "items": list(range(20))},
+            )
+            for n in range(messages)
+        ]
+        started = time.perf_counter()
+        for item in items:
+            messages_publish([item])
+        published = time.perf_counter() - started
+        rows = Notification.objects.count()
+        print(
+            f"[{db}] drain: {messages} messages x {per_message} endpoints over {tenants} tenants"
+            f" published in {published:.1f}s ({1000 * published / messages:.2f} ms a message)"
+        )
+        _drain("messages", db, rows, log)
+    finally:
+        sink.kill()
+        sink.wait()
+
+    log = Path(tempfile.gettempdir()) / f"tw_bench_fanout_plain_{db}.log"
+    log.unlink(missing_ok=True)
+    sink, url = start_recording_sink(log)
+    try:
+        Notification.objects.all().delete()
+        Notification._meta.get_field("webhook_endpoint").related_model.objects.update(url=url)
+        due = timezone.now()
+        endpoints = list(
+            Notification._meta.get_field("webhook_endpoint")
+            .related_model.objects.order_by("tenant_id")
+            .values_list("tenant_id", "id")
+        )
+        Notification.objects.bulk_create(
+            [
+                Notification(
+                    tenant_id=endpoints[n % len(endpoints)][0],
+                    webhook_endpoint_id=endpoints[n % len(endpoints)][1],
+                    channels=["webhook"],
+                    subject="Load",
+                    next_fire_at=due,
+                    due_at=due,
+                    recurrence_anchor=due,
+                )
+                for n in range(rows)
+            ],
+            batch_size=1000,
+        )
+        _drain("plain notifications", db, rows, log)
+    finally:
+        sink.kill()
+        sink.wait()
+
+
+def run_one(db: str, args: argparse.Namespace) -> None:
+    os.environ["DATABASE_URL"] = os.environ.get("BENCH_FANOUT_URL", PG_DEFAULT_URL)
+    os.environ["BENCH_LOAD_SQLITE"] = str(Path(tempfile.gettempdir()) / "tw_bench_fanout.sqlite3")
+    load.prepare_environment(db)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    log = Path(tempfile.gettempdir()) / f"tw_bench_fanout_api_{db}.log"
+    sink, url = start_recording_sink(log)
+    try:
+        api_cost(db, endpoints=args.endpoints, posts=args.posts, url=url)
+    finally:
+        sink.kill()
+        sink.wait()
+    from notifications.models import Message, Notification
+
+    Notification.objects.all().delete()
+    Message.objects.all().delete()
+    try:
+        drain(db, messages=args.messages, per_message=args.per_message, tenants=args.tenants)
+    finally:
+        load.drop(db)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--endpoints", type=int, default=100, help="api: endpoints")
+    parser.add_argument("--posts", type=int, default=20, help="api: requests")
+    parser.add_argument("--messages", type=int, default=200, help="drain: messages")
+    parser.add_argument("--per-message", type=int, default=10, help="drain: endpoints each")
+    parser.add_argument("--tenants", type=int, default=20, help="drain: tenants")
+    args = parser.parse_args()
+    if args.db != "both":
+        run_one(args.db, args)
+        return
+    for db in ("sqlite", "postgres"):
+        options = ["--endpoints", args.endpoints, "--posts", args.posts]
+        options += ["--messages", args.messages, "--per-message", args.per_message]
+        options += ["--tenants", args.tenants]
+        subprocess.run([sys.executable, __file__, "--db", db, *map(str, options)], check=True)
+
+
+if __name__ == "__main__":
+    main()

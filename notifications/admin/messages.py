@@ -1,0 +1,76 @@
+"""Messages and event types in the admin, read-only: a message's page shows its deliveries
+per endpoint (notifications.messages.message_attempts), each linked to its delivery row."""
+
+from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+
+from notifications.messages import message_attempts
+from notifications.models import EventType, Message, Notification
+from web.admin import ReadOnlyModelAdmin
+
+
+@admin.register(EventType)
+class EventTypeAdmin(ReadOnlyModelAdmin):
+    list_display = ["name", "tenant", "product", "archived", "created_at"]
+    list_filter = ["product", "archived"]
+    list_select_related = ["tenant"]
+    search_fields = ["name", "tenant__name"]
+    ordering = ["-created_at"]
+
+
+@admin.register(Message)
+class MessageAdmin(ReadOnlyModelAdmin):
+    list_display = ["created_at", "event_type", "tenant", "event_id", "endpoint_count"]
+    list_filter = ["event_type"]
+    list_select_related = ["tenant"]
+    search_fields = ["=id", "event_id", "tenant__name"]
+    ordering = ["-created_at"]
+    fields = [
+        "id",
+        "tenant",
+        "event_type",
+        "event_id",
+        "created_at",
+        "payload",
+        "deliveries_per_endpoint",
+    ]
+    readonly_fields = fields
+
+    @admin.display(description="endpoints")
+    def endpoint_count(self, message: Message) -> int:
+        return len(message.endpoint_ids)
+
+    @admin.display(description="deliveries per endpoint")
+    def deliveries_per_endpoint(self, message: Message) -> str:
+        attempts = message_attempts(tenant=message.tenant, message_id=message.id)
+        if not attempts:
+            return "none"
+        latest = {
+            endpoint_id: row_id
+            for row_id, endpoint_id in Notification.objects.filter(message=message)
+            .order_by("created_at")
+            .values_list("id", "webhook_endpoint_id")
+        }
+        rows = [
+            (
+                reverse(
+                    "admin:notifications_notification_change", args=[latest[entry.endpoint_id]]
+                ),
+                entry.endpoint_id,
+                entry.status,
+                entry.attempts,
+                entry.last_outcome or "-",
+                entry.last_http_status or "-",
+            )
+            for entry in attempts
+        ]
+        return format_html(
+            "<table><tr><th>endpoint</th><th>status</th><th>attempts</th><th>last outcome</th>"
+            "<th>HTTP</th></tr>{}</table>",
+            format_html_join(
+                "",
+                '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
+                rows,
+            ),
+        )

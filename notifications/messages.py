@@ -1,0 +1,369 @@
+"""Messages: an event published once and delivered to every endpoint of the tenant
+subscribed to its type, and the history and resend of those deliveries.
+
+Each delivery is an ordinary one-shot webhook notification naming its message, so run_tick
+claims, leases, fences, signs, retries and dead-letters it as any other row, at a plain
+row's cost: the row carries the Standard Webhooks body `{type, timestamp, data}` itself and
+its webhook-id is the message's (`msg_<id>`, from the row's own message_id column), the same
+on every attempt and every resend.
+
+Every function looks rows up within the given tenant only, so another tenant's message or
+endpoint raises `DoesNotExist` exactly like a missing one.
+"""
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils.timezone import now as utc_now
+
+from notifications.event_types import active_event_type_errors
+from notifications.models import (
+    Channel,
+    Delivery,
+    DeliveryOutcome,
+    Message,
+    Notification,
+    NotificationSource,
+    NotificationState,
+    WebhookEndpoint,
+)
+from notifications.states import Move, after
+from tenancy.models import Tenant
+from tenancy.plans import tenant_limits
+from tenancy.quotas import charge
+from web.errors import InvalidInput
+
+MAX_PAYLOAD_BYTES = 256 * 1024
+# How long an event_id deduplicates: a repeat within it answers the first message.
+DEDUP_WINDOW = timedelta(hours=24)
+SUBJECT_MAX = Notification._meta.get_field("subject").max_length
+
+
+@dataclass(frozen=True)
+class Publish:
+    """One message to publish: `event_type` with `payload` to the tenant's subscribed,
+    enabled endpoints; `event_id` deduplicates it for DEDUP_WINDOW."""
+
+    tenant_id: UUID
+    event_type: str
+    payload: dict[str, Any]
+    event_id: str | None = None
+    project_id: UUID | None = None
+    source: NotificationSource = NotificationSource.API
+
+
+def publish_message(
+    *,
+    tenant: Tenant,
+    event_type: str,
+    payload: dict[str, Any],
+    event_id: str | None = None,
+    now: datetime | None = None,
+) -> Message:
+    """Publish one message (POST /v1/messages): one queued delivery per enabled endpoint of
+    the tenant subscribed to `event_type`. A repeat of `event_id` within DEDUP_WINDOW
+    returns the first message and queues nothing. Raises InvalidInput for an unknown or
+    archived event type or a payload over MAX_PAYLOAD_BYTES (kind `payload-too-large`);
+    QuotaExceeded over the plan's messages_per_month, publishing nothing."""
+    if len(json.dumps(payload, separators=(",", ":")).encode()) > MAX_PAYLOAD_BYTES:
+        raise InvalidInput(
+            {"payload": [f"Must be at most {MAX_PAYLOAD_BYTES} bytes of JSON."]},
+            message=f"The payload exceeds {MAX_PAYLOAD_BYTES} bytes of JSON.",
+            kind="payload-too-large",
+            title="Payload too large",
+        )
+    errors = active_event_type_errors(tenant_id=tenant.id, names=[event_type])
+    if errors:
+        raise InvalidInput({"event_type": errors})
+    item = Publish(tenant_id=tenant.id, event_type=event_type, payload=payload, event_id=event_id)
+    now = now or utc_now()
+    with transaction.atomic():
+        message = messages_publish([item], now=now)[0]
+        # A repeat of an event_id answers the first message, made before now: it is not a
+        # new use of the plan. Over the quota, QuotaExceeded undoes the publish.
+        if message.created_at == now:
+            charge(tenant.id, "messages_per_month", now=now, limits=tenant_limits(tenant))
+    return message
+
+
+def messages_publish(
+    items: Sequence[Publish],
+    *,
+    now: datetime | None = None,
+    alongside: Sequence[Notification] = (),
+) -> list[Message]:
+    """Publish `items` (their event types already checked), one message each, returned in
+    order (a deduplicated item gives the first message). Whatever the number of items and
+    endpoints: one read of the endpoints, one insert of the messages, one of the
+    deliveries (and, with event ids, two reads and at most one update for the dedup).
+    `alongside` are other notifications (a producer's e-mails) inserted with the
+    deliveries, any whose source key exists already skipped."""
+    now = now or utc_now()
+    # Part of the caller's transaction when there is one: nothing here is retried alone.
+    with transaction.atomic(savepoint=False):
+        firsts = _first_messages(items, now=now)
+        subscribed = _subscribed_endpoints(items)
+        fresh: dict[int, Message] = {}
+        for index, item in enumerate(items):
+            if (item.tenant_id, item.event_id) in firsts:
+                continue
+            endpoint_ids = [
+                endpoint_id
+                for endpoint_id, types in subscribed.get(item.tenant_id, [])
+                if types is None or item.event_type in types
+            ]
+            fresh[index] = Message(
+                tenant_id=item.tenant_id,
+                event_type=item.event_type,
+                event_id=item.event_id,
+                dedup_key=item.event_id,
+                payload=item.payload,
+                endpoint_ids=[str(endpoint_id) for endpoint_id in endpoint_ids],
+                created_at=now,
+            )
+        landed = _insert_messages(list(fresh.values()))
+        firsts.update(_first_messages(items, now=now) if len(landed) < len(fresh) else {})
+        rows = [
+            _delivery_row(message, items[index], endpoint_id=UUID(endpoint_id), now=now)
+            for index, message in fresh.items()
+            if message.id in landed
+            for endpoint_id in message.endpoint_ids
+        ]
+        if alongside:
+            Notification.objects.bulk_create([*alongside, *rows], ignore_conflicts=True)
+        elif rows:
+            Notification.objects.bulk_create(rows)
+    return [
+        fresh[index] if index in fresh and fresh[index].id in landed else firsts[_key(item)]
+        for index, item in enumerate(items)
+    ]
+
+
+def product_event_publish(
+    *,
+    tenant_id: UUID,
+    event_type: str,
+    data: dict[str, Any],
+    event_id: str | None = None,
+    project_id: UUID | None = None,
+    now: datetime | None = None,
+) -> Message:
+    """Publish one of the product's own events (PRODUCT_EVENT_TYPES) to the tenant's
+    subscribed endpoints, through the same path as a tenant's messages."""
+    item = Publish(
+        tenant_id=tenant_id,
+        event_type=event_type,
+        payload=data,
+        event_id=event_id,
+        project_id=project_id,
+        source=NotificationSource.SYSTEM,
+    )
+    return messages_publish([item], now=now)[0]
+
+
+def message_rows(item: Publish, *, now: datetime | None = None) -> list[Any]:
+    """`item`'s message and its deliveries as unsaved rows, the message first, for a
+    producer that inserts them with its own rows in one statement (a project's create).
+    `item` carries no event_id: the producer's own insert is what happens once."""
+    now = now or utc_now()
+    endpoint_ids = [
+        endpoint_id
+        for endpoint_id, types in _subscribed_endpoints([item]).get(item.tenant_id, [])
+        if types is None or item.event_type in types
+    ]
+    message = Message(
+        tenant_id=item.tenant_id,
+        event_type=item.event_type,
+        payload=item.payload,
+        endpoint_ids=[str(endpoint_id) for endpoint_id in endpoint_ids],
+        created_at=now,
+    )
+    deliveries = [
+        _delivery_row(message, item, endpoint_id=endpoint_id, now=now)
+        for endpoint_id in endpoint_ids
+    ]
+    return [message, *deliveries]
+
+
+def _key(item: Publish) -> tuple[UUID, str | None]:
+    return (item.tenant_id, item.event_id)
+
+
+def _first_messages(
+    items: Sequence[Publish], *, now: datetime
+) -> dict[tuple[UUID, str | None], Message]:
+    """The messages still deduplicating the items' event ids; an expired one stops
+    deduplicating (its key is cleared) so the new message can take it."""
+    keyed = [item for item in items if item.event_id is not None]
+    if not keyed:
+        return {}
+    found = Message.objects.filter(
+        tenant_id__in={item.tenant_id for item in keyed},
+        dedup_key__in={item.event_id for item in keyed},
+    )
+    wanted = {_key(item) for item in keyed}
+    live: dict[tuple[UUID, str | None], Message] = {}
+    expired = []
+    for message in found:
+        if (message.tenant_id, message.dedup_key) not in wanted:
+            continue
+        if message.created_at > now - DEDUP_WINDOW:
+            live[(message.tenant_id, message.dedup_key)] = message
+        else:
+            expired.append(message.id)
+    if expired:
+        Message.objects.filter(id__in=expired).update(dedup_key=None)
+    return live
+
+
+def _insert_messages(messages: list[Message]) -> set[UUID]:
+    """Insert `messages` in one statement; returns the ids that landed (a message whose
+    event id another publish took meanwhile does not)."""
+    if not messages:
+        return set()
+    Message.objects.bulk_create(messages, ignore_conflicts=True)
+    if all(message.dedup_key is None for message in messages):
+        return {message.id for message in messages}
+    ids = [message.id for message in messages]
+    return set(Message.objects.filter(id__in=ids).values_list("id", flat=True))
+
+
+def _subscribed_endpoints(
+    items: Sequence[Publish],
+) -> dict[UUID, list[tuple[UUID, list[str] | None]]]:
+    """The enabled endpoints of the items' tenants with their subscriptions, oldest first."""
+    endpoints: dict[UUID, list[tuple[UUID, list[str] | None]]] = {}
+    enabled = WebhookEndpoint.objects.filter(
+        tenant_id__in={item.tenant_id for item in items}, enabled=True
+    ).order_by("created_at", "id")
+    for tenant_id, endpoint_id, types in enabled.values_list("tenant_id", "id", "event_types"):
+        endpoints.setdefault(tenant_id, []).append((endpoint_id, types))
+    return endpoints
+
+
+def _delivery_row(
+    message: Message, item: Publish, *, endpoint_id: UUID, now: datetime
+) -> Notification:
+    """A one-shot webhook notification delivering `message` to one endpoint, due now."""
+    return Notification(
+        tenant_id=message.tenant_id,
+        project_id=item.project_id,
+        channels=[Channel.WEBHOOK],
+        webhook_endpoint_id=endpoint_id,
+        webhook_event=_event(message),
+        subject=message.event_type[:SUBJECT_MAX],
+        message_id=message.id,
+        next_fire_at=now,
+        due_at=now,
+        recurrence_anchor=now,
+        occurrence=1,
+        state=after(None, Move.CREATE),
+        timezone="UTC",
+        source=item.source,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def _event(message: Message) -> dict[str, Any]:
+    # The timestamp is the message's, so a retry and a resend send the same body.
+    return {
+        "type": message.event_type,
+        "timestamp": message.created_at.isoformat().replace("+00:00", "Z"),
+        "data": message.payload,
+    }
+
+
+def message_pages(
+    *, tenant: Tenant, event_type: str | None = None, since: datetime | None = None
+) -> QuerySet[Message]:
+    """The tenant's messages (of `event_type`, created at or after `since`, if given)."""
+    messages = Message.objects.filter(tenant=tenant)
+    if event_type is not None:
+        messages = messages.filter(event_type=event_type)
+    if since is not None:
+        messages = messages.filter(created_at__gte=since)
+    return messages
+
+
+def message_resend(
+    *, tenant: Tenant, message_id: UUID, endpoint_id: UUID, now: datetime | None = None
+) -> Notification:
+    """Queue `message` to the endpoint again, due now, with the same webhook-id and body.
+    DoesNotExist when the message or the endpoint is not the tenant's, or the message never
+    targeted that endpoint."""
+    now = now or utc_now()
+    message = Message.objects.get(pk=message_id, tenant=tenant)
+    WebhookEndpoint.objects.only("pk").get(pk=endpoint_id, tenant=tenant)
+    targeted = str(endpoint_id) in message.endpoint_ids or (
+        Notification.objects.filter(
+            tenant=tenant, message=message, webhook_endpoint_id=endpoint_id
+        ).exists()
+    )
+    if not targeted:
+        raise WebhookEndpoint.DoesNotExist
+    item = Publish(tenant_id=tenant.id, event_type=message.event_type, payload=message.payload)
+    row = _delivery_row(message, item, endpoint_id=endpoint_id, now=now)
+    row.save(force_insert=True)
+    return row
+
+
+# A delivery row's state as a message's history shows it.
+_STATUS = {
+    NotificationState.SCHEDULED: "pending",
+    NotificationState.BACKING_OFF: "pending",
+    NotificationState.COMPLETED: "delivered",
+    NotificationState.DEAD_LETTERED: "failed",
+    NotificationState.PARKED: "parked",
+}
+_ATTEMPTED = {DeliveryOutcome.DELIVERED, DeliveryOutcome.FAILED, DeliveryOutcome.TIMEOUT}
+
+
+@dataclass
+class EndpointAttempts:
+    """A message's delivery to one endpoint: its status (that of its latest queueing),
+    the attempts made over every queueing and the last one's outcome."""
+
+    endpoint_id: UUID
+    status: str
+    attempts: int = 0
+    last_outcome: str | None = None
+    last_http_status: int | None = None
+    last_attempted_at: datetime | None = None
+    next_attempt_at: datetime | None = None
+
+
+def message_attempts(*, tenant: Tenant, message_id: UUID) -> list[EndpointAttempts]:
+    """The message's deliveries per endpoint, in the order the endpoints were targeted
+    (resends to an endpoint count into its row). Two reads, whatever the attempts."""
+    message = Message.objects.get(pk=message_id, tenant=tenant)
+    rows = Notification.objects.filter(tenant=tenant, message=message).order_by("created_at")
+    by_endpoint: dict[UUID, EndpointAttempts] = {}
+    notification_endpoints: dict[UUID, UUID] = {}
+    for row in rows.values("id", "webhook_endpoint_id", "state", "next_fire_at"):
+        endpoint_id = row["webhook_endpoint_id"]
+        if endpoint_id is None:  # the endpoint was deleted; its deliveries name it
+            continue
+        notification_endpoints[row["id"]] = endpoint_id
+        entry = by_endpoint.setdefault(endpoint_id, EndpointAttempts(endpoint_id, "pending"))
+        entry.status = _STATUS.get(row["state"], "pending")
+        entry.next_attempt_at = row["next_fire_at"] if entry.status == "pending" else None
+    log = Delivery.objects.filter(tenant=tenant, notification_id__in=list(notification_endpoints))
+    for delivery in log.order_by("attempted_at", "id"):
+        entry = by_endpoint[notification_endpoints[delivery.notification_id]]
+        if delivery.outcome in _ATTEMPTED:
+            entry.attempts += 1
+        if delivery.outcome != DeliveryOutcome.SKIPPED:
+            entry.last_outcome = delivery.outcome
+            entry.last_http_status = delivery.http_status
+            entry.last_attempted_at = delivery.attempted_at
+    order = {endpoint_id: index for index, endpoint_id in enumerate(message.endpoint_ids)}
+    return sorted(
+        by_endpoint.values(), key=lambda entry: order.get(str(entry.endpoint_id), 1 << 30)
+    )
