@@ -258,6 +258,21 @@ class WebhookEndpointWriteSerializer(RejectsUndeclaredFields, serializers.Serial
     enabled = StrictBooleanField(required=False)
 
 
+class WebhookEndpointRecoverSerializer(RejectsUndeclaredFields, serializers.Serializer):
+    """The body of POST /v1/webhook-endpoints/{id}/recover: the window [since, until)."""
+
+    since = serializers.DateTimeField(help_text="At most 14 days back.")
+    until = serializers.DateTimeField(
+        required=False, help_text="Defaults to now; a later time is taken as now."
+    )
+
+
+class RecoverAcceptedSerializer(serializers.Serializer):
+    """The recovery task started: follow it at GET /v1/tasks/{task_id}."""
+
+    task_id = serializers.UUIDField(read_only=True)
+
+
 class EndpointHealthSerializer(serializers.Serializer):
     """The endpoint's health: `open` while its circuit breaker defers its deliveries (until
     `open_until`), `failing` while every delivery since its last success failed (a 3xx or

@@ -33,4 +33,9 @@ urlpatterns = [
         views.WebhookEndpointRotateSecretView.as_view(),
         name="webhook-endpoint-rotate-secret",
     ),
+    path(
+        "webhook-endpoints/<uuid:pk>/recover",
+        views.WebhookEndpointRecoverView.as_view(),
+        name="webhook-endpoint-recover",
+    ),
 ]

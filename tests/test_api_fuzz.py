@@ -5,6 +5,7 @@ import json
 import re
 import uuid
 import zlib
+from datetime import timedelta
 
 import pytest
 import schemathesis
@@ -22,6 +23,7 @@ from schemathesis.config import SchemathesisConfig
 from config.wsgi import application
 from jobs.models import Job, JobStatus
 from notifications.models import Delivery, Notification, WebhookEndpoint
+from notifications.recovery import endpoint_recover
 from projects.models import Project
 from tenancy.invitations import invitation_issue
 from tenancy.models import ApiToken, Invitation, Membership, SigninLink, SignupRequest, Tenant
@@ -126,6 +128,9 @@ def seeded(alice) -> dict[str, str | int]:
         channel="webhook",
         outcome="delivered",
     )
+    task = endpoint_recover(
+        tenant=alice.tenant, endpoint_id=endpoint.id, since=timezone.now() - timedelta(days=1)
+    )
     invitation = invitation_issue(
         tenant=alice.tenant,
         email="fuzzed@example.com",
@@ -143,6 +148,7 @@ def seeded(alice) -> dict[str, str | int]:
         "members": make_member(alice.tenant, "fuzzed@example.com").user.id,
         "tokens": ApiToken.issue(user=alice.user, name="fuzzed")[0].id,
         "invitations": str(invitation.id),
+        "tasks": str(task.id),
     }
 
 
@@ -167,8 +173,8 @@ def _is_uuid(value: object) -> bool:
 def _satisfy_cross_field_rules(body: dict, seeded: dict[str, str]) -> dict:
     """The body changed to meet rules the schema cannot state, which random bodies almost
     never do: references to the tenant's own rows, an IANA zone, a recipient for the email
-    channel, a parseable RRULE, distinct channels and a first fire within 1970..now+100
-    years (the default)."""
+    channel, a parseable RRULE, distinct channels, a first fire within 1970..now+100
+    years (the default) and a recovery window the service accepts."""
     body = dict(body)
     channels = body.get("channels")
     if isinstance(channels, list):
@@ -184,6 +190,9 @@ def _satisfy_cross_field_rules(body: dict, seeded: dict[str, str]) -> dict:
     if body.get("rrule"):
         body["rrule"] = "FREQ=DAILY;COUNT=3"
     body.pop("fire_at", None)
+    if "since" in body:  # a recovery's window: at most 14 days back, ending after it starts
+        body["since"] = (timezone.now() - timedelta(hours=1)).isoformat()
+        body.pop("until", None)
     return body
 
 

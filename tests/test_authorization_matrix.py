@@ -11,6 +11,7 @@ configuration serves, so a new endpoint cannot ship without its row."""
 
 import re
 import uuid
+from datetime import timedelta
 
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
@@ -18,6 +19,7 @@ from django.utils import timezone
 
 from jobs.models import Job, JobStatus
 from notifications.models import Delivery
+from notifications.recovery import endpoint_recover
 from tenancy.invitations import invitation_issue
 from tenancy.models import ApiToken, Tenant
 from tenancy.signins import signin_link_record
@@ -93,6 +95,12 @@ def _token_id(actor):
 
 def _endpoint_id(actor):
     return make_endpoint(tenant=actor.tenant, url="https://hooks.example.com/in").id
+
+
+def _task_id(actor):
+    endpoint = make_endpoint(tenant=actor.tenant, url="https://hooks.example.com/in")
+    since = timezone.now() - timedelta(days=1)
+    return endpoint_recover(tenant=actor.tenant, endpoint_id=endpoint.id, since=since).id
 
 
 def _fresh_email() -> str:
@@ -212,6 +220,15 @@ ROUTES = [
         "DELETE", "/v1/webhook-endpoints/{id}", success=204, roles=OWNER, create=_endpoint_id
     ),
     RouteSpec("POST", "/v1/webhook-endpoints/{id}/rotate-secret", roles=OWNER, create=_endpoint_id),
+    RouteSpec(
+        "POST",
+        "/v1/webhook-endpoints/{id}/recover",
+        success=202,
+        roles=OWNER,
+        create=_endpoint_id,
+        body=lambda: {"since": (timezone.now() - timedelta(days=1)).isoformat()},
+    ),
+    RouteSpec("GET", "/v1/tasks/{id}", create=_task_id),
     # The front door.
     RouteSpec(
         "POST",

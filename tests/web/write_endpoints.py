@@ -92,6 +92,12 @@ WRITES = (
         frozenset(),
         frozenset({"secret", "url"}),
     ),
+    Write(
+        "POST",
+        "/v1/webhook-endpoints/{endpoint}/recover",
+        frozenset({"since", "until"}),
+        frozenset({"task_id"}),
+    ),
     Write("POST", "/v1/jobs/{job}/retry", frozenset(), frozenset({"status", "attempts"})),
     # The front door (public routes, sent here with the owner's token as well).
     Write(
