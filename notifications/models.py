@@ -222,6 +222,16 @@ class Notification(models.Model):
                 name="notification_completed_idx",
             ),
             models.Index(fields=["tenant", "-created_at"], name="notification_tenant_idx"),
+            # An endpoint's recovery walks its given-up rows in creation order. Partial: only
+            # a row entering or leaving those states writes to it, and a row the recovery has
+            # re-queued is out of it, so each chunk starts where the last one ended.
+            models.Index(
+                fields=["webhook_endpoint", "created_at", "id"],
+                condition=models.Q(
+                    state__in=[NotificationState.DEAD_LETTERED, NotificationState.PARKED]
+                ),
+                name="notification_recover_idx",
+            ),
             # Pruning a batch clears the rows still naming it (none, unless parked).
             models.Index(
                 fields=["email_batch"],

@@ -19,13 +19,11 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from django.db import transaction
-from django.db.models import Case, DateTimeField, Q, QuerySet, Value, When
-from django.db.models import F as Field
+from django.db import connection, transaction
+from django.db.models import Q, QuerySet
 from django.utils.dateparse import parse_datetime
 from django.utils.timezone import now as utc_now
 
-from dbqueue.leases import lease_free
 from jobs.models import Job
 from jobs.registry import Handler, JobError
 from jobs.services import job_enqueue, job_progress
@@ -128,12 +126,12 @@ def recover_chunk(job: Job, *, now: datetime) -> bool:
         payload["cursor"],
     )
     with transaction.atomic():
-        chunk = list(rows.values_list("id", "created_at")[:CHUNK_SIZE])
+        chunk = list(rows.values_list("id", "claim_token", "created_at")[:CHUNK_SIZE])
         if not chunk:
             return False
-        last_id, last_created = chunk[-1]
-        ids = [row_id for row_id, _ in chunk]
-        queued = _requeue(ids, first=payload["done"], now=now)
+        last_id, _, last_created = chunk[-1]
+        tokens = [(row_id, token) for row_id, token, _ in chunk]
+        queued = _requeue(tokens, first=payload["done"], now=now)
         progress = {
             **payload,
             "done": payload["done"] + len(chunk),
@@ -153,26 +151,49 @@ def _after_cursor(rows: QuerySet[Notification], cursor: list[str] | None) -> Any
     return rows.filter(Q(created_at__gt=created) | Q(created_at=created, id__gt=row_id))
 
 
-def _requeue(ids: list[UUID], *, first: int, now: datetime) -> int:
-    """Put the rows back on the schedule, due now and one microsecond apart in the order
-    given (the `first`-th of the task's rows first), so the tick delivers them in creation
-    order. Bumps their claim token, as a guarded update does. A row that left its
-    recoverable state meanwhile (retried by hand) is not touched."""
-    due = [now + timedelta(microseconds=first + index) for index in range(len(ids))]
+def _requeue(rows: list[tuple[UUID, int]], *, first: int, now: datetime) -> int:
+    """Put the rows ((id, claim token) as read) back on the schedule, due now and one
+    microsecond apart in the order given (the `first`-th of the task's rows first), so the
+    tick delivers them in creation order. Fenced on each row's token, which it bumps, as a
+    guarded update does: a row changed since it was read (retried by hand) is not touched.
+
+    One statement, its per-row values joined from a VALUES list (a CASE per column would
+    compare every row with every branch)."""
+    meta, quote = Notification._meta, connection.ops.quote_name
     values = rearmed(next_fire_at=now, state=after(NotificationState.DEAD_LETTERED, Move.RETRY))
-    when_due = Case(
-        *[When(pk=row_id, then=Value(at)) for row_id, at in zip(ids, due, strict=True)],
-        output_field=DateTimeField(),
+    constant = {
+        name: value for name, value in values.items() if name not in ("next_fire_at", "due_at")
+    }
+    constant["updated_at"] = now
+    sets = [f"{quote(meta.get_field(name).column)} = %s" for name in constant]
+    params: list[Any] = [
+        meta.get_field(name).get_db_prep_save(value, connection) for name, value in constant.items()
+    ]
+    sets += ["claimed_until = NULL", "claim_token = claim_token + 1"]
+    sets += [f"{quote(column)} = v.column3" for column in ("next_fire_at", "due_at")]
+    pk, token, due = meta.pk, meta.get_field("claim_token"), meta.get_field("next_fire_at")
+    if connection.vendor == "postgresql":
+        casts = [f"CAST(%s AS {field.cast_db_type(connection)})" for field in (pk, token, due)]
+        row = f"({', '.join(casts)})"
+    else:
+        row = "(%s, %s, %s)"
+    for index, (row_id, claim_token) in enumerate(rows):
+        at = now + timedelta(microseconds=first + index)
+        params += [
+            pk.get_db_prep_value(row_id, connection),
+            claim_token,
+            due.get_db_prep_save(at, connection),
+        ]
+    table = quote(meta.db_table)
+    sql = (
+        # Only the model's own names are formatted in; every value binds.
+        f"UPDATE {table} SET {', '.join(sets)} "  # noqa: S608
+        f"FROM (VALUES {', '.join([row] * len(rows))}) AS v "
+        f"WHERE {table}.{quote(pk.column)} = v.column1 AND {table}.claim_token = v.column2"
     )
-    return (
-        Notification.objects.filter(pk__in=ids, state__in=RECOVERABLE)
-        .filter(lease_free(now=now))
-        .update(
-            **{**values, "next_fire_at": when_due, "due_at": when_due},
-            claim_token=Field("claim_token") + 1,
-            updated_at=now,
-        )
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
 
 
 def _instant(text: str) -> datetime:
