@@ -34,6 +34,11 @@ class EndpointHealth(models.TextChoices):
     OPEN = "open", "Circuit open"
 
 
+# The `disabled_reason` of an endpoint the tick retired: it failed every delivery for
+# ENDPOINT_DISABLE_AFTER_HOURS.
+DISABLED_FAILING = "failing"
+
+
 class WebhookEndpoint(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="webhook_endpoints")
@@ -52,6 +57,8 @@ class WebhookEndpoint(models.Model):
     last_failure_at = models.DateTimeField(null=True, blank=True)
     # Failed deliveries since the last success, whatever failed them (a 4xx included).
     failed_deliveries = models.PositiveIntegerField(default=0)
+    # When the first of them ended: failing for ENDPOINT_DISABLE_AFTER_HOURS retires it.
+    failing_since = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=utc_now, editable=False)
     updated_at = models.DateTimeField(default=utc_now)
 

@@ -131,7 +131,7 @@ def recover_chunk(job: Job, *, now: datetime) -> bool:
             return False
         last_id, _, last_created = chunk[-1]
         tokens = [(row_id, token) for row_id, token, _ in chunk]
-        queued = _requeue(tokens, first=payload["done"], now=now)
+        queued = requeue(tokens, first=payload["done"], now=now)
         progress = {
             **payload,
             "done": payload["done"] + len(chunk),
@@ -151,10 +151,11 @@ def _after_cursor(rows: QuerySet[Notification], cursor: list[str] | None) -> Any
     return rows.filter(Q(created_at__gt=created) | Q(created_at=created, id__gt=row_id))
 
 
-def _requeue(rows: list[tuple[UUID, int]], *, first: int, now: datetime) -> int:
+def requeue(rows: list[tuple[UUID, int]], *, first: int, now: datetime) -> int:
     """Put the rows ((id, claim token) as read) back on the schedule, due now and one
     microsecond apart in the order given (the `first`-th of the task's rows first), so the
-    tick delivers them in creation order. Fenced on each row's token, which it bumps, as a
+    tick delivers them in creation order (a recovery's, or an endpoint's parked rows when it
+    is enabled again). Fenced on each row's token, which it bumps, as a
     guarded update does: a row changed since it was read (retried by hand) is not touched.
 
     One statement, its per-row values joined from a VALUES list (a CASE per column would

@@ -256,6 +256,19 @@ class WebhookEndpointWriteSerializer(RejectsUndeclaredFields, serializers.Serial
 
     url = serializers.URLField(max_length=2000, help_text="https only; must resolve publicly.")
     enabled = StrictBooleanField(required=False)
+    disabled = StrictBooleanField(
+        required=False, help_text="The opposite of `enabled`; `false` enables it again."
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "disabled" in attrs:
+            enabled = not attrs.pop("disabled")
+            if attrs.get("enabled", enabled) != enabled:
+                raise serializers.ValidationError(
+                    {"disabled": ["Contradicts enabled; send one of them."]}
+                )
+            attrs["enabled"] = enabled
+        return attrs
 
 
 class WebhookEndpointRecoverSerializer(RejectsUndeclaredFields, serializers.Serializer):
@@ -296,8 +309,23 @@ class WebhookEndpointSerializer(serializers.Serializer):
     id = serializers.UUIDField(read_only=True)
     url = serializers.URLField(read_only=True)
     enabled = serializers.BooleanField(read_only=True)
+    disabled = serializers.SerializerMethodField()
+    disabled_reason = serializers.SerializerMethodField(
+        help_text="Why it is disabled: `failing` when Tickwork retired it (every delivery "
+        "failed for ENDPOINT_DISABLE_AFTER_HOURS), `manual` when it was switched off, or "
+        "the reason the tick recorded (a 410 Gone answer); null while enabled."
+    )
     created_at = serializers.DateTimeField(read_only=True)
     health = serializers.SerializerMethodField()
+
+    def get_disabled(self, endpoint: WebhookEndpoint) -> bool:
+        return not endpoint.enabled
+
+    @extend_schema_field({"type": "string", "nullable": True})
+    def get_disabled_reason(self, endpoint: WebhookEndpoint) -> str | None:
+        if endpoint.enabled:
+            return None
+        return endpoint.disabled_reason or "manual"
 
     @extend_schema_field(EndpointHealthSerializer)
     def get_health(self, endpoint: WebhookEndpoint) -> dict[str, Any]:

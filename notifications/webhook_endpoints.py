@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils.timezone import now as utc_now
 
 from dbqueue.slots import slots_delete
+from notifications.lifecycle import endpoint_unpark
 from notifications.models import WebhookEndpoint
 from notifications.transports.signing import generate_secret
 from outbound.ssrf import UnsafeWebhookUrl, validate_webhook_url
@@ -50,9 +51,10 @@ def webhook_endpoint_update(
     now: datetime | None = None,
 ) -> WebhookEndpoint:
     """Change the URL and/or switch the endpoint on or off (enabling clears the reason it
-    was disabled; disabling records `disabled_reason`). A new URL closes the circuit: the
-    failures were another receiver's. An endpoint deleted meanwhile raises DoesNotExist,
-    like a missing one."""
+    was disabled and its failing streak, and un-parks the deliveries parked when it was
+    disabled as failing; disabling records `disabled_reason`). A new URL closes the
+    circuit: the failures were another receiver's. An endpoint deleted meanwhile raises
+    DoesNotExist, like a missing one."""
     if url is not None:
         _check_url(url)  # resolves the host: done before the transaction, not inside it
     with transaction.atomic():
@@ -61,11 +63,17 @@ def webhook_endpoint_update(
         if url is not None and url != endpoint.url:
             endpoint.url = url
             fields += _close_circuit(endpoint)
+        enabling = enabled is True and not endpoint.enabled
         if enabled is not None:
             endpoint.enabled = enabled
             endpoint.disabled_reason = "" if enabled else disabled_reason
         endpoint.updated_at = now or utc_now()
-        endpoint.save(update_fields=fields)
+        if enabling:
+            # A fresh start: the failures that disabled it do not count against it again.
+            fields += _close_circuit(endpoint)
+        endpoint.save(update_fields=list(dict.fromkeys(fields)))
+        if enabling:
+            endpoint_unpark(endpoint, now=endpoint.updated_at)
     return endpoint
 
 
@@ -114,11 +122,13 @@ def _close_circuit(endpoint: WebhookEndpoint) -> list[str]:
     endpoint.circuit_open_until = None
     endpoint.circuit_interval_seconds = 0
     endpoint.failed_deliveries = 0
+    endpoint.failing_since = None
     return [
         "consecutive_failures",
         "circuit_open_until",
         "circuit_interval_seconds",
         "failed_deliveries",
+        "failing_since",
     ]
 
 

@@ -29,7 +29,7 @@ NOTIFICATION_FIELDS = frozenset(
     {"channels", "email_to", "subject", "body", "webhook_endpoint", "fire_at", "rrule"}
     | {"timezone"}
 )
-ENDPOINT_FIELDS = frozenset({"url", "enabled"})
+ENDPOINT_FIELDS = frozenset({"url", "enabled", "disabled"})
 
 
 @dataclass(frozen=True)
