@@ -34,6 +34,8 @@ class EndpointHealth(models.TextChoices):
     OPEN = "open", "Circuit open"
 
 
+RATE_LIMIT_MAX = 1000
+
 # The `disabled_reason` of an endpoint the tick retired: it failed every delivery for
 # ENDPOINT_DISABLE_AFTER_HOURS.
 DISABLED_FAILING = "failing"
@@ -59,6 +61,8 @@ class WebhookEndpoint(models.Model):
     failed_deliveries = models.PositiveIntegerField(default=0)
     # When the first of them ended: failing for ENDPOINT_DISABLE_AFTER_HOURS retires it.
     failing_since = models.DateTimeField(null=True, blank=True)
+    # Deliveries per second across every tick process (a pacing budget); NULL: no limit.
+    rate_limit = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=utc_now, editable=False)
     updated_at = models.DateTimeField(default=utc_now)
 

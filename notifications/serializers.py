@@ -14,6 +14,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from notifications.models import (
+    RATE_LIMIT_MAX,
     Channel,
     Delivery,
     DeliveryOutcome,
@@ -30,6 +31,7 @@ from web.fields import (
     EmailAddressField,
     NullableCharField,
     StrictBooleanField,
+    StrictIntegerField,
     StrictUUIDField,
 )
 from web.representation import Representation
@@ -259,6 +261,13 @@ class WebhookEndpointWriteSerializer(RejectsUndeclaredFields, serializers.Serial
     disabled = StrictBooleanField(
         required=False, help_text="The opposite of `enabled`; `false` enables it again."
     )
+    rate_limit = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=RATE_LIMIT_MAX,
+        help_text="Deliveries per second across every tick process; null: no limit.",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "disabled" in attrs:
@@ -310,6 +319,7 @@ class WebhookEndpointSerializer(serializers.Serializer):
     url = serializers.URLField(read_only=True)
     enabled = serializers.BooleanField(read_only=True)
     disabled = serializers.SerializerMethodField()
+    rate_limit = serializers.IntegerField(read_only=True, allow_null=True)
     disabled_reason = serializers.SerializerMethodField(
         help_text="Why it is disabled: `failing` when Tickwork retired it (every delivery "
         "failed for ENDPOINT_DISABLE_AFTER_HOURS), `manual` when it was switched off, or "

@@ -5,6 +5,7 @@ raises `DoesNotExist` exactly like a missing one. An unsafe URL raises `InvalidI
 """
 
 from datetime import datetime, timedelta
+from typing import Any
 from uuid import UUID
 
 from django.conf import settings
@@ -24,8 +25,17 @@ from web.errors import InvalidInput
 MAX_RETIRED_SECRETS = 10
 
 
+# The rate limit argument of an update that leaves it as it is (None removes the limit).
+UNCHANGED: Any = object()
+
+
 def webhook_endpoint_create(
-    *, tenant: Tenant, url: str, enabled: bool = True, now: datetime | None = None
+    *,
+    tenant: Tenant,
+    url: str,
+    enabled: bool = True,
+    rate_limit: int | None = None,
+    now: datetime | None = None,
 ) -> WebhookEndpoint:
     """Create an endpoint with a fresh signing secret (readable on the returned instance,
     to be shown once)."""
@@ -35,6 +45,7 @@ def webhook_endpoint_create(
         tenant=tenant,
         url=url,
         enabled=enabled,
+        rate_limit=rate_limit,
         secret=generate_secret(),
         created_at=now,
         updated_at=now,
@@ -48,6 +59,7 @@ def webhook_endpoint_update(
     url: str | None = None,
     enabled: bool | None = None,
     disabled_reason: str = "",
+    rate_limit: int | None = UNCHANGED,
     now: datetime | None = None,
 ) -> WebhookEndpoint:
     """Change the URL and/or switch the endpoint on or off (enabling clears the reason it
@@ -59,7 +71,9 @@ def webhook_endpoint_update(
         _check_url(url)  # resolves the host: done before the transaction, not inside it
     with transaction.atomic():
         endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint_id, tenant=tenant)
-        fields = ["url", "enabled", "disabled_reason", "updated_at"]
+        fields = ["url", "enabled", "disabled_reason", "rate_limit", "updated_at"]
+        if rate_limit is not UNCHANGED:
+            endpoint.rate_limit = rate_limit
         if url is not None and url != endpoint.url:
             endpoint.url = url
             fields += _close_circuit(endpoint)

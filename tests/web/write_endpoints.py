@@ -29,7 +29,7 @@ NOTIFICATION_FIELDS = frozenset(
     {"channels", "email_to", "subject", "body", "webhook_endpoint", "fire_at", "rrule"}
     | {"timezone"}
 )
-ENDPOINT_FIELDS = frozenset({"url", "enabled", "disabled"})
+ENDPOINT_FIELDS = frozenset({"url", "enabled", "disabled", "rate_limit"})
 
 
 @dataclass(frozen=True)
