@@ -20,9 +20,10 @@ from django.db.models import F
 
 from dbqueue.leases import lease_free
 from notifications.announcements import Announced, Announcement, notifications_announce
-from notifications.models import DISABLED_FAILING, Notification, WebhookEndpoint
+from notifications.models import DISABLED_FAILING, Channel, Notification, WebhookEndpoint
 from notifications.recovery import CHUNK_SIZE, requeue
 from notifications.states import CLAIMABLE, Move, NotificationState, after
+from notifications.validation import recipient_errors
 from tenancy.models import Membership, Role
 
 
@@ -47,7 +48,12 @@ def endpoints_retire(endpoints: Sequence[WebhookEndpoint], *, now: datetime) -> 
 
 def _announced(endpoint: WebhookEndpoint, *, now: datetime) -> Announced:
     owners = Membership.objects.filter(tenant_id=endpoint.tenant_id, role=Role.OWNER)
-    addresses = [email for email in owners.values_list("user__email", flat=True) if email]
+    # An address the API would refuse is left out: it must not fail the tick's write-back.
+    addresses = [
+        email
+        for email in owners.values_list("user__email", flat=True)
+        if email and not recipient_errors([Channel.EMAIL], [email])
+    ]
     since = endpoint.failing_since or now
     data = {
         "endpoint_id": str(endpoint.pk),

@@ -163,3 +163,14 @@ def test_disabling_by_hand_is_manual(alice, failing):
     )
 
     assert (response.json()["disabled"], response.json()["disabled_reason"]) == (True, "manual")
+
+
+def test_an_owner_address_the_api_would_refuse_does_not_stop_the_retirement(alice, failing):
+    alice.user.email = "not an address"
+    alice.user.save()
+    deliver_one(failing, at=T0, status=500)
+
+    deliver_one(failing, at=T0 + timedelta(hours=120), status=500)
+
+    assert shown(alice, failing)["disabled_reason"] == "failing"
+    assert not announcements(alice.tenant).filter(channels=["email"]).exists()
