@@ -9,7 +9,8 @@ from web.serializers import NoBodySerializer
 
 
 class JobSerializer(serializers.ModelSerializer):
-    project_id = serializers.UUIDField(read_only=True)
+    # Null for a job that is no project's (a webhook endpoint's recovery task).
+    project_id = serializers.UUIDField(read_only=True, allow_null=True)
     last_error_category = NullableChoiceField(choices=ErrorCategory.choices)
     last_error = NullableCharField()
 
