@@ -37,6 +37,10 @@ WEBHOOK_ENDPOINT_CONCURRENCY = int(
 WEBHOOK_CIRCUIT_FAILURES = int(
     positive("WEBHOOK_CIRCUIT_FAILURES", read("WEBHOOK_CIRCUIT_FAILURES", env.int, 5))
 )
+# An endpoint that failed every delivery for this long (no success in between) is disabled.
+ENDPOINT_DISABLE_AFTER_HOURS = positive(
+    "ENDPOINT_DISABLE_AFTER_HOURS", read("ENDPOINT_DISABLE_AFTER_HOURS", env.float, 120.0)
+)
 if CLAIM_LEASE_SECONDS < CHANNEL_TIMEOUT_SECONDS + 5:
     raise ImproperlyConfigured(
         "CLAIM_LEASE_SECONDS must exceed CHANNEL_TIMEOUT_SECONDS by at least 5 seconds so a "

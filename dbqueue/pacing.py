@@ -31,6 +31,38 @@ def reserve_slots(name: str, *, rate: float, count: int, now: datetime) -> list[
     return [instant(first + interval * i) for i in range(count)]
 
 
+def take_slot(name: str, *, rate: float, now: datetime) -> datetime | None:
+    """Take the send slot of `name`'s budget at `rate` per second if one is free at `now`
+    (None: go now), else take nothing and return when the next one is free: the caller
+    defers its request to then. Unlike `reserve_slots`, a caller that has to wait never
+    holds a slot it may not use. One statement while slots are free, two otherwise (three
+    on the budget's first use)."""
+    interval = round(1_000_000 / rate)
+    now_us = micros(now)
+    if _take_if_free(name, now_us=now_us, interval=interval, now=now):
+        return None
+    upcoming = next_slot(name)
+    if upcoming is None:
+        _create(name, now=now)
+        return take_slot(name, rate=rate, now=now)
+    # Freed meanwhile (another process's slot passed): the caller asks again then.
+    return max(upcoming, now)
+
+
+def _take_if_free(name: str, *, now_us: int, interval: int, now: datetime) -> bool:
+    greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
+    table = connection.ops.quote_name(PaceBudget._meta.db_table)
+    stamp = PaceBudget._meta.get_field("updated_at").get_db_prep_save(now, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            # Only the quoted table name and a function name are formatted in; values bind.
+            f"UPDATE {table} SET next_slot_us = {greatest}(next_slot_us, %s) + %s, "  # noqa: S608
+            "updated_at = %s WHERE name = %s AND next_slot_us <= %s",
+            [now_us, interval, stamp, name, now_us],
+        )
+        return cursor.rowcount == 1
+
+
 def next_slot(name: str) -> datetime | None:
     """The first free slot of `name`'s budget (None before its first use): one statement."""
     next_us = PaceBudget.objects.filter(name=name).values_list("next_slot_us", flat=True).first()

@@ -80,6 +80,8 @@ class JobAdmin(StateButtonsAdmin):
 
     @admin.display(description="project", ordering="project__name")
     def project_link(self, job: Job) -> str:
+        if job.project_id is None:
+            return "-"
         url = reverse("admin:projects_project_change", args=[job.project_id])
         return format_html('<a href="{}">{}</a>', url, job.project.name)
 

@@ -44,8 +44,11 @@ class Job(models.Model):
     tenant = models.ForeignKey(
         Tenant, on_delete=models.CASCADE, related_name="jobs", db_index=False
     )
-    # By name, not import: jobs sits below projects and knows no project behaviour.
-    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="jobs")
+    # By name, not import: jobs sits below projects and knows no project behaviour. NULL for
+    # a job that is no project's (a webhook endpoint's recovery).
+    project = models.ForeignKey(
+        "projects.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="jobs"
+    )
     kind = models.CharField(max_length=50)
     payload = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)

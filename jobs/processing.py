@@ -6,9 +6,10 @@ started are released (pending again, attempt given back). Successes are written 
 together at the end of the batch, in one fenced statement and one transaction with the
 handlers' local writes (`apply_many` where a handler has it); if that transaction fails,
 each job is written back alone so that one bad job cannot fail the others. Failures are
-written back at once, one by one. A job whose claims used up its attempts without ever
-producing an outcome (it kills its worker) is dead-lettered as `crashed` instead of being
-run again.
+written back at once, one by one; the successes before a task (a job that works in many
+steps, see `jobs.registry.Handler`) are written back before it starts. A job whose claims
+used up its attempts without ever producing an outcome (it kills its worker) is
+dead-lettered as `crashed` instead of being run again.
 """
 
 import logging
@@ -112,6 +113,11 @@ def jobs_process(
         if index and (should_stop() or not _lease_covers(job, handler, clock=clock)):
             jobs_release(jobs=jobs[index:], now=clock.now())
             break
+        if handler is not None and handler.task and performed:
+            # A task runs step after step, renewing only its own lease: the jobs performed
+            # before it are written back first rather than wait for it under theirs.
+            outcomes += _completed_together(performed, clock=clock)
+            performed = []
         outcome = _refused(job, handler, clock=clock) or _performed(job, handler, clock=clock)
         if outcome is not None:
             outcomes.append(outcome)

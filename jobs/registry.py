@@ -51,12 +51,15 @@ class Handler:
     """`apply_many(jobs, *, now)`, when given, makes the local writes of several jobs of
     this kind at once (the same writes as `apply` for each). `max_seconds()` is the most a
     job's `perform` plus `apply` may take (its deadline plus an allowance for the local
-    writes); None means unknown, and jobs are then claimed one at a time."""
+    writes); None means unknown, and jobs are then claimed one at a time. A `task` is a job
+    a client started and follows at GET /v1/tasks/{id}: its payload keeps `total` and
+    `done`, which its `perform` advances with `job_progress`."""
 
     perform: Callable[[Job], None]
     apply: Callable[..., None]  # apply(job, *, now)
     apply_many: Callable[..., None] | None = None  # apply_many(jobs, *, now)
     max_seconds: Callable[[], float | None] = lambda: None
+    task: bool = False
 
 
 HANDLERS: dict[str, Handler] = {}
@@ -70,6 +73,11 @@ def register(kind: str, handler: Handler) -> None:
 def handlers() -> list[Handler]:
     """Every registered handler."""
     return list(HANDLERS.values())
+
+
+def task_kinds() -> list[str]:
+    """The kinds whose jobs are tasks."""
+    return [kind for kind, handler in HANDLERS.items() if handler.task]
 
 
 def handler_for(kind: str) -> Handler | None:

@@ -5,7 +5,7 @@ from typing import Any
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
-from jobs.models import Job
+from jobs.models import Job, JobStatus
 from jobs.services import Outcome
 from outbound.categories import ErrorCategory
 from web.fields import NullableCharField, NullableChoiceField
@@ -13,7 +13,8 @@ from web.serializers import NoBodySerializer
 
 
 class JobSerializer(serializers.ModelSerializer):
-    project_id = serializers.UUIDField(read_only=True)
+    # Null for a job that is no project's (a webhook endpoint's recovery task).
+    project_id = serializers.UUIDField(read_only=True, allow_null=True)
     last_error_category = NullableChoiceField(choices=ErrorCategory.choices)
     last_error = NullableCharField()
 
@@ -66,3 +67,33 @@ class JobDetailSerializer(JobSerializer):
 
 class JobRetrySerializer(NoBodySerializer):
     representation = JobSerializer
+
+
+class TaskSerializer(serializers.ModelSerializer):
+    """A task: a job a client started (e.g. a webhook endpoint's recovery), with its
+    progress: `done` of `total` items."""
+
+    status = serializers.ChoiceField(choices=JobStatus.choices, read_only=True)
+    total = serializers.SerializerMethodField()
+    done = serializers.SerializerMethodField()
+    last_error = NullableCharField()
+
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "kind",
+            "status",
+            "total",
+            "done",
+            "last_error",
+            "created_at",
+            "completed_at",
+        ]
+        read_only_fields = fields
+
+    def get_total(self, job: Job) -> int:
+        return int(job.payload.get("total", 0))
+
+    def get_done(self, job: Job) -> int:
+        return int(job.payload.get("done", 0))

@@ -133,6 +133,21 @@ def job_complete(*, job: Job, now: datetime, apply: Callable[[], None] | None = 
     return done
 
 
+def job_progress(*, job: Job, now: datetime, payload: dict[str, Any]) -> bool:
+    """Record the progress of a claimed job that works in steps (a task): store `payload`
+    and renew its lease, only if the claim is still ours. Called inside the transaction
+    that makes the step's writes: False (fenced out) means the caller must roll the step
+    back, for the job was reclaimed and the new claimant does the step again."""
+    until = now + timedelta(seconds=settings.JOB_LEASE_SECONDS)
+    # While enqueued, next_attempt_at is the lease expiry (see Job).
+    renewed = Job.objects.filter(pk=job.pk, claim_token=job.claim_token).update(
+        payload=payload, claimed_until=until, next_attempt_at=until, updated_at=now
+    )
+    if renewed:
+        job.payload, job.claimed_until, job.next_attempt_at = payload, until, until
+    return renewed == 1
+
+
 def jobs_complete(
     *, jobs: Sequence[Job], now: datetime, apply: Callable[[list[Job]], None] | None = None
 ) -> set[uuid.UUID]:

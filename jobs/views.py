@@ -1,5 +1,5 @@
 """The jobs status endpoints: GET /v1/jobs?status= and GET /v1/jobs/{id}; the retry of a
-dead-lettered job: POST /v1/jobs/{id}/retry.
+dead-lettered job: POST /v1/jobs/{id}/retry; a task's progress: GET /v1/tasks/{id}.
 
 Every query starts from `tenant_jobs(request)`, so no job of another tenant is reachable.
 """
@@ -16,7 +16,8 @@ from rest_framework import generics, status
 from rest_framework.request import Request
 
 from jobs.models import Job
-from jobs.serializers import JobDetailSerializer, JobRetrySerializer, JobSerializer
+from jobs.registry import task_kinds
+from jobs.serializers import JobDetailSerializer, JobRetrySerializer, JobSerializer, TaskSerializer
 from jobs.services import job_retry
 from jobs.states import FORMER_NAMES, JobStatus
 from tenancy.api.idempotency import Answer, answer_once
@@ -83,3 +84,14 @@ class JobRetryView(generics.GenericAPIView):
             return Answer.of(status.HTTP_200_OK, JobSerializer(job).data, resource=f"/v1/jobs/{id}")
 
         return answer_once(request, retry)
+
+
+@extend_schema(parameters=[OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
+class TaskDetailView(generics.RetrieveAPIView):
+    """GET /v1/tasks/{id}: a task's status and progress (`done` of `total`)."""
+
+    serializer_class = TaskSerializer
+
+    def get_object(self) -> Job:
+        tasks = tenant_jobs(self.request).filter(kind__in=task_kinds())
+        return get_object_or_404(tasks, pk=self.kwargs["id"])

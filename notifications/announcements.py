@@ -31,10 +31,11 @@ class Announcement:
 
 @dataclass(frozen=True)
 class Announced:
-    """One producer's announcement to one tenant, keyed by `source_key`."""
+    """One producer's announcement to one tenant, keyed by `source_key` (about a project,
+    or about none: a webhook endpoint's retirement)."""
 
     tenant_id: UUID
-    project_id: UUID
+    project_id: UUID | None
     source_key: str
     announcement: Announcement
 

@@ -9,11 +9,14 @@ class NotificationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from jobs.registry import register
+        from notifications.recovery import RECOVER, RECOVER_KIND
         from tenancy.members import member_removed
         from tenancy.models import Tenant
 
         post_save.connect(_seed_event_types, sender=Tenant, dispatch_uid="seed_event_types")
         member_removed.connect(_member_removed, dispatch_uid="member_removed_event")
+        register(RECOVER_KIND, RECOVER)
 
 
 def _seed_event_types(sender: Any, instance: Any, created: bool, **kwargs: Any) -> None:

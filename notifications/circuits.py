@@ -13,7 +13,9 @@ and closes it too.
 Beside the circuit, the endpoint's health counts its failed deliveries since the last
 success, whatever failed them: a 3xx or 4xx answer keeps the circuit closed (the endpoint
 is up) but is a failed delivery all the same, so an endpoint refusing everything reads
-`failing`, never `healthy`.
+`failing`, never `healthy`. `failing_since` is when the first of those failed deliveries
+ended: an endpoint failing for ENDPOINT_DISABLE_AFTER_HOURS since then, with no success in
+between, is retired (`retires`; the tick's write-back disables it).
 """
 
 from dataclasses import dataclass, replace
@@ -73,6 +75,8 @@ class Circuit:
     last_failure_at: datetime | None = None
     # Failed deliveries since the last success, a 3xx or 4xx answer included.
     failed_deliveries: int = 0
+    # When the first of them ended (None while there is none).
+    failing_since: datetime | None = None
 
     def is_open(self, now: datetime) -> bool:
         return is_circuit_open(self.open_until, now=now)
@@ -94,10 +98,16 @@ def after(circuit: Circuit, signal: Signal, *, now: datetime, threshold: int) ->
     """The circuit once an attempt that ended at `now` gave `signal`."""
     closed = replace(circuit, consecutive_failures=0, open_until=None, interval_seconds=0)
     if signal is Signal.ALIVE:
-        return replace(closed, failed_deliveries=0)
+        return replace(closed, failed_deliveries=0, failing_since=None)
     failed_deliveries = circuit.failed_deliveries + 1
+    failing_since = circuit.failing_since or now
     if signal is Signal.REJECTED:
-        return replace(closed, failed_deliveries=failed_deliveries, last_failure_at=now)
+        return replace(
+            closed,
+            failed_deliveries=failed_deliveries,
+            last_failure_at=now,
+            failing_since=failing_since,
+        )
     failures = circuit.consecutive_failures + 1
     if failures < threshold or circuit.is_open(now):
         return replace(
@@ -105,6 +115,7 @@ def after(circuit: Circuit, signal: Signal, *, now: datetime, threshold: int) ->
             consecutive_failures=failures,
             last_failure_at=now,
             failed_deliveries=failed_deliveries,
+            failing_since=failing_since,
         )
     interval = min(
         LONGEST_INTERVAL_SECONDS, max(FIRST_INTERVAL_SECONDS, circuit.interval_seconds * 2)
@@ -115,7 +126,15 @@ def after(circuit: Circuit, signal: Signal, *, now: datetime, threshold: int) ->
         interval_seconds=interval,
         last_failure_at=now,
         failed_deliveries=failed_deliveries,
+        failing_since=failing_since,
     )
+
+
+def retires(circuit: Circuit, *, now: datetime, after_hours: float) -> bool:
+    """Whether an endpoint with this circuit has failed every delivery for `after_hours`
+    (no success in between): it is then disabled rather than burn attempts for ever."""
+    since = circuit.failing_since
+    return since is not None and now - since >= timedelta(hours=after_hours)
 
 
 def circuit_of(endpoint: Any) -> Circuit:
@@ -126,4 +145,5 @@ def circuit_of(endpoint: Any) -> Circuit:
         interval_seconds=endpoint.circuit_interval_seconds,
         last_failure_at=endpoint.last_failure_at,
         failed_deliveries=endpoint.failed_deliveries,
+        failing_since=endpoint.failing_since,
     )

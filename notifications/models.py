@@ -34,6 +34,13 @@ class EndpointHealth(models.TextChoices):
     OPEN = "open", "Circuit open"
 
 
+RATE_LIMIT_MAX = 1000
+
+# The `disabled_reason` of an endpoint the tick retired: it failed every delivery for
+# ENDPOINT_DISABLE_AFTER_HOURS.
+DISABLED_FAILING = "failing"
+
+
 class WebhookEndpoint(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="webhook_endpoints")
@@ -54,6 +61,10 @@ class WebhookEndpoint(models.Model):
     failed_deliveries = models.PositiveIntegerField(default=0)
     # The event type names this endpoint receives messages of; NULL receives every type.
     event_types = models.JSONField(null=True, blank=True, default=None)
+    # When the first of them ended: failing for ENDPOINT_DISABLE_AFTER_HOURS retires it.
+    failing_since = models.DateTimeField(null=True, blank=True)
+    # Deliveries per second across every tick process (a pacing budget); NULL: no limit.
+    rate_limit = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=utc_now, editable=False)
     updated_at = models.DateTimeField(default=utc_now)
 
@@ -321,6 +332,16 @@ class Notification(models.Model):
                 fields=["message"],
                 condition=models.Q(message__isnull=False),
                 name="notification_message_idx",
+            ),
+            # An endpoint's recovery walks its given-up rows in creation order. Partial: only
+            # a row entering or leaving those states writes to it, and a row the recovery has
+            # re-queued is out of it, so each chunk starts where the last one ended.
+            models.Index(
+                fields=["webhook_endpoint", "created_at", "id"],
+                condition=models.Q(
+                    state__in=[NotificationState.DEAD_LETTERED, NotificationState.PARKED]
+                ),
+                name="notification_recover_idx",
             ),
             # Pruning a batch clears the rows still naming it (none, unless parked).
             models.Index(

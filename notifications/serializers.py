@@ -15,6 +15,7 @@ from rest_framework import serializers
 
 from notifications.event_types import NAME_PATTERN
 from notifications.models import (
+    RATE_LIMIT_MAX,
     Channel,
     Delivery,
     DeliveryOutcome,
@@ -32,6 +33,7 @@ from web.fields import (
     NullableCharField,
     StrictBooleanField,
     StrictCharField,
+    StrictIntegerField,
     StrictUUIDField,
 )
 from web.representation import Representation
@@ -368,6 +370,41 @@ class WebhookEndpointWriteSerializer(RejectsUndeclaredFields, serializers.Serial
         help_text="The event types this endpoint receives messages of (active types of the "
         "tenant); null, the default, receives every type.",
     )
+    disabled = StrictBooleanField(
+        required=False, help_text="The opposite of `enabled`; `false` enables it again."
+    )
+    rate_limit = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=RATE_LIMIT_MAX,
+        help_text="Deliveries per second across every tick process; null: no limit.",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "disabled" in attrs:
+            enabled = not attrs.pop("disabled")
+            if attrs.get("enabled", enabled) != enabled:
+                raise serializers.ValidationError(
+                    {"disabled": ["Contradicts enabled; send one of them."]}
+                )
+            attrs["enabled"] = enabled
+        return attrs
+
+
+class WebhookEndpointRecoverSerializer(RejectsUndeclaredFields, serializers.Serializer):
+    """The body of POST /v1/webhook-endpoints/{id}/recover: the window [since, until)."""
+
+    since = serializers.DateTimeField(help_text="At most 14 days back.")
+    until = serializers.DateTimeField(
+        required=False, help_text="Defaults to now; a later time is taken as now."
+    )
+
+
+class RecoverAcceptedSerializer(serializers.Serializer):
+    """The recovery task started: follow it at GET /v1/tasks/{task_id}."""
+
+    task_id = serializers.UUIDField(read_only=True)
 
 
 class EndpointHealthSerializer(serializers.Serializer):
@@ -399,8 +436,24 @@ class WebhookEndpointSerializer(serializers.Serializer):
         allow_null=True,
         help_text="The event types it receives messages of; null: every type.",
     )
+    disabled = serializers.SerializerMethodField()
+    rate_limit = serializers.IntegerField(read_only=True, allow_null=True)
+    disabled_reason = serializers.SerializerMethodField(
+        help_text="Why it is disabled: `failing` when Tickwork retired it (every delivery "
+        "failed for ENDPOINT_DISABLE_AFTER_HOURS), `manual` when it was switched off, or "
+        "the reason the tick recorded (a 410 Gone answer); null while enabled."
+    )
     created_at = serializers.DateTimeField(read_only=True)
     health = serializers.SerializerMethodField()
+
+    def get_disabled(self, endpoint: WebhookEndpoint) -> bool:
+        return not endpoint.enabled
+
+    @extend_schema_field({"type": "string", "nullable": True})
+    def get_disabled_reason(self, endpoint: WebhookEndpoint) -> str | None:
+        if endpoint.enabled:
+            return None
+        return endpoint.disabled_reason or "manual"
 
     @extend_schema_field(EndpointHealthSerializer)
     def get_health(self, endpoint: WebhookEndpoint) -> dict[str, Any]:

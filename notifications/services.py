@@ -244,7 +244,7 @@ def notification_retry(
     if not allows(notification.state, Move.RETRY):
         raise NotificationHealthy(notification.state)
     _check_endpoint(notification)
-    values = _rearmed(next_fire_at=now, state=after(notification.state, Move.RETRY))
+    values = rearmed(next_fire_at=now, state=after(notification.state, Move.RETRY))
     return _guarded_update(notification, values=values, now=now)
 
 
@@ -277,7 +277,7 @@ def notification_unpark(
     _check_endpoint(notification)
     state = after(notification.state, Move.UNPARK)
     if not notification.is_recurring:
-        values = _rearmed(next_fire_at=now, state=state)
+        values = rearmed(next_fire_at=now, state=state)
         return _guarded_update(notification, values=values, now=now)
     try:
         resume_at = next_occurrence(
@@ -291,12 +291,14 @@ def notification_unpark(
         raise too_costly(exc) from None
     if resume_at is None:
         raise ScheduleFinished
-    values = _rearmed(next_fire_at=resume_at, state=state)
+    values = rearmed(next_fire_at=resume_at, state=state)
     values["occurrence"] = notification.occurrence + 1
     return _guarded_update(notification, values=values, now=now)
 
 
-def _rearmed(*, next_fire_at: datetime, state: NotificationState) -> dict[str, Any]:
+def rearmed(*, next_fire_at: datetime, state: NotificationState) -> dict[str, Any]:
+    """The values that put a failing row back on the schedule with its error state cleared
+    (a retry, an unpark, an endpoint's recovery)."""
     # A re-armed row starts its occurrence afresh: its lateness counts from now on, not
     # from when it first failed.
     return {

@@ -11,10 +11,10 @@ refused (IllegalTransition), never written. A claim moves no state: a claimed ro
 - dead_lettered: its occurrence was given up (attempts used up, a permanent error, a worker
   that crashed on it every time, a schedule that cannot be computed); off the schedule
   until a retry or an unpark, its error kept for inspection.
-- parked: off the schedule with its error state but no dead-letter record. No move of the
-  tick or the services leads here: it is where migration 0010 put the rows the derived
-  state called parked (an error count at a since lowered MAX_ATTEMPTS, or no next fire time
-  and no reason), and a retry or an unpark takes them back.
+- parked: off the schedule with its error state but no dead-letter record: a pending
+  delivery of an endpoint that was disabled as failing (notifications.lifecycle), or a row
+  migration 0010 put here (an error count at a since lowered MAX_ATTEMPTS, or no next fire
+  time and no reason). A retry, an unpark or the endpoint's re-enabling takes it back.
 - completed: delivered, and its schedule is over (a one-shot, or a rule past its COUNT or
   UNTIL); kept so a client can still read it, pruned with the delivery log.
 
@@ -57,6 +57,8 @@ class Move(StrEnum):
     # PATCH of fire_at, rrule or timezone: the schedule starts afresh.
     RESCHEDULE = "reschedule"
     RETRY = "retry"
+    # Its endpoint was disabled as failing: kept, off the schedule, until it is enabled.
+    PARK = "park"
     UNPARK = "unpark"
 
 
@@ -82,6 +84,7 @@ TRANSITIONS: Mapping[Move, tuple[frozenset, NotificationState | None]] = {
     Move.RESCHEDULE: (_ANY, NotificationState.SCHEDULED),
     # Retrying is for failing rows, never "fire now" for a healthy or finished one.
     Move.RETRY: (_OFF_SCHEDULE | {NotificationState.BACKING_OFF}, NotificationState.SCHEDULED),
+    Move.PARK: (frozenset(CLAIMABLE), NotificationState.PARKED),
     Move.UNPARK: (_OFF_SCHEDULE, NotificationState.SCHEDULED),
 }
 

@@ -34,9 +34,10 @@ def notification_queue_stats(*, now: datetime) -> dict[str, int]:
 
 
 def endpoint_circuit_stats(*, now: datetime) -> dict[str, int]:
-    """{open_circuits, failing_endpoints}: webhook endpoints whose deliveries are deferred
-    right now, and those whose deliveries since the last success all failed (a 4xx
-    included) whose circuit is not open (yet)."""
+    """{open_circuits, failing_endpoints, disabled_endpoints}: webhook endpoints whose
+    deliveries are deferred right now, those whose deliveries since the last success all
+    failed (a 4xx included) whose circuit is not open (yet), and those switched off
+    (retired as failing, by hand, or after a 410)."""
     return WebhookEndpoint.objects.aggregate(
         open_circuits=Count("pk", filter=circuit_open(now=now)),
         failing_endpoints=Count(
@@ -44,6 +45,7 @@ def endpoint_circuit_stats(*, now: datetime) -> dict[str, int]:
             filter=(Q(consecutive_failures__gt=0) | Q(failed_deliveries__gt=0))
             & ~circuit_open(now=now),
         ),
+        disabled_endpoints=Count("pk", filter=Q(enabled=False)),
     )
 
 

@@ -47,4 +47,9 @@ urlpatterns = [
         views.MessageResendView.as_view(),
         name="message-resend",
     ),
+    path(
+        "webhook-endpoints/<uuid:pk>/recover",
+        views.WebhookEndpointRecoverView.as_view(),
+        name="webhook-endpoint-recover",
+    ),
 ]

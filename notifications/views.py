@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from notifications import event_types, messages, services, webhook_endpoints
+from notifications import event_types, messages, recovery, services, webhook_endpoints
 from notifications.models import (
     Delivery,
     DeliveryOutcome,
@@ -42,6 +42,8 @@ from notifications.serializers import (
     NotificationRetrySerializer,
     NotificationSerializer,
     NotificationWriteSerializer,
+    RecoverAcceptedSerializer,
+    WebhookEndpointRecoverSerializer,
     WebhookEndpointRotateSecretSerializer,
     WebhookEndpointSecretSerializer,
     WebhookEndpointSerializer,
@@ -446,3 +448,30 @@ class MessageResendView(APIView):
             return Answer.of(status.HTTP_202_ACCEPTED, data, resource=f"/v1/messages/{pk}")
 
         return answer_once(request, resend)
+
+
+class WebhookEndpointRecoverView(APIView):
+    """Queue again every delivery to the endpoint in a window that never succeeded, as a
+    task (202 with its id; GET /v1/tasks/{id} follows it)."""
+
+    owner_methods = ("*",)
+
+    @extend_schema(
+        request=WebhookEndpointRecoverSerializer,
+        parameters=[location_header("Path of the recovery task, `/v1/tasks/{id}`.", status=202)],
+        responses={202: RecoverAcceptedSerializer},
+    )
+    def post(self, request: Request, pk: uuid.UUID) -> HttpResponse:
+        serializer = WebhookEndpointRecoverSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+
+        def recover() -> Answer:
+            task = recovery.endpoint_recover(
+                tenant=request.tenant, endpoint_id=pk, **serializer.validated_data
+            )
+            data = RecoverAcceptedSerializer({"task_id": task.id}).data
+            return Answer.of(
+                status.HTTP_202_ACCEPTED, data, resource=f"/v1/tasks/{task.id}", location=True
+            )
+
+        return answer_once(request, recover, body=serializer.validated_data)

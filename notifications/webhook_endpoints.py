@@ -15,6 +15,7 @@ from django.utils.timezone import now as utc_now
 
 from dbqueue.slots import slots_delete
 from notifications.event_types import active_event_type_errors
+from notifications.lifecycle import endpoint_unpark
 from notifications.models import WebhookEndpoint
 from notifications.transports.signing import generate_secret
 from outbound.ssrf import UnsafeWebhookUrl, validate_webhook_url
@@ -27,7 +28,8 @@ from web.errors import InvalidInput
 MAX_RETIRED_SECRETS = 10
 
 
-# An argument left out, where None means something (event_types: None subscribes to all).
+# An argument left out, where None means something (event_types: None subscribes to
+# every type; rate_limit: None removes the limit).
 UNCHANGED: Any = object()
 
 
@@ -37,6 +39,7 @@ def webhook_endpoint_create(
     url: str,
     enabled: bool = True,
     event_types: Sequence[str] | None = None,
+    rate_limit: int | None = None,
     now: datetime | None = None,
 ) -> WebhookEndpoint:
     """Create an endpoint with a fresh signing secret (readable on the returned instance,
@@ -51,6 +54,7 @@ def webhook_endpoint_create(
             url=url,
             enabled=enabled,
             event_types=_checked_event_types(tenant, event_types),
+            rate_limit=rate_limit,
             secret=generate_secret(),
             created_at=now,
             updated_at=now,
@@ -65,28 +69,39 @@ def webhook_endpoint_update(
     enabled: bool | None = None,
     disabled_reason: str = "",
     event_types: Sequence[str] | None = UNCHANGED,
+    rate_limit: int | None = UNCHANGED,
     now: datetime | None = None,
 ) -> WebhookEndpoint:
-    """Change the URL, the subscribed `event_types` (None: every type) and/or switch the
-    endpoint on or off (enabling clears the reason it was disabled; disabling records
-    `disabled_reason`). A new URL closes the circuit: the failures were another
-    receiver's. An endpoint deleted meanwhile raises DoesNotExist, like a missing one."""
+    """Change the URL, the subscribed `event_types` (None: every type), the `rate_limit`
+    and/or switch the endpoint on or off (enabling clears the reason it was disabled and
+    its failing streak, and un-parks the deliveries parked when it was disabled as failing;
+    disabling records `disabled_reason`). A new URL closes the circuit: the failures were
+    another receiver's. An endpoint deleted meanwhile raises DoesNotExist, like a missing
+    one."""
     if url is not None:
         _check_url(url)  # resolves the host: done before the transaction, not inside it
     with transaction.atomic():
         endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint_id, tenant=tenant)
-        fields = ["url", "enabled", "disabled_reason", "updated_at"]
+        fields = ["url", "enabled", "disabled_reason", "rate_limit", "updated_at"]
         if event_types is not UNCHANGED:
             endpoint.event_types = _checked_event_types(tenant, event_types)
             fields.append("event_types")
+        if rate_limit is not UNCHANGED:
+            endpoint.rate_limit = rate_limit
         if url is not None and url != endpoint.url:
             endpoint.url = url
             fields += _close_circuit(endpoint)
+        enabling = enabled is True and not endpoint.enabled
         if enabled is not None:
             endpoint.enabled = enabled
             endpoint.disabled_reason = "" if enabled else disabled_reason
         endpoint.updated_at = now or utc_now()
-        endpoint.save(update_fields=fields)
+        if enabling:
+            # A fresh start: the failures that disabled it do not count against it again.
+            fields += _close_circuit(endpoint)
+        endpoint.save(update_fields=list(dict.fromkeys(fields)))
+        if enabling:
+            endpoint_unpark(endpoint, now=endpoint.updated_at)
     return endpoint
 
 
@@ -135,11 +150,13 @@ def _close_circuit(endpoint: WebhookEndpoint) -> list[str]:
     endpoint.circuit_open_until = None
     endpoint.circuit_interval_seconds = 0
     endpoint.failed_deliveries = 0
+    endpoint.failing_since = None
     return [
         "consecutive_failures",
         "circuit_open_until",
         "circuit_interval_seconds",
         "failed_deliveries",
+        "failing_since",
     ]
 
 

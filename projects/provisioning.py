@@ -176,7 +176,10 @@ def invite_addresses(payload: dict[str, Any]) -> list[str]:
 
 def project_job_dead_lettered(sender: type, *, job: Job, now: datetime, **kwargs: Any) -> None:
     """Any job of a project that dead-letters leaves the project `failed`, and the tenant
-    hears of it like of an activation (keyed by the job id: told once)."""
+    hears of it like of an activation (keyed by the job id: told once). A job that is no
+    project's (a webhook endpoint's recovery) is not this app's."""
+    if job.project_id is None:
+        return
     project = project_fail(project_id=job.project_id, now=now)
     creator = project.created_by
     announcement = Announcement(
@@ -195,6 +198,8 @@ def project_job_dead_lettered(sender: type, *, job: Job, now: datetime, **kwargs
 
 def project_job_retried(sender: type, *, job: Job, now: datetime, **kwargs: Any) -> None:
     """A support retry of a project's job puts the project back to `provisioning`."""
+    if job.project_id is None:
+        return
     project_reprovision(project_id=job.project_id, now=now)
 
 

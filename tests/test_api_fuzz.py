@@ -5,6 +5,7 @@ import json
 import re
 import uuid
 import zlib
+from datetime import timedelta
 
 import pytest
 import schemathesis
@@ -24,6 +25,7 @@ from jobs.models import Job, JobStatus
 from notifications.event_types import event_type_create
 from notifications.messages import publish_message
 from notifications.models import Delivery, Notification, WebhookEndpoint
+from notifications.recovery import endpoint_recover
 from onboarding.invitations import invitation_issue
 from projects.models import Project
 from tenancy.models import ApiToken, Invitation, Membership, SigninLink, SignupRequest, Tenant
@@ -130,6 +132,9 @@ def seeded(alice) -> dict[str, str | int]:
     )
     message = publish_message(tenant=alice.tenant, event_type="project.active", payload={})
     event_type = event_type_create(tenant=alice.tenant, name="fuzzed.type")
+    task = endpoint_recover(
+        tenant=alice.tenant, endpoint_id=endpoint.id, since=timezone.now() - timedelta(days=1)
+    )
     invitation = invitation_issue(
         tenant=alice.tenant,
         email="fuzzed@example.com",
@@ -150,6 +155,7 @@ def seeded(alice) -> dict[str, str | int]:
         "members": make_member(alice.tenant, "fuzzed@example.com").user.id,
         "tokens": ApiToken.issue(user=alice.user, name="fuzzed")[0].id,
         "invitations": str(invitation.id),
+        "tasks": str(task.id),
     }
 
 
@@ -174,8 +180,8 @@ def _is_uuid(value: object) -> bool:
 def _satisfy_cross_field_rules(body: dict, seeded: dict[str, str]) -> dict:
     """The body changed to meet rules the schema cannot state, which random bodies almost
     never do: references to the tenant's own rows, an IANA zone, a recipient for the email
-    channel, a parseable RRULE, distinct channels and a first fire within 1970..now+100
-    years (the default)."""
+    channel, a parseable RRULE, distinct channels, a first fire within 1970..now+100
+    years (the default) and a recovery window the service accepts."""
     body = dict(body)
     channels = body.get("channels")
     if isinstance(channels, list):
@@ -191,6 +197,9 @@ def _satisfy_cross_field_rules(body: dict, seeded: dict[str, str]) -> dict:
     if body.get("rrule"):
         body["rrule"] = "FREQ=DAILY;COUNT=3"
     body.pop("fire_at", None)
+    if "since" in body:  # a recovery's window: at most 14 days back, ending after it starts
+        body["since"] = (timezone.now() - timedelta(hours=1)).isoformat()
+        body.pop("until", None)
     return body
 
 

@@ -11,6 +11,7 @@ configuration serves, so a new endpoint cannot ship without its row."""
 
 import re
 import uuid
+from datetime import timedelta
 
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
@@ -20,6 +21,7 @@ from jobs.models import Job, JobStatus
 from notifications.event_types import event_type_create
 from notifications.messages import publish_message
 from notifications.models import Delivery, Message
+from notifications.recovery import endpoint_recover
 from onboarding.invitations import invitation_issue
 from onboarding.signins import signin_link_record
 from onboarding.signups import signup_request_record
@@ -114,6 +116,12 @@ def _delivered_message_id(actor):
     )
     Message.objects.filter(pk=message.pk).update(endpoint_ids=[str(endpoint.id)])
     return message.id
+
+
+def _task_id(actor):
+    endpoint = make_endpoint(tenant=actor.tenant, url="https://hooks.example.com/in")
+    since = timezone.now() - timedelta(days=1)
+    return endpoint_recover(tenant=actor.tenant, endpoint_id=endpoint.id, since=since).id
 
 
 def _fresh_email() -> str:
@@ -233,6 +241,15 @@ ROUTES = [
         "DELETE", "/v1/webhook-endpoints/{id}", success=204, roles=OWNER, create=_endpoint_id
     ),
     RouteSpec("POST", "/v1/webhook-endpoints/{id}/rotate-secret", roles=OWNER, create=_endpoint_id),
+    RouteSpec(
+        "POST",
+        "/v1/webhook-endpoints/{id}/recover",
+        success=202,
+        roles=OWNER,
+        create=_endpoint_id,
+        body=lambda: {"since": (timezone.now() - timedelta(days=1)).isoformat()},
+    ),
+    RouteSpec("GET", "/v1/tasks/{id}", create=_task_id),
     # The front door.
     RouteSpec(
         "POST",

@@ -21,7 +21,7 @@ DISABLED_BY_SUPPORT = "disabled by support"
 class WebhookEndpointAdmin(ServiceSaveAdmin):
     change_list_template = "admin/queue_change_list.html"
     list_display = ["url", "tenant", "enabled", "circuit", "disabled_reason", "created_at"]
-    list_filter = ["enabled"]
+    list_filter = ["enabled", "disabled_reason"]
     list_select_related = ["tenant"]
     search_fields = ["url", "tenant__name"]
     ordering = ["-created_at"]
@@ -36,6 +36,8 @@ class WebhookEndpointAdmin(ServiceSaveAdmin):
         "failed_deliveries",
         "circuit_open_until",
         "last_failure_at",
+        "failing_since",
+        "rate_limit",
         "id",
         "created_at",
         "updated_at",

@@ -60,6 +60,7 @@ class DeferralReason(models.TextChoices):
 
     CIRCUIT_OPEN = "circuit_open", "Endpoint circuit open"
     SEND_BUDGET = "send_budget", "No email send budget"
+    ENDPOINT_RATE_LIMIT = "endpoint_rate_limit", "Over the endpoint's rate limit"
     RATE_LIMITED = ErrorCategory.RATE_LIMITED.value, "Provider asked to wait (Retry-After)"
     PLAN_RATE = "plan_rate", "The plan's deliveries per second"
 

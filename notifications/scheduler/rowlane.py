@@ -27,6 +27,7 @@ from django.db import DatabaseError
 from django.db.models import Q
 
 from dbqueue.claims import Claimed
+from dbqueue.pacing import take_slot
 from notifications.models import Channel, Notification, WebhookEndpoint
 from notifications.scheduler.context import Tick
 from notifications.scheduler.deliver import (
@@ -187,6 +188,11 @@ class RowLane:
             return
         if gated is not None and not self._on_a_slot(row, gated.pk, slot_taken, now=now):
             return
+        if gated is not None and (until := paced(gated, now=now)) is not None:
+            # Over its rate limit: deferred to its next free send slot, not attempted.
+            later = Deferral(until=until, reason=DeferralReason.ENDPOINT_RATE_LIMIT)
+            self._send_row(row, gated=None, deferred={**deferred, Channel.WEBHOOK: later}, now=now)
+            return
         self._expect(row, away, here=True, deferred=deferred, now=now)
         if gated is not None:
             self.gate.started(gated.pk)
@@ -267,6 +273,14 @@ class RowLane:
     def _start_waiting(self, endpoint_id: Any, *, now: datetime) -> None:
         while (row := self.gate.next_waiting(endpoint_id, now=now)) is not None:
             self.start(row)
+
+
+def paced(endpoint: WebhookEndpoint, *, now: datetime) -> datetime | None:
+    """None when a delivery to the endpoint may go now under its `rate_limit` (held across
+    every tick process by a pacing budget, `dbqueue.pacing`), else when it may."""
+    if endpoint.rate_limit is None:
+        return None
+    return take_slot(f"webhook:{endpoint.pk}", rate=endpoint.rate_limit, now=now)
 
 
 class RowClaims:

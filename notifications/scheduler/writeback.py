@@ -34,6 +34,7 @@ from django.db import DatabaseError, transaction
 from dbqueue.fences import fenced_update_many
 from notifications import circuits
 from notifications.circuits import Signal, circuit_of
+from notifications.lifecycle import endpoints_retire
 from notifications.models import Delivery, Notification, WebhookEndpoint
 from notifications.scheduler.context import FLUSH_SECONDS, Tick
 from notifications.scheduler.deliver import Deferral, RowDelivery
@@ -257,6 +258,7 @@ CIRCUIT_FIELDS = [
     "circuit_interval_seconds",
     "last_failure_at",
     "failed_deliveries",
+    "failing_since",
 ]
 
 
@@ -308,4 +310,14 @@ def record_circuits(
         endpoint.circuit_interval_seconds = circuit.interval_seconds
         endpoint.last_failure_at = circuit.last_failure_at
         endpoint.failed_deliveries = circuit.failed_deliveries
+        endpoint.failing_since = circuit.failing_since
     WebhookEndpoint.objects.bulk_update(list(endpoints.values()), CIRCUIT_FIELDS)
+    after_hours = settings.ENDPOINT_DISABLE_AFTER_HOURS
+    retiring = [
+        endpoint
+        for endpoint in endpoints.values()
+        if endpoint.enabled
+        and circuits.retires(circuit_of(endpoint), now=now, after_hours=after_hours)
+    ]
+    if retiring:
+        endpoints_retire(retiring, now=now)

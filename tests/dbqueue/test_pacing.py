@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connection
 
-from dbqueue.pacing import hold_until, next_slot, reserve_slots
+from dbqueue.pacing import hold_until, next_slot, reserve_slots, take_slot
 from tests.conftest import requires_postgres
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
@@ -77,3 +77,20 @@ def test_processes_reserving_at_once_never_share_a_slot():
     slots = sorted(slot for mine in taken for slot in mine)
     assert slots == [NOW + i * HALF for i in range(200)]
     assert next_slot("resend") == NOW + 200 * HALF
+
+
+@pytest.mark.django_db
+def test_take_slot_takes_a_free_slot_and_otherwise_only_says_when():
+    assert take_slot("webhook:e", rate=2, now=NOW) is None
+    # Not free: nothing is taken, so asking again at the same instant answers the same.
+    assert take_slot("webhook:e", rate=2, now=NOW) == NOW + HALF
+    assert take_slot("webhook:e", rate=2, now=NOW + HALF / 2) == NOW + HALF
+    assert take_slot("webhook:e", rate=2, now=NOW + HALF) is None
+    assert next_slot("webhook:e") == NOW + 2 * HALF
+
+
+@pytest.mark.django_db
+def test_taking_a_free_slot_costs_one_statement(django_assert_num_queries):
+    take_slot("webhook:e", rate=2, now=NOW)
+    with django_assert_num_queries(1):
+        assert take_slot("webhook:e", rate=2, now=NOW + HALF) is None

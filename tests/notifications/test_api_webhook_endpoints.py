@@ -31,7 +31,11 @@ def test_create_returns_the_secret_once(alice):
 
     assert response.status_code == 201
     body = response.json()
-    assert set(body) == {"id", "url", "enabled", "event_types", "created_at", "health", "secret"}
+    assert set(body) == {
+        *("id", "url", "enabled", "disabled", "disabled_reason", "created_at", "health"),
+        *("event_types", "rate_limit", "secret"),
+    }
+    assert (body["disabled"], body["disabled_reason"]) == (False, None)
     assert body["health"] == {
         "state": "healthy",
         "consecutive_failures": 0,

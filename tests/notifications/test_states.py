@@ -39,6 +39,7 @@ ALLOWED = [
     *((s, Move.DEAD_LETTER_AND_GO_ON, S.SCHEDULED) for s in CLAIMED),
     *((s, Move.RESCHEDULE, S.SCHEDULED) for s in S),
     *((s, Move.RETRY, S.SCHEDULED) for s in (S.DEAD_LETTERED, S.BACKING_OFF, S.PARKED)),
+    *((s, Move.PARK, S.PARKED) for s in CLAIMED),
     *((s, Move.UNPARK, S.SCHEDULED) for s in (S.DEAD_LETTERED, S.PARKED)),
 ]
 
@@ -70,10 +71,10 @@ def test_a_move_the_table_does_not_allow_is_refused(state, move):
         after(state, move)
 
 
-def test_nothing_but_a_reschedule_leaves_completed_and_nothing_leads_to_parked():
+def test_nothing_but_a_reschedule_leaves_completed_and_only_parking_leads_to_parked():
     leaving_completed = {m for m in Move if allows(S.COMPLETED, m)}
     assert leaving_completed == {Move.RESCHEDULE}
-    assert S.PARKED not in {target for _, target in TRANSITIONS.values()}
+    assert {m for m, (_, target) in TRANSITIONS.items() if target == S.PARKED} == {Move.PARK}
 
 
 def _row(state=S.SCHEDULED, **fields) -> Notification:

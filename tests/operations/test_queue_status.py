@@ -65,6 +65,7 @@ def test_json_output_is_one_object_with_both_queues(alice, settings):
         "in_flight",
         "open_circuits",
         "failing_endpoints",
+        "disabled_endpoints",
     }
     assert figures["notifications"]["oldest_backing_off_age_seconds"] >= 240
     assert figures["jobs"]["pending"] == 2
@@ -101,4 +102,12 @@ def test_endpoint_circuits_are_counted(db):
             circuit_open_until=open_until,
         )
 
-    assert endpoint_circuit_stats(now=NOW) == {"open_circuits": 1, "failing_endpoints": 2}
+    WebhookEndpoint.objects.create(
+        tenant=tenant, url="https://example.com/off", secret="whsec_x", enabled=False
+    )
+
+    assert endpoint_circuit_stats(now=NOW) == {
+        "open_circuits": 1,
+        "failing_endpoints": 2,
+        "disabled_endpoints": 1,
+    }

@@ -31,7 +31,7 @@ NOTIFICATION_FIELDS = frozenset(
     {"channels", "email_to", "subject", "body", "webhook_endpoint", "fire_at", "rrule"}
     | {"timezone"}
 )
-ENDPOINT_FIELDS = frozenset({"url", "enabled", "event_types"})
+ENDPOINT_FIELDS = frozenset({"url", "enabled", "disabled", "event_types", "rate_limit"})
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,12 @@ WRITES = (
         "/v1/webhook-endpoints/{endpoint}/rotate-secret",
         frozenset(),
         frozenset({"secret", "url"}),
+    ),
+    Write(
+        "POST",
+        "/v1/webhook-endpoints/{endpoint}/recover",
+        frozenset({"since", "until"}),
+        frozenset({"task_id"}),
     ),
     Write("POST", "/v1/jobs/{job}/retry", frozenset(), frozenset({"status", "attempts"})),
     # The front door (public routes, sent here with the owner's token as well).

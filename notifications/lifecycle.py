@@ -1,0 +1,98 @@
+"""Endpoints that retire themselves: one that failed every delivery for
+ENDPOINT_DISABLE_AFTER_HOURS is disabled (`disabled_reason` "failing") by the tick's
+write-back that records the failure, in the same transaction:
+- its pending one-shot deliveries (scheduled or backing off, not held by a tick) are parked:
+  off the schedule, so no tick claims them and none is dead-lettered against the disabled
+  endpoint. A delivery held by a tick at that instant ends as its attempt says (a later
+  attempt meets the disabled endpoint and is dead-lettered); recovering the endpoint brings
+  those back. A recurring row keeps its schedule;
+- the tenant's owners get one e-mail and the tenant's other enabled endpoints the
+  `endpoint.disabled` event (an announcement, keyed by the endpoint and the start of its
+  failing streak, so it is told once).
+
+Enabling it again (PATCH) un-parks the deliveries parked for it: due now, in creation order.
+"""
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db.models import F
+
+from dbqueue.leases import lease_free
+from notifications.announcements import Announced, Announcement, notifications_announce
+from notifications.models import DISABLED_FAILING, Channel, Notification, WebhookEndpoint
+from notifications.recovery import CHUNK_SIZE, requeue
+from notifications.states import CLAIMABLE, Move, NotificationState, after
+from notifications.validation import recipient_errors
+from tenancy.models import Membership, Role
+
+
+def endpoints_retire(endpoints: Sequence[WebhookEndpoint], *, now: datetime) -> None:
+    """Disable the endpoints as failing, park their pending deliveries and tell the tenants
+    (see the module docstring). The caller holds the endpoints' rows locked."""
+    ids = [endpoint.pk for endpoint in endpoints]
+    WebhookEndpoint.objects.filter(pk__in=ids).update(
+        enabled=False, disabled_reason=DISABLED_FAILING, updated_at=now
+    )
+    for endpoint in endpoints:
+        endpoint.enabled, endpoint.disabled_reason = False, DISABLED_FAILING
+    # Every claimable state parks alike; bumping the token fences out a stale claimant.
+    pending = Notification.objects.filter(webhook_endpoint_id__in=ids, rrule="")
+    pending.filter(state__in=CLAIMABLE).filter(lease_free(now=now)).update(
+        state=after(NotificationState.SCHEDULED, Move.PARK),
+        claim_token=F("claim_token") + 1,
+        updated_at=now,
+    )
+    notifications_announce([_announced(endpoint, now=now) for endpoint in endpoints], now=now)
+
+
+def _announced(endpoint: WebhookEndpoint, *, now: datetime) -> Announced:
+    owners = Membership.objects.filter(tenant_id=endpoint.tenant_id, role=Role.OWNER)
+    # An address the API would refuse is left out: it must not fail the tick's write-back.
+    addresses = [
+        email
+        for email in owners.values_list("user__email", flat=True)
+        if email and not recipient_errors([Channel.EMAIL], [email])
+    ]
+    since = endpoint.failing_since or now
+    data = {
+        "endpoint_id": str(endpoint.pk),
+        "url": _without_query(endpoint.url),
+        "disabled_reason": DISABLED_FAILING,
+        "failing_since": since.isoformat(),
+    }
+    announcement = Announcement(
+        addresses=addresses,
+        email_subject="A webhook endpoint was disabled",
+        email_body=(
+            f"The webhook endpoint {data['url']} failed every delivery since "
+            f"{since:%Y-%m-%d %H:%M} UTC, so Tickwork disabled it. Its pending deliveries are "
+            "kept; enable the endpoint again to send them, then recover what it missed."
+        ),
+        event={"type": "endpoint.disabled", "data": data},
+    )
+    key = f"endpoint:{endpoint.pk}:disabled:{since.isoformat()}"
+    return Announced(endpoint.tenant_id, None, key, announcement)
+
+
+def _without_query(url: str) -> str:
+    # A query string often holds a secret: it never goes into an e-mail or an event.
+    return url.split("?", 1)[0]
+
+
+def endpoint_unpark(endpoint: WebhookEndpoint, *, now: datetime) -> int:
+    """Put the endpoint's parked one-shot deliveries back on the schedule, due now and one
+    microsecond apart in creation order; returns how many."""
+    rows = (
+        Notification.objects.filter(
+            webhook_endpoint=endpoint, rrule="", state=NotificationState.PARKED
+        )
+        .filter(lease_free(now=now))
+        .order_by("created_at", "id")
+        .values_list("id", "claim_token")
+    )
+    parked = list(rows)
+    unparked = 0
+    for start in range(0, len(parked), CHUNK_SIZE):
+        unparked += requeue(parked[start : start + CHUNK_SIZE], first=start, now=now)
+    return unparked
