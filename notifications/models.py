@@ -1,7 +1,9 @@
 """Scheduled notifications, webhook endpoints and the delivery log."""
 
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
+from types import MappingProxyType
 
 from django.conf import settings
 from django.db import models
@@ -137,6 +139,12 @@ class Notification(models.Model):
     )
     channels = models.JSONField(default=list)
     email_to = models.JSONField(default=list, blank=True)
+    # The tenant's recipient keys (Recipient.key) the email goes to instead of `email_to`:
+    # their addresses, preferences and send windows are read at send time.
+    recipients = models.JSONField(default=list, blank=True)
+    # What the notification is about, for recipients' preferences (CRITICAL_CATEGORIES
+    # ignore opt-outs) and their one-click unsubscribe; "" for none.
+    category = models.CharField(max_length=64, blank=True, default="")
     subject = models.CharField(max_length=200, blank=True, default="")
     body = models.TextField(blank=True, default="")
     webhook_endpoint = models.ForeignKey(
@@ -204,6 +212,12 @@ class Notification(models.Model):
     updated_at = models.DateTimeField(default=utc_now)
 
     objects = NotificationQuerySet.as_manager()
+
+    # Set by the tick for the attempt at hand (notifications.recipients), never stored: the
+    # email's extra headers (link references where tokens go), and the channels the
+    # recipients' preferences skip, each with why.
+    email_headers: tuple[tuple[str, str], ...] = ()
+    skipped_channels: Mapping[str, str] = MappingProxyType({})
 
     class Meta:
         indexes = [
@@ -308,3 +322,31 @@ class Delivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.notification_id}#{self.occurrence} {self.channel}: {self.outcome}"
+
+
+class Recipient(models.Model):
+    """A person a tenant sends to, under the tenant's own `key` for them. `preferences`:
+    {"channels": {channel: bool}, "categories": {name: {channel: bool}}} (absent = on);
+    `send_window`: {"days": ["MO".."SU"], "from": "HH:MM", "until": "HH:MM"} in `timezone`,
+    or null for any time."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="recipients")
+    key = models.CharField(max_length=255)
+    email = models.CharField(max_length=254)
+    name = models.CharField(max_length=200, blank=True, default="")
+    timezone = models.CharField(max_length=64, default="UTC")
+    send_window = models.JSONField(null=True, blank=True)
+    preferences = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=utc_now, editable=False)
+    updated_at = models.DateTimeField(default=utc_now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "key"], name="recipient_unique_tenant_key")
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"], name="recipient_tenant_created_idx")
+        ]
+
+    def __str__(self) -> str:
+        return self.key

@@ -23,8 +23,9 @@ from notifications.models import (
     NotificationState,
     WebhookEndpoint,
 )
+from notifications.recipients import KEY_PATTERN, MAX_KEY_LENGTH
 from notifications.recurrence.skipped import SKIP_COUNT_CAP
-from notifications.validation import MAX_RECIPIENTS, subject_error
+from notifications.validation import CATEGORY_PATTERN, MAX_RECIPIENTS, subject_error
 from outbound.redaction import safe_error_text
 from web.fields import (
     EmailAddressField,
@@ -76,6 +77,21 @@ class NotificationWriteSerializer(RejectsUndeclaredFields, serializers.Serialize
     )
     email_to = serializers.ListField(
         child=EmailAddressField(), max_length=MAX_RECIPIENTS, required=False
+    )
+    recipients = serializers.ListField(
+        child=serializers.RegexField(KEY_PATTERN, max_length=MAX_KEY_LENGTH),
+        max_length=MAX_RECIPIENTS,
+        required=False,
+        help_text="Ids of the tenant's recipients (PUT /v1/recipients/{id}) instead of "
+        "`email_to`: their addresses, preferences and send windows are read when it is sent.",
+    )
+    category = serializers.RegexField(
+        CATEGORY_PATTERN,
+        max_length=64,
+        required=False,
+        allow_blank=True,
+        help_text="What it is about, for recipients' preferences and one-click unsubscribe; "
+        "categories in CRITICAL_CATEGORIES ignore opt-outs.",
     )
     subject = _SubjectField(max_length=200)
     body = serializers.CharField(max_length=10_000, allow_blank=True, trim_whitespace=False)
@@ -135,6 +151,7 @@ class NotificationPatchSerializer(NotificationWriteSerializer):
 class NotificationSerializer(serializers.ModelSerializer):
     channels = serializers.ListField(child=serializers.ChoiceField(choices=Channel.choices))
     email_to = serializers.ListField(child=serializers.EmailField())
+    recipients = serializers.ListField(child=serializers.CharField())
     webhook_endpoint = serializers.UUIDField(source="webhook_endpoint_id", allow_null=True)
     project_id = serializers.UUIDField(allow_null=True)
     fire_at = serializers.DateTimeField(source="recurrence_anchor", allow_null=True)
@@ -152,6 +169,8 @@ class NotificationSerializer(serializers.ModelSerializer):
             "project_id",
             "channels",
             "email_to",
+            "recipients",
+            "category",
             "subject",
             "body",
             "webhook_endpoint",

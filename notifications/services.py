@@ -47,7 +47,9 @@ from tenancy.models import Tenant
 from web.errors import InvalidInput
 
 _SCHEDULE_FIELDS = frozenset({"fire_at", "rrule", "timezone"})
-_CONTENT_FIELDS = frozenset({"subject", "body", "channels", "email_to", "webhook_endpoint_id"})
+_CONTENT_FIELDS = frozenset(
+    {"subject", "body", "channels", "email_to", "webhook_endpoint_id", "recipients", "category"}
+)
 UPDATABLE_FIELDS = _SCHEDULE_FIELDS | _CONTENT_FIELDS
 
 
@@ -123,6 +125,8 @@ def notification_create(
     timezone: str = "UTC",
     project_id: UUID | None = None,
     source: NotificationSource = NotificationSource.API,
+    recipients: Sequence[str] = (),
+    category: str = "",
     now: datetime | None = None,
 ) -> Notification:
     """Create a notification due at `fire_at` (default `now`; a past time is due at once;
@@ -137,6 +141,8 @@ def notification_create(
         webhook_endpoint_id=webhook_endpoint_id,
         rrule=rrule,
         timezone=timezone,
+        recipients=recipients,
+        category=category,
     )
     if project_id is not None and not _tenant_projects(tenant).filter(pk=project_id).exists():
         raise InvalidInput({"project_id": ["No project with this id exists in this tenant."]})
@@ -203,6 +209,8 @@ def _merged_content(notification: Notification, changes: Mapping[str, Any]) -> d
         "webhook_endpoint_id": notification.webhook_endpoint_id,
         "rrule": notification.rrule,
         "timezone": notification.timezone,
+        "recipients": notification.recipients,
+        "category": notification.category,
         **{key: value for key, value in changes.items() if key not in ("subject", "body")},
     }
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from notifications import views
+from notifications import recipient_views, views
 
 urlpatterns = [
     path("notifications", views.NotificationListView.as_view(), name="notification-list"),
@@ -33,4 +33,16 @@ urlpatterns = [
         views.WebhookEndpointRotateSecretView.as_view(),
         name="webhook-endpoint-rotate-secret",
     ),
+    path("recipients", recipient_views.RecipientListView.as_view(), name="recipient-list"),
+    path(
+        "recipients/<str:key>",
+        recipient_views.RecipientDetailView.as_view(),
+        name="recipient-detail",
+    ),
+    path(
+        "recipients/<str:key>/preferences",
+        recipient_views.RecipientPreferencesView.as_view(),
+        name="recipient-preferences",
+    ),
+    path("unsubscribe/<str:token>", recipient_views.UnsubscribeView.as_view(), name="unsubscribe"),
 ]

@@ -26,7 +26,13 @@ from notifications.scheduler.mail import (
     send_when_due,
     take_slots,
 )
-from notifications.scheduler.writeback import Joiner, WriteBackBuffer, may_start, without_poison
+from notifications.scheduler.writeback import (
+    Joiner,
+    WriteBackBuffer,
+    may_start,
+    recipients_applied,
+    without_poison,
+)
 from notifications.transports.resend import BATCH_LIMIT, BatchAnswer
 
 # Rows with nothing but an email left to send: email is their only channel, or their webhook
@@ -118,8 +124,20 @@ class BatchLane:
             raise
         self.exhausted = len(claimed) < wanted and claimed.drained
         tick.summary.claimed += len(claimed)
+        quiet = recipients_applied(claimed, tick=tick, now=now)
+        if quiet is None:
+            tick.summary.errors += len(claimed)
+            return
         for row in without_poison(claimed, tick=tick, buffer=self.buffer, now=now):
-            if may_start(row, tick=tick, buffer=self.buffer, now=now):
+            if not may_start(row, tick=tick, buffer=self.buffer, now=now):
+                continue
+            if row.pk in quiet:
+                # A recipient's send window is closed: the email waits, unattempted.
+                deferral = Deferral(until=quiet[row.pk], reason=DeferralReason.QUIET_HOURS)
+                self.joiner.expect(row, pieces=0, at=now, deferred={Channel.EMAIL: deferral})
+            elif Channel.EMAIL in row.skipped_channels:
+                self.joiner.expect(row, pieces=0, at=now, deferred={})
+            else:
                 self.joiner.expect(row, pieces=1, at=now, deferred={})
                 self.take(row)
 

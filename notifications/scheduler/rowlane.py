@@ -48,6 +48,7 @@ from notifications.scheduler.writeback import (
     Joiner,
     WriteBackBuffer,
     may_start,
+    recipients_applied,
     release,
     without_poison,
 )
@@ -91,6 +92,8 @@ class RowLane:
         self.queued: deque[Notification] = deque()
         # Rows about to start whose endpoint's slot is still to be taken (at step's end).
         self.wanting: list[Notification] = []
+        # Rows claimed whose email waits for a recipient's send window: when it opens.
+        self.quiet: dict[Any, datetime] = {}
 
     @property
     def futures(self) -> Collection[Future]:
@@ -122,7 +125,12 @@ class RowLane:
         if claimed is None:
             return
         tick, now = self.tick, self.tick.clock.now()
-        if self.endpoints.load({row.webhook_endpoint_id for row in claimed} - {None}):
+        endpoints = {row.webhook_endpoint_id for row in claimed} - {None}
+        if (
+            self.endpoints.load(endpoints)
+            and (quiet := recipients_applied(claimed, tick=tick, now=now)) is not None
+        ):
+            self.quiet.update(quiet)
             for row in without_poison(claimed, tick=tick, buffer=self.buffer, now=now):
                 self.start(row)
         else:
@@ -138,6 +146,8 @@ class RowLane:
             return
         endpoint = self.endpoints.of(row)
         deferred: dict[str, Deferral] = {}
+        if (opens := self.quiet.pop(row.pk, None)) is not None:
+            deferred[Channel.EMAIL] = Deferral(until=opens, reason=DeferralReason.QUIET_HOURS)
         if endpoint is not None:
             admission = self.gate.admit(endpoint.pk, now=now)
             if admission is Admission.WAIT:

@@ -31,7 +31,7 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 
 from dbqueue.fences import fenced_update_many
-from notifications import circuits
+from notifications import circuits, preferences
 from notifications.circuits import Signal, circuit_of
 from notifications.models import Delivery, Notification, WebhookEndpoint
 from notifications.scheduler.context import FLUSH_SECONDS, Tick
@@ -242,6 +242,21 @@ def may_start(row: Notification, *, tick: Tick, buffer: WriteBackBuffer, now: da
         release(row, buffer=buffer)
         return False
     return True
+
+
+def recipients_applied(
+    rows: Sequence[Notification], *, tick: Tick, now: datetime
+) -> dict[Any, datetime] | None:
+    """Apply the claimed rows' recipients (notifications.preferences.prepare: addresses,
+    opt-outs, unsubscribe headers) and return the rows whose email waits for a send window,
+    with when it opens; None when the connection was lost (the rows stay claimed until
+    their leases expire)."""
+    try:
+        return preferences.prepare(rows, now=now)
+    except DatabaseError as exc:
+        if not tick.lose(exc):
+            raise
+        return None
 
 
 def release(row: Notification, *, buffer: WriteBackBuffer) -> None:
