@@ -99,11 +99,8 @@ class _Categories(serializers.DictField):
         if isinstance(data, dict):
             if len(data) > MAX_CATEGORIES:
                 raise serializers.ValidationError(f"At most {MAX_CATEGORIES} categories.")
-            for name in data:
-                try:
-                    _CATEGORY.run_validation(name)
-                except serializers.ValidationError:
-                    raise serializers.ValidationError(f"A category has {CATEGORY_RULE}.") from None
+            if not all(isinstance(n, str) and _CATEGORY.fullmatch(n) for n in data):
+                raise serializers.ValidationError(f"A category has {CATEGORY_RULE}.")
         return super().to_internal_value(data)
 
 

@@ -9,7 +9,7 @@ import pytest
 from django.core import mail
 from rest_framework.test import APIClient
 
-from notifications.models import Delivery, DeliveryOutcome, Notification, Recipient
+from notifications.models import Delivery, Notification, Recipient
 from notifications.recipients import preferences_put, recipient_put
 from notifications.scheduler.tick import run_tick
 from notifications.services import notification_create
