@@ -21,7 +21,9 @@ from schemathesis.config import SchemathesisConfig
 
 from config.wsgi import application
 from jobs.models import Job, JobStatus
+from notifications import unsubscribe
 from notifications.models import Delivery, Notification, WebhookEndpoint
+from notifications.recipients import recipient_put
 from projects.models import Project
 from tenancy.invitations import invitation_issue
 from tenancy.models import ApiToken, Invitation, Membership, SigninLink, SignupRequest, Tenant
@@ -143,16 +145,34 @@ def seeded(alice) -> dict[str, str | int]:
         "members": make_member(alice.tenant, "fuzzed@example.com").user.id,
         "tokens": ApiToken.issue(user=alice.user, name="fuzzed")[0].id,
         "invitations": str(invitation.id),
+        # The tenant's own key of a person, and the token of an unsubscribe link to them.
+        "recipients": SEEDED_RECIPIENT,
+        "unsubscribe": _unsubscribe_token(alice),
     }
 
 
+def _unsubscribe_token(alice) -> str:
+    recipient_put(
+        tenant=alice.tenant, key=SEEDED_RECIPIENT, email="person@example.com", now=timezone.now()
+    )
+    (_, header), _ = unsubscribe.headers(
+        tenant_id=alice.tenant.id, key=SEEDED_RECIPIENT, category=""
+    )
+    return unsubscribe.rendered_headers({"h": header})["h"].rsplit("/", 1)[1].rstrip(">")
+
+
+SEEDED_RECIPIENT = "fuzzed-person"
 INTEGER_IDS = {"members", "tokens"}
+# Ids that are any string: a recipient's key, an unsubscribe token.
+STRING_IDS = {"recipients", "unsubscribe"}
 
 
 def _names_a_row(collection: str, value: object) -> bool:
     """A well-formed id of `collection` (a negative case's malformed one stays as it is)."""
     if collection in INTEGER_IDS:
         return isinstance(value, int) and not isinstance(value, bool)
+    if collection in STRING_IDS:
+        return isinstance(value, str)
     return _is_uuid(value)
 
 
@@ -173,10 +193,13 @@ def _satisfy_cross_field_rules(body: dict, seeded: dict[str, str]) -> dict:
     channels = body.get("channels")
     if isinstance(channels, list):
         body["channels"] = list(dict.fromkeys(map(str, channels)))
-        if "email" in channels and not body.get("email_to"):
+        if "email" in channels and not body.get("email_to") and not body.get("recipients"):
             body["email_to"] = ["ops@example.com"]
         if "webhook" in channels:
             body["webhook_endpoint"] = seeded["webhook-endpoints"]
+    if body.get("recipients"):
+        body["recipients"] = [SEEDED_RECIPIENT]
+        body.pop("email_to", None)
     if _is_uuid(body.get("project_id")):
         body["project_id"] = seeded["projects"]
     if "timezone" in body:

@@ -17,7 +17,9 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
 from jobs.models import Job, JobStatus
+from notifications import unsubscribe
 from notifications.models import Delivery
+from notifications.recipients import recipient_put
 from tenancy.invitations import invitation_issue
 from tenancy.models import ApiToken, Tenant
 from tenancy.signins import signin_link_record
@@ -274,6 +276,50 @@ ROUTES += [
     ),
     RouteSpec("POST", "/v1/signin/verify", success=201, public=True, body=_signin_body),
     RouteSpec("POST", "/v1/invitations/preview", public=True, body=_preview_body),
+]
+
+
+# --- Sending to people (README: Sending to people) ----------------------------------------
+
+
+def _recipient_id(actor):
+    key = f"person-{uuid.uuid4().hex[:12]}"
+    recipient_put(tenant=actor.tenant, key=key, email=_fresh_email(), now=timezone.now())
+    return key
+
+
+def _unsubscribe_token(actor):
+    """The token an email to a fresh recipient of the actor's tenant would carry."""
+    key = _recipient_id(actor)
+    (_, header), _ = unsubscribe.headers(tenant_id=actor.tenant.id, key=key, category="")
+    return unsubscribe.rendered_headers({"h": header})["h"].rsplit("/", 1)[1].rstrip(">")
+
+
+RECIPIENT = {"email": "person@example.com", "name": "P", "timezone": "Europe/Berlin"}
+
+ROUTES += [
+    RouteSpec("GET", "/v1/recipients", create=_recipient_id),
+    RouteSpec("GET", "/v1/recipients?email=person@example.com", create=_recipient_id),
+    RouteSpec("GET", "/v1/recipients/{id}", create=_recipient_id),
+    RouteSpec(
+        "PUT", "/v1/recipients/{id}", create=_recipient_id, body=lambda: RECIPIENT, upsert=201
+    ),
+    RouteSpec("DELETE", "/v1/recipients/{id}", success=204, roles=OWNER, create=_recipient_id),
+    RouteSpec("GET", "/v1/recipients/{id}/preferences", create=_recipient_id),
+    RouteSpec(
+        "PUT",
+        "/v1/recipients/{id}/preferences",
+        create=_recipient_id,
+        body=lambda: {"channels": {"email": False}},
+    ),
+    RouteSpec(
+        "POST",
+        "/v1/unsubscribe/{id}",
+        success=204,
+        public=True,
+        missing=400,
+        create=_unsubscribe_token,
+    ),
 ]
 
 

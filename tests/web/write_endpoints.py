@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.core import serializers as django_serializers
 from django.test import Client
+from django.utils.timezone import now as utc_now
 
 from jobs.models import Job, JobStatus
-from notifications.models import Delivery, Notification, WebhookEndpoint
+from notifications.models import Delivery, Notification, Recipient, WebhookEndpoint
+from notifications.recipients import recipient_put
 from notifications.states import DeadLetterReason
 from projects.models import Project
 from tenancy.models import (
@@ -27,7 +29,7 @@ from tests.projects.factories import make_job
 
 NOTIFICATION_FIELDS = frozenset(
     {"channels", "email_to", "subject", "body", "webhook_endpoint", "fire_at", "rrule"}
-    | {"timezone"}
+    | {"timezone", "recipients", "category"}
 )
 ENDPOINT_FIELDS = frozenset({"url", "enabled"})
 
@@ -140,9 +142,27 @@ WRITES += (
     ),
 )
 
+# --- Sending to people (README: Sending to people) ----------------------------------------
+WRITES += (
+    Write(
+        "PUT",
+        "/v1/recipients/{recipient}",
+        frozenset({"email", "name", "timezone", "send_window"}),
+        frozenset({"id", "preferences", "created_at", "updated_at"}),
+    ),
+    Write(
+        "PUT",
+        "/v1/recipients/{recipient}/preferences",
+        frozenset({"channels", "categories"}),
+        frozenset(),
+    ),
+    # The body is not read (mail clients post a form); an unknown token is a 400.
+    Write("POST", "/v1/unsubscribe/not-a-token", frozenset(), frozenset()),
+)
+
 _STORED = (
     *(Project, Job, OperationKey, Notification, WebhookEndpoint, Delivery),
-    *(Membership, ApiToken, Invitation, SignupRequest, SigninLink, Tenant),
+    *(Membership, ApiToken, Invitation, SignupRequest, SigninLink, Tenant, Recipient),
 )
 
 
@@ -155,6 +175,7 @@ class Targets:
     user: int  # the actor's (PATCH /v1/me)
     tenant: uuid.UUID  # the actor's (PATCH /v1/tenant)
     project: uuid.UUID
+    recipient: str = "fuzzed-person"
 
     def path(self, write: Write) -> str:
         return write.template.format(
@@ -163,6 +184,7 @@ class Targets:
             job=self.job,
             member=self.member,
             project=self.project,
+            recipient=self.recipient,
         )
 
 
@@ -180,6 +202,7 @@ def seed_targets(actor) -> Targets:
     )
     job = make_job(actor, status=JobStatus.FAILED, next_attempt_at=None)
     member = make_member(actor.tenant, "fuzzed-member@example.com")
+    recipient_put(tenant=actor.tenant, key="fuzzed-person", email="p@example.com", now=utc_now())
     return Targets(
         notification=notification.id,
         endpoint=endpoint.id,
@@ -213,6 +236,7 @@ def stored_state(targets: Targets) -> tuple[dict[str, int], str]:
         *Job.objects.filter(pk=targets.job),
         *Project.objects.filter(pk=targets.project),
         *Membership.objects.filter(user_id=targets.member),
+        *Recipient.objects.filter(tenant_id=targets.tenant, key=targets.recipient),
     ]
     return counts, django_serializers.serialize("json", rows)
 
