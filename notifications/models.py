@@ -145,6 +145,9 @@ class Notification(models.Model):
     # What the notification is about, for recipients' preferences (CRITICAL_CATEGORIES
     # ignore opt-outs) and their one-click unsubscribe; "" for none.
     category = models.CharField(max_length=64, blank=True, default="")
+    # The key of the digest this row delivers ("" for none): its body is rendered from the
+    # digest's items when it is sent (notifications.digests).
+    digest_key = models.CharField(max_length=64, blank=True, default="", editable=False)
     subject = models.CharField(max_length=200, blank=True, default="")
     body = models.TextField(blank=True, default="")
     webhook_endpoint = models.ForeignKey(
@@ -350,3 +353,37 @@ class Recipient(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class Digest(models.Model):
+    """The events gathered for one recipient under one key while its window is open; the
+    one-shot `notification` (due when the window closes) delivers them. Joining is one
+    upsert on the open row of (tenant, recipient_key, key); the tick closes the row when it
+    renders the email, and the next join opens a new one."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    recipient_key = models.CharField(max_length=255)
+    key = models.CharField(max_length=64)
+    # [{"subject", "body"}], in the order they joined (the first MAX_DIGEST_ITEMS kept).
+    items = models.JSONField(default=list)
+    count = models.PositiveIntegerField(default=0)
+    is_open = models.BooleanField(default=True)
+    closes_at = models.DateTimeField()
+    notification = models.OneToOneField(
+        Notification, on_delete=models.CASCADE, related_name="digest"
+    )
+    created_at = models.DateTimeField(default=utc_now, editable=False)
+    updated_at = models.DateTimeField(default=utc_now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "recipient_key", "key"],
+                condition=models.Q(is_open=True),
+                name="digest_one_open_per_key",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.recipient_key}/{self.key} ({self.count})"

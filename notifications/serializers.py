@@ -6,6 +6,7 @@ zone) live in notifications.services and the checks it applies (notifications.va
 which every caller goes through.
 """
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,6 +14,7 @@ from django.utils.timezone import now as utc_now
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from notifications.digests import MAX_WINDOW_SECONDS
 from notifications.models import (
     Channel,
     Delivery,
@@ -31,6 +33,7 @@ from web.fields import (
     EmailAddressField,
     NullableCharField,
     StrictBooleanField,
+    StrictIntegerField,
     StrictUUIDField,
 )
 from web.representation import Representation
@@ -66,6 +69,16 @@ class _WallClockDateTimeField(serializers.DateTimeField):
         return value
 
 
+class _DigestSerializer(RejectsUndeclaredFields, serializers.Serializer):
+    key = serializers.RegexField(CATEGORY_PATTERN, max_length=64)
+    window_seconds = StrictIntegerField(min_value=1, max_value=MAX_WINDOW_SECONDS)
+
+    def validate_key(self, value: str) -> str:
+        if not re.fullmatch(CATEGORY_PATTERN, value):
+            raise serializers.ValidationError("Letters, digits and . _ - only.")
+        return value
+
+
 class NotificationWriteSerializer(RejectsUndeclaredFields, serializers.Serializer):
     """The body of POST /v1/notifications; PATCH uses it with partial=True."""
 
@@ -92,6 +105,12 @@ class NotificationWriteSerializer(RejectsUndeclaredFields, serializers.Serialize
         allow_blank=True,
         help_text="What it is about, for recipients' preferences and one-click unsubscribe; "
         "categories in CRITICAL_CATEGORIES ignore opt-outs.",
+    )
+    digest = _DigestSerializer(
+        required=False,
+        help_text="Join the recipient's open digest for `key` instead of sending alone: one "
+        "email, when `window_seconds` after the digest opened have passed, lists its first "
+        "10 events and how many more. The answer is the digest's email notification.",
     )
     subject = _SubjectField(max_length=200)
     body = serializers.CharField(max_length=10_000, allow_blank=True, trim_whitespace=False)
@@ -143,9 +162,11 @@ class NotificationWriteSerializer(RejectsUndeclaredFields, serializers.Serialize
 
 
 class NotificationPatchSerializer(NotificationWriteSerializer):
-    """The body of PATCH /v1/notifications/{id}: any subset; the project is fixed."""
+    """The body of PATCH /v1/notifications/{id}: any subset; the project and a digest are
+    fixed."""
 
     project_id = None
+    digest = None
 
 
 class NotificationSerializer(serializers.ModelSerializer):

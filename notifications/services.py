@@ -26,6 +26,7 @@ from notifications.conflicts import (
     NotificationNotParked,
     ScheduleFinished,
 )
+from notifications.digests import digest_join
 from notifications.models import (
     Channel,
     Delivery,
@@ -37,6 +38,7 @@ from notifications.models import (
 from notifications.recurrence import RuleTooCostly, next_occurrence
 from notifications.states import Move, after, allows
 from notifications.validation import (
+    check_digest,
     checked_content,
     fire_instant,
     first_fire_at,
@@ -127,6 +129,7 @@ def notification_create(
     source: NotificationSource = NotificationSource.API,
     recipients: Sequence[str] = (),
     category: str = "",
+    digest: Mapping[str, Any] | None = None,
     now: datetime | None = None,
 ) -> Notification:
     """Create a notification due at `fire_at` (default `now`; a past time is due at once;
@@ -146,6 +149,18 @@ def notification_create(
     )
     if project_id is not None and not _tenant_projects(tenant).filter(pk=project_id).exists():
         raise InvalidInput({"project_id": ["No project with this id exists in this tenant."]})
+    if digest is not None:
+        check_digest(content, fire_at=fire_at, project_id=project_id)
+        return digest_join(
+            tenant=tenant,
+            recipient_key=content["recipients"][0],
+            key=digest["key"],
+            window_seconds=digest["window_seconds"],
+            subject=subject,
+            body=body,
+            category=content["category"],
+            now=now,
+        )
     return Notification.objects.create(
         tenant=tenant,
         project_id=project_id,

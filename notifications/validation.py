@@ -186,3 +186,21 @@ def recipient_errors(channels: list[str], email_to: list[str]) -> dict[str, list
         except ValidationError:
             return {"email_to": [f"{address[:100]!r} is not a valid email address."]}
     return {}
+
+
+def check_digest(
+    content: Mapping[str, Any], *, fire_at: datetime | None, project_id: UUID | None
+) -> None:
+    """A digest joins one recipient's open digest by email: raises InvalidInput for any
+    other shape (another channel, several recipients or none, a schedule of its own)."""
+    errors: dict[str, list[str]] = {}
+    if list(content["channels"]) != [Channel.EMAIL]:
+        errors["channels"] = ['A digest is sent by email alone: channels must be ["email"].']
+    if len(content["recipients"]) != 1:
+        errors["recipients"] = ["A digest names exactly one recipient."]
+    if content["rrule"] or fire_at is not None:
+        errors["digest"] = ["A digest is sent when its window closes: no rrule or fire_at."]
+    if project_id is not None:
+        errors["project_id"] = ["A digest belongs to no project."]
+    if errors:
+        raise InvalidInput(errors)

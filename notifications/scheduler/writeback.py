@@ -31,7 +31,7 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 
 from dbqueue.fences import fenced_update_many
-from notifications import circuits, preferences
+from notifications import circuits, digests, preferences
 from notifications.circuits import Signal, circuit_of
 from notifications.models import Delivery, Notification, WebhookEndpoint
 from notifications.scheduler.context import FLUSH_SECONDS, Tick
@@ -247,11 +247,12 @@ def may_start(row: Notification, *, tick: Tick, buffer: WriteBackBuffer, now: da
 def recipients_applied(
     rows: Sequence[Notification], *, tick: Tick, now: datetime
 ) -> dict[Any, datetime] | None:
-    """Apply the claimed rows' recipients (notifications.preferences.prepare: addresses,
-    opt-outs, unsubscribe headers) and return the rows whose email waits for a send window,
-    with when it opens; None when the connection was lost (the rows stay claimed until
-    their leases expire)."""
+    """Render the claimed rows' digests (notifications.digests) and apply their recipients
+    (notifications.preferences.prepare: addresses, opt-outs, unsubscribe headers); return
+    the rows whose email waits for a send window, with when it opens; None when the
+    connection was lost (the rows stay claimed until their leases expire)."""
     try:
+        digests.render_claimed(rows, now=now)
         return preferences.prepare(rows, now=now)
     except DatabaseError as exc:
         if not tick.lose(exc):
