@@ -141,13 +141,19 @@ class Notification(models.Model):
     email_to = models.JSONField(default=list, blank=True)
     # The tenant's recipient keys (Recipient.key) the email goes to instead of `email_to`:
     # their addresses, preferences and send windows are read at send time.
-    recipients = models.JSONField(default=list, blank=True)
+    # Rows written in SQL (bulk loads, the planner tests) name none, with no category and
+    # no digest: hence the database defaults of these three.
+    recipients = models.JSONField(
+        default=list, blank=True, db_default=models.Value([], output_field=models.JSONField())
+    )
     # What the notification is about, for recipients' preferences (CRITICAL_CATEGORIES
     # ignore opt-outs) and their one-click unsubscribe; "" for none.
-    category = models.CharField(max_length=64, blank=True, default="")
+    category = models.CharField(max_length=64, blank=True, default="", db_default="")
     # The key of the digest this row delivers ("" for none): its body is rendered from the
     # digest's items when it is sent (notifications.digests).
-    digest_key = models.CharField(max_length=64, blank=True, default="", editable=False)
+    digest_key = models.CharField(
+        max_length=64, blank=True, default="", db_default="", editable=False
+    )
     subject = models.CharField(max_length=200, blank=True, default="")
     body = models.TextField(blank=True, default="")
     webhook_endpoint = models.ForeignKey(

@@ -51,9 +51,12 @@ def prepare(rows: Iterable[Notification], *, now: datetime) -> dict[Any, datetim
     rows = [row for row in rows if row.recipients]
     if not rows:
         return {}
-    wanted = Q()
+    keys: dict[Any, set[str]] = {}
     for row in rows:
-        wanted |= Q(tenant_id=row.tenant_id, key__in=row.recipients)
+        keys.setdefault(row.tenant_id, set()).update(row.recipients)
+    wanted = Q()
+    for tenant_id, tenant_keys in keys.items():
+        wanted |= Q(tenant_id=tenant_id, key__in=sorted(tenant_keys))
     found = {(r.tenant_id, r.key): r for r in Recipient.objects.filter(wanted)}
     waits = {}
     for row in rows:

@@ -57,12 +57,14 @@ def _instant(day: date, at: time, zone: ZoneInfo) -> datetime:
     return datetime.combine(day, at, tzinfo=zone).astimezone(UTC)
 
 
-def _spans(window: Mapping[str, Any], zone: ZoneInfo, around: date) -> Iterable[tuple]:
-    """(opens, closes) instants of the window's openings on the days around `around`, from
-    the day before to a week and a day after, in order."""
+def _spans(
+    window: Mapping[str, Any], zone: ZoneInfo, around: date, offsets: range
+) -> Iterable[tuple]:
+    """(opens, closes) instants of the window's openings on the days `offsets` away from
+    `around`, in order."""
     opens, closes = _clock(window["from"]), _clock(window["until"])
     overnight = closes <= opens
-    for offset in range(-1, 9):
+    for offset in offsets:
         day = around + timedelta(days=offset)
         if DAYS[day.weekday()] not in window["days"]:
             continue
@@ -77,13 +79,15 @@ def next_opening(window: Mapping[str, Any] | None, tz_name: str, now: datetime) 
         return None
     zone = ZoneInfo(tz_name)
     local_day = now.astimezone(zone).date()
-    upcoming = None
-    for opens, closes in _spans(window, zone, local_day):
+    # Open now only in an opening of yesterday (overnight) or today; the next one may be
+    # up to a week away.
+    for opens, closes in _spans(window, zone, local_day, range(-1, 1)):
         if opens <= now < closes:
             return None
-        if opens > now and (upcoming is None or opens < upcoming):
-            upcoming = opens
-    return upcoming
+    return min(
+        (opens for opens, _ in _spans(window, zone, local_day, range(0, 9)) if opens > now),
+        default=None,
+    )
 
 
 def common_opening(
