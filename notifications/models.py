@@ -222,11 +222,12 @@ class Notification(models.Model):
 
     objects = NotificationQuerySet.as_manager()
 
-    # Set by the tick for the attempt at hand (notifications.recipients), never stored: the
-    # email's extra headers (link references where tokens go), and the channels the
-    # recipients' preferences skip, each with why.
+    # Set by the tick for the attempt at hand (notifications.preferences), never stored:
+    # the email's extra headers (link references where tokens go), the channels the
+    # recipients' preferences skip, each with why, and when a closed send window opens.
     email_headers: tuple[tuple[str, str], ...] = ()
     skipped_channels: Mapping[str, str] = MappingProxyType({})
+    email_wait: datetime | None = None
 
     class Meta:
         indexes = [

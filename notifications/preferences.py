@@ -9,7 +9,7 @@ their channels go out. For a row that names recipients it sets, in memory only:
 - `skipped_channels` (and `channel_state`): a channel every recipient opted out of, with
   the reason the delivery log shows, `preference` (`no_recipient` when none of the named
   recipients exists any more); it is never sent.
-and returns, per row, when its email may go if a recipient's send window is closed now.
+- `email_wait`: when the email may go, if a recipient's send window is closed now.
 
 Categories named in CRITICAL_CATEGORIES ignore opt-outs.
 """
@@ -45,12 +45,11 @@ def is_critical(category: str) -> bool:
     return bool(category) and category in settings.CRITICAL_CATEGORIES
 
 
-def prepare(rows: Iterable[Notification], *, now: datetime) -> dict[Any, datetime]:
-    """Apply the recipients of each row that names some (see the module's docstring); the
-    rows whose email must wait for a send window, with the instant it opens."""
+def prepare(rows: Iterable[Notification], *, now: datetime) -> None:
+    """Apply the recipients of each row that names some (see the module's docstring)."""
     rows = [row for row in rows if row.recipients]
     if not rows:
-        return {}
+        return
     keys: dict[Any, set[str]] = {}
     for row in rows:
         keys.setdefault(row.tenant_id, set()).update(row.recipients)
@@ -58,13 +57,9 @@ def prepare(rows: Iterable[Notification], *, now: datetime) -> dict[Any, datetim
     for tenant_id, tenant_keys in keys.items():
         wanted |= Q(tenant_id=tenant_id, key__in=sorted(tenant_keys))
     found = {(r.tenant_id, r.key): r for r in Recipient.objects.filter(wanted)}
-    waits = {}
     for row in rows:
         people = [found[key] for k in row.recipients if (key := (row.tenant_id, k)) in found]
-        opening = _apply(row, people, now=now)
-        if opening is not None:
-            waits[row.pk] = opening
-    return waits
+        row.email_wait = _apply(row, people, now=now)
 
 
 def _pending(row: Notification, channel: str) -> bool:

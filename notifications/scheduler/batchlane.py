@@ -30,6 +30,7 @@ from notifications.scheduler.writeback import (
     Joiner,
     WriteBackBuffer,
     may_start,
+    quiet_hours,
     recipients_applied,
     without_poison,
 )
@@ -124,17 +125,15 @@ class BatchLane:
             raise
         self.exhausted = len(claimed) < wanted and claimed.drained
         tick.summary.claimed += len(claimed)
-        quiet = recipients_applied(claimed, tick=tick, now=now)
-        if quiet is None:
+        if not recipients_applied(claimed, tick=tick, now=now):
             tick.summary.errors += len(claimed)
             return
         for row in without_poison(claimed, tick=tick, buffer=self.buffer, now=now):
             if not may_start(row, tick=tick, buffer=self.buffer, now=now):
                 continue
-            if row.pk in quiet:
+            if row.email_wait is not None:
                 # A recipient's send window is closed: the email waits, unattempted.
-                deferral = Deferral(until=quiet[row.pk], reason=DeferralReason.QUIET_HOURS)
-                self.joiner.expect(row, pieces=0, at=now, deferred={Channel.EMAIL: deferral})
+                self.joiner.expect(row, pieces=0, at=now, deferred=quiet_hours(row))
             elif Channel.EMAIL in row.skipped_channels:
                 self.joiner.expect(row, pieces=0, at=now, deferred={})
             else:

@@ -48,6 +48,7 @@ from notifications.scheduler.writeback import (
     Joiner,
     WriteBackBuffer,
     may_start,
+    quiet_hours,
     recipients_applied,
     release,
     without_poison,
@@ -92,8 +93,6 @@ class RowLane:
         self.queued: deque[Notification] = deque()
         # Rows about to start whose endpoint's slot is still to be taken (at step's end).
         self.wanting: list[Notification] = []
-        # Rows claimed whose email waits for a recipient's send window: when it opens.
-        self.quiet: dict[Any, datetime] = {}
 
     @property
     def futures(self) -> Collection[Future]:
@@ -126,11 +125,7 @@ class RowLane:
             return
         tick, now = self.tick, self.tick.clock.now()
         endpoints = {row.webhook_endpoint_id for row in claimed} - {None}
-        if (
-            self.endpoints.load(endpoints)
-            and (quiet := recipients_applied(claimed, tick=tick, now=now)) is not None
-        ):
-            self.quiet.update(quiet)
+        if self.endpoints.load(endpoints) and recipients_applied(claimed, tick=tick, now=now):
             for row in without_poison(claimed, tick=tick, buffer=self.buffer, now=now):
                 self.start(row)
         else:
@@ -146,8 +141,6 @@ class RowLane:
             return
         endpoint = self.endpoints.of(row)
         deferred: dict[str, Deferral] = {}
-        if (opens := self.quiet.pop(row.pk, None)) is not None:
-            deferred[Channel.EMAIL] = Deferral(until=opens, reason=DeferralReason.QUIET_HOURS)
         if endpoint is not None:
             admission = self.gate.admit(endpoint.pk, now=now)
             if admission is Admission.WAIT:
@@ -177,6 +170,7 @@ class RowLane:
         any is left for one), or queue it until a worker is free; a webhook starts only on
         a slot of its endpoint this tick holds (taken at the step's end, `slot_taken` once
         that was tried)."""
+        deferred = {**quiet_hours(row), **deferred}
         pending = [c for c in pending_channels(row) if c not in deferred]
         away = [c for c in pending if c in self.carriers]
         if len(away) == len(pending) and (away or deferred):

@@ -275,3 +275,37 @@ def test_resend_batches_carry_the_headers_per_email(db, settings, tenant):
 
     assert token not in EmailBatch.objects.get().body
     assert unsubscribe(token).status_code == 204
+
+
+def test_quiet_hours_hold_the_email_while_the_webhook_goes_through_its_endpoint_slot(
+    backend, tenant, settings
+):
+    from tests.notifications.factories import make_endpoint
+    from tests.support.http_server import Reply, recording_server
+
+    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
+    person(tenant, timezone="Europe/Berlin", send_window=WEEKDAYS)
+    with recording_server(lambda request: Reply(200)) as server:
+        endpoint = make_endpoint(tenant=tenant, url=f"{server.url}/hook")
+        row = notification_create(
+            tenant=tenant,
+            channels=["email", "webhook"],
+            subject="S",
+            body="B",
+            recipients=["ada"],
+            webhook_endpoint_id=endpoint.pk,
+            now=SATURDAY,
+        )
+
+        run_tick(now=SATURDAY)
+
+        assert len(server.received("/hook")) == 1
+    assert mail.outbox == []
+    row.refresh_from_db()
+    assert (row.channel_state, row.next_fire_at, row.error_count) == (
+        {"webhook": "delivered"},
+        MONDAY_OPENING,
+        0,
+    )
+    logs = dict(Delivery.objects.filter(notification_id=row.pk).values_list("channel", "outcome"))
+    assert logs == {"webhook": "delivered", "email": "deferred"}
