@@ -16,7 +16,7 @@ Categories named in CRITICAL_CATEGORIES ignore opt-outs.
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db.models import Q
@@ -56,7 +56,13 @@ def prepare(rows: Iterable[Notification], *, now: datetime) -> None:
     wanted = Q()
     for tenant_id, tenant_keys in keys.items():
         wanted |= Q(tenant_id=tenant_id, key__in=sorted(tenant_keys))
-    found = {(r.tenant_id, r.key): r for r in Recipient.objects.filter(wanted)}
+    # Plain tuples, not models: this runs for every claim of rows that name recipients.
+    found = {
+        (tenant_id, key): Person(key, email, zone, window, prefs or {})
+        for tenant_id, key, email, zone, window, prefs in Recipient.objects.filter(
+            wanted
+        ).values_list("tenant_id", "key", "email", "timezone", "send_window", "preferences")
+    }
     for row in rows:
         people = [found[key] for k in row.recipients if (key := (row.tenant_id, k)) in found]
         row.email_wait = _apply(row, people, now=now)
@@ -66,7 +72,17 @@ def _pending(row: Notification, channel: str) -> bool:
     return channel in row.channels and channel not in row.channel_state
 
 
-def _apply(row: Notification, people: list[Recipient], *, now: datetime) -> datetime | None:
+class Person(NamedTuple):
+    """What the tick reads of a recipient."""
+
+    key: str
+    email: str
+    timezone: str
+    send_window: Mapping[str, Any] | None
+    preferences: Mapping[str, Any]
+
+
+def _apply(row: Notification, people: list[Person], *, now: datetime) -> datetime | None:
     critical = is_critical(row.category)
     skipped: dict[str, str] = {}
     webhook_wanted = any(_takes(p, Channel.WEBHOOK, row.category) for p in people)
@@ -90,5 +106,5 @@ def _apply(row: Notification, people: list[Recipient], *, now: datetime) -> date
     return opening
 
 
-def _takes(person: Recipient, channel: str, category: str) -> bool:
-    return allows(person.preferences or {}, channel=channel, category=category)
+def _takes(person: Person, channel: str, category: str) -> bool:
+    return allows(person.preferences, channel=channel, category=category)

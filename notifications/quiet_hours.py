@@ -12,6 +12,7 @@ opening at a time that happens twice (fall back) opens at the first.
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, time, timedelta
+from functools import cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -46,6 +47,7 @@ def window_errors(window: Any) -> list[str]:
     return errors
 
 
+@cache
 def _clock(value: str) -> time:
     hours, minutes = value.split(":")
     return time(int(hours), int(minutes))
