@@ -5,6 +5,7 @@ over notifications.recipients and notifications.unsubscribe. Every query is scop
 from typing import Any
 
 from django.db.models import QuerySet
+from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -22,6 +23,7 @@ from notifications.recipient_serializers import (
     RecipientWriteSerializer,
 )
 from notifications.unsubscribe import recipient_unsubscribe
+from tenancy.idempotency import Answer, answer_once
 from tenancy.schema import location_header
 from web.pagination import NewestFirstCursorPagination
 from web.query import single_query_param
@@ -54,8 +56,8 @@ class RecipientDetailView(APIView):
     owner_methods = ("DELETE",)
 
     @extend_schema(responses={200: RecipientSerializer})
-    def get(self, request: Request, key: str) -> Response:
-        return Response(RecipientSerializer(_recipient(request, key)).data)
+    def get(self, request: Request, id: str) -> Response:
+        return Response(RecipientSerializer(_recipient(request, id)).data)
 
     @extend_schema(
         operation_id="recipients_put",
@@ -65,11 +67,11 @@ class RecipientDetailView(APIView):
         description="Creates the recipient (201) or replaces its profile (200); its "
         "preferences are kept.",
     )
-    def put(self, request: Request, key: str) -> Response:
+    def put(self, request: Request, id: str) -> Response:
         serializer = RecipientWriteSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         recipient, created = recipients.recipient_put(
-            tenant=request.tenant, key=key, now=timezone.now(), **serializer.validated_data
+            tenant=request.tenant, key=id, now=timezone.now(), **serializer.validated_data
         )
         data = RecipientSerializer(recipient).data
         if created:
@@ -78,27 +80,27 @@ class RecipientDetailView(APIView):
         return Response(data)
 
     @extend_schema(responses={204: None})
-    def delete(self, request: Request, key: str) -> Response:
-        recipients.recipient_delete(tenant=request.tenant, key=key)
+    def delete(self, request: Request, id: str) -> Response:
+        recipients.recipient_delete(tenant=request.tenant, key=id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 @extend_schema(parameters=[_ID])
 class RecipientPreferencesView(APIView):
     @extend_schema(responses={200: PreferencesSerializer})
-    def get(self, request: Request, key: str) -> Response:
-        return Response(_preferences(_recipient(request, key)))
+    def get(self, request: Request, id: str) -> Response:
+        return Response(_preferences(_recipient(request, id)))
 
     @extend_schema(
         operation_id="recipients_preferences_put",
         request=PreferencesSerializer,
         responses={200: PreferencesSerializer},
     )
-    def put(self, request: Request, key: str) -> Response:
+    def put(self, request: Request, id: str) -> Response:
         serializer = PreferencesSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         recipient = recipients.preferences_put(
-            tenant=request.tenant, key=key, preferences=serializer.stored(), now=timezone.now()
+            tenant=request.tenant, key=id, preferences=serializer.stored(), now=timezone.now()
         )
         return Response(_preferences(recipient))
 
@@ -116,14 +118,22 @@ class UnsubscribeView(APIView):
     @extend_schema(
         operation_id="unsubscribe",
         request=None,
-        parameters=[OpenApiParameter("token", str, OpenApiParameter.PATH)],
+        parameters=[
+            OpenApiParameter(
+                "id", str, OpenApiParameter.PATH, description="The token of the email's link."
+            )
+        ],
         responses={204: OpenApiResponse(description="Unsubscribed (again: still 204).")},
         description="RFC 8058 one-click unsubscribe, with the token of an email's "
         "`List-Unsubscribe` link: mutes the email's category (all email when it had none) "
         "for its recipient, from the next tick on. A token this server did not sign: 400 "
         "`invalid-token`.",
     )
-    def post(self, request: Request, token: str) -> Response:
+    def post(self, request: Request, id: str) -> HttpResponse:
         # Mail clients post `List-Unsubscribe=One-Click` as a form: the body is not read.
-        recipient_unsubscribe(token=token, now=timezone.now())
-        return Response(status=status.HTTP_204_NO_CONTENT)
+
+        def mute() -> Answer:
+            recipient_unsubscribe(token=id, now=timezone.now())
+            return Answer.of(status.HTTP_204_NO_CONTENT, None, resource=request.path)
+
+        return answer_once(request, mute, scope=f"route:{request.path}")

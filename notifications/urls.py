@@ -35,14 +35,14 @@ urlpatterns = [
     ),
     path("recipients", recipient_views.RecipientListView.as_view(), name="recipient-list"),
     path(
-        "recipients/<str:key>",
+        "recipients/<str:id>",
         recipient_views.RecipientDetailView.as_view(),
         name="recipient-detail",
     ),
     path(
-        "recipients/<str:key>/preferences",
+        "recipients/<str:id>/preferences",
         recipient_views.RecipientPreferencesView.as_view(),
         name="recipient-preferences",
     ),
-    path("unsubscribe/<str:token>", recipient_views.UnsubscribeView.as_view(), name="unsubscribe"),
+    path("unsubscribe/<str:id>", recipient_views.UnsubscribeView.as_view(), name="unsubscribe"),
 ]

@@ -389,6 +389,7 @@ def test_the_public_operations_are_the_front_doors():
         "/v1/signin/verify",
         "/v1/signup",
         "/v1/signup/verify",
+        "/v1/unsubscribe/{id}",
     ]
 
 

@@ -37,6 +37,8 @@ VALID = {
     "/v1/me": {"name": "Alice"},
     "/v1/tenant": {"name": "Renamed"},
     "/v1/signin": {"email": "alice@example.com", "captcha_token": "t"},
+    "/v1/recipients/{recipient}": {"email": "person@example.com"},
+    "/v1/recipients/{recipient}/preferences": {"channels": {"email": False}},
 }
 
 
