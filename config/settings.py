@@ -257,6 +257,12 @@ INVITATION_TTL_SECONDS = int(
     positive("INVITATION_TTL_SECONDS", read("INVITATION_TTL_SECONDS", env.int, 604_800))
 )
 
+# --- Sending to people (README: Sending to people) ---------------------------------------
+# One-click unsubscribe links (RFC 8058): the public API's POST /v1/unsubscribe/{token}.
+UNSUBSCRIBE_URL = token_url("UNSUBSCRIBE_URL", "http://localhost:8000/v1/unsubscribe/{token}")
+# Categories whose notifications ignore recipients' opt-outs and carry no unsubscribe link.
+CRITICAL_CATEGORIES = [c.strip() for c in read("CRITICAL_CATEGORIES", env.list, []) if c.strip()]
+
 # --- Signing in and sessions (README: Signing in and sessions) ------------------------------------
 SIGNIN_URL = token_url("SIGNIN_URL", "http://localhost:3000/signin/verify?token={token}")
 SIGNIN_RATE_IP = rate("SIGNIN_RATE_IP", "10/hour")

@@ -1,7 +1,9 @@
 """Scheduled notifications, webhook endpoints and the delivery log."""
 
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
+from types import MappingProxyType
 
 from django.conf import settings
 from django.db import models
@@ -231,6 +233,21 @@ class Notification(models.Model):
     )
     channels = models.JSONField(default=list)
     email_to = models.JSONField(default=list, blank=True)
+    # The tenant's recipient keys (Recipient.key) the email goes to instead of `email_to`:
+    # their addresses, preferences and send windows are read at send time.
+    # Rows written in SQL (bulk loads, the planner tests) name none, with no category and
+    # no digest: hence the database defaults of these three.
+    recipients = models.JSONField(
+        default=list, blank=True, db_default=models.Value([], output_field=models.JSONField())
+    )
+    # What the notification is about, for recipients' preferences (CRITICAL_CATEGORIES
+    # ignore opt-outs) and their one-click unsubscribe; "" for none.
+    category = models.CharField(max_length=64, blank=True, default="", db_default="")
+    # The key of the digest this row delivers ("" for none): its body is rendered from the
+    # digest's items when it is sent (notifications.digests).
+    digest_key = models.CharField(
+        max_length=64, blank=True, default="", db_default="", editable=False
+    )
     subject = models.CharField(max_length=200, blank=True, default="")
     body = models.TextField(blank=True, default="")
     webhook_endpoint = models.ForeignKey(
@@ -309,6 +326,13 @@ class Notification(models.Model):
     updated_at = models.DateTimeField(default=utc_now)
 
     objects = NotificationQuerySet.as_manager()
+
+    # Set by the tick for the attempt at hand (notifications.preferences), never stored:
+    # the email's extra headers (link references where tokens go), the channels the
+    # recipients' preferences skip, each with why, and when a closed send window opens.
+    email_headers: tuple[tuple[str, str], ...] = ()
+    skipped_channels: Mapping[str, str] = MappingProxyType({})
+    email_wait: datetime | None = None
 
     class Meta:
         indexes = [
@@ -429,3 +453,65 @@ class Delivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.notification_id}#{self.occurrence} {self.channel}: {self.outcome}"
+
+
+class Recipient(models.Model):
+    """A person a tenant sends to, under the tenant's own `key` for them. `preferences`:
+    {"channels": {channel: bool}, "categories": {name: {channel: bool}}} (absent = on);
+    `send_window`: {"days": ["MO".."SU"], "from": "HH:MM", "until": "HH:MM"} in `timezone`,
+    or null for any time."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="recipients")
+    key = models.CharField(max_length=255)
+    email = models.CharField(max_length=254)
+    name = models.CharField(max_length=200, blank=True, default="")
+    timezone = models.CharField(max_length=64, default="UTC")
+    send_window = models.JSONField(null=True, blank=True)
+    preferences = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=utc_now, editable=False)
+    updated_at = models.DateTimeField(default=utc_now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "key"], name="recipient_unique_tenant_key")
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"], name="recipient_tenant_created_idx")
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class Digest(models.Model):
+    """The events gathered for one recipient under one key while its window is open; the
+    one-shot `notification` (due when the window closes) delivers them. Joining is one
+    upsert on the open row of (tenant, recipient_key, key); the tick closes the row when it
+    renders the email, and the next join opens a new one."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    recipient_key = models.CharField(max_length=255)
+    key = models.CharField(max_length=64)
+    # [{"subject", "body"}], in the order they joined (the first MAX_DIGEST_ITEMS kept).
+    items = models.JSONField(default=list)
+    count = models.PositiveIntegerField(default=0)
+    is_open = models.BooleanField(default=True)
+    closes_at = models.DateTimeField()
+    notification = models.OneToOneField(
+        Notification, on_delete=models.CASCADE, related_name="digest"
+    )
+    created_at = models.DateTimeField(default=utc_now, editable=False)
+    updated_at = models.DateTimeField(default=utc_now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "recipient_key", "key"],
+                condition=models.Q(is_open=True),
+                name="digest_one_open_per_key",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.recipient_key}/{self.key} ({self.count})"

@@ -6,6 +6,7 @@ zone) live in notifications.services and the checks it applies (notifications.va
 which every caller goes through.
 """
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,6 +14,7 @@ from django.utils.timezone import now as utc_now
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from notifications.digests import MAX_WINDOW_SECONDS
 from notifications.event_types import NAME_PATTERN
 from notifications.models import (
     RATE_LIMIT_MAX,
@@ -25,8 +27,9 @@ from notifications.models import (
     NotificationState,
     WebhookEndpoint,
 )
+from notifications.recipients import KEY_PATTERN, MAX_KEY_LENGTH
 from notifications.recurrence.skipped import SKIP_COUNT_CAP
-from notifications.validation import MAX_RECIPIENTS, subject_error
+from notifications.validation import CATEGORY_PATTERN, MAX_RECIPIENTS, subject_error
 from outbound.redaction import safe_error_text
 from web.fields import (
     EmailAddressField,
@@ -69,6 +72,16 @@ class _WallClockDateTimeField(serializers.DateTimeField):
         return value
 
 
+class _DigestSerializer(RejectsUndeclaredFields, serializers.Serializer):
+    key = serializers.RegexField(CATEGORY_PATTERN, max_length=64)
+    window_seconds = StrictIntegerField(min_value=1, max_value=MAX_WINDOW_SECONDS)
+
+    def validate_key(self, value: str) -> str:
+        if not re.fullmatch(CATEGORY_PATTERN, value):
+            raise serializers.ValidationError("Letters, digits and . _ - only.")
+        return value
+
+
 class NotificationWriteSerializer(RejectsUndeclaredFields, serializers.Serializer):
     """The body of POST /v1/notifications; PATCH uses it with partial=True."""
 
@@ -80,6 +93,27 @@ class NotificationWriteSerializer(RejectsUndeclaredFields, serializers.Serialize
     )
     email_to = serializers.ListField(
         child=EmailAddressField(), max_length=MAX_RECIPIENTS, required=False
+    )
+    recipients = serializers.ListField(
+        child=serializers.RegexField(KEY_PATTERN, max_length=MAX_KEY_LENGTH),
+        max_length=MAX_RECIPIENTS,
+        required=False,
+        help_text="Ids of the tenant's recipients (PUT /v1/recipients/{id}) instead of "
+        "`email_to`: their addresses, preferences and send windows are read when it is sent.",
+    )
+    category = serializers.RegexField(
+        CATEGORY_PATTERN,
+        max_length=64,
+        required=False,
+        allow_blank=True,
+        help_text="What it is about, for recipients' preferences and one-click unsubscribe; "
+        "categories in CRITICAL_CATEGORIES ignore opt-outs.",
+    )
+    digest = _DigestSerializer(
+        required=False,
+        help_text="Join the recipient's open digest for `key` instead of sending alone: one "
+        "email, when `window_seconds` after the digest opened have passed, lists its first "
+        "10 events and how many more. The answer is the digest's email notification.",
     )
     subject = _SubjectField(max_length=200)
     body = serializers.CharField(max_length=10_000, allow_blank=True, trim_whitespace=False)
@@ -131,14 +165,17 @@ class NotificationWriteSerializer(RejectsUndeclaredFields, serializers.Serialize
 
 
 class NotificationPatchSerializer(NotificationWriteSerializer):
-    """The body of PATCH /v1/notifications/{id}: any subset; the project is fixed."""
+    """The body of PATCH /v1/notifications/{id}: any subset; the project and a digest are
+    fixed."""
 
     project_id = None
+    digest = None
 
 
 class NotificationSerializer(serializers.ModelSerializer):
     channels = serializers.ListField(child=serializers.ChoiceField(choices=Channel.choices))
     email_to = serializers.ListField(child=serializers.EmailField())
+    recipients = serializers.ListField(child=serializers.CharField())
     webhook_endpoint = serializers.UUIDField(source="webhook_endpoint_id", allow_null=True)
     project_id = serializers.UUIDField(allow_null=True)
     fire_at = serializers.DateTimeField(source="recurrence_anchor", allow_null=True)
@@ -156,6 +193,8 @@ class NotificationSerializer(serializers.ModelSerializer):
             "project_id",
             "channels",
             "email_to",
+            "recipients",
+            "category",
             "subject",
             "body",
             "webhook_endpoint",
@@ -392,6 +431,12 @@ class WebhookEndpointWriteSerializer(RejectsUndeclaredFields, serializers.Serial
         return attrs
 
 
+class RecoverAcceptedSerializer(serializers.Serializer):
+    """The recovery task started: follow it at GET /v1/tasks/{task_id}."""
+
+    task_id = serializers.UUIDField(read_only=True)
+
+
 class WebhookEndpointRecoverSerializer(RejectsUndeclaredFields, serializers.Serializer):
     """The body of POST /v1/webhook-endpoints/{id}/recover: the window [since, until)."""
 
@@ -400,11 +445,7 @@ class WebhookEndpointRecoverSerializer(RejectsUndeclaredFields, serializers.Seri
         required=False, help_text="Defaults to now; a later time is taken as now."
     )
 
-
-class RecoverAcceptedSerializer(serializers.Serializer):
-    """The recovery task started: follow it at GET /v1/tasks/{task_id}."""
-
-    task_id = serializers.UUIDField(read_only=True)
+    representation = RecoverAcceptedSerializer
 
 
 class EndpointHealthSerializer(serializers.Serializer):

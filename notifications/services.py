@@ -26,6 +26,7 @@ from notifications.conflicts import (
     NotificationNotParked,
     ScheduleFinished,
 )
+from notifications.digests import digest_join
 from notifications.models import (
     Channel,
     Delivery,
@@ -37,6 +38,7 @@ from notifications.models import (
 from notifications.recurrence import RuleTooCostly, next_occurrence
 from notifications.states import Move, after, allows
 from notifications.validation import (
+    check_digest,
     checked_content,
     fire_instant,
     first_fire_at,
@@ -49,7 +51,9 @@ from tenancy.quotas import charge
 from web.errors import InvalidInput
 
 _SCHEDULE_FIELDS = frozenset({"fire_at", "rrule", "timezone"})
-_CONTENT_FIELDS = frozenset({"subject", "body", "channels", "email_to", "webhook_endpoint_id"})
+_CONTENT_FIELDS = frozenset(
+    {"subject", "body", "channels", "email_to", "webhook_endpoint_id", "recipients", "category"}
+)
 UPDATABLE_FIELDS = _SCHEDULE_FIELDS | _CONTENT_FIELDS
 
 
@@ -125,6 +129,9 @@ def notification_create(
     timezone: str = "UTC",
     project_id: UUID | None = None,
     source: NotificationSource = NotificationSource.API,
+    recipients: Sequence[str] = (),
+    category: str = "",
+    digest: Mapping[str, Any] | None = None,
     now: datetime | None = None,
 ) -> Notification:
     """Create a notification due at `fire_at` (default `now`; a past time is due at once;
@@ -139,21 +146,35 @@ def notification_create(
         webhook_endpoint_id=webhook_endpoint_id,
         rrule=rrule,
         timezone=timezone,
+        recipients=recipients,
+        category=category,
     )
     if project_id is not None and not _tenant_projects(tenant).filter(pk=project_id).exists():
         raise InvalidInput({"project_id": ["No project with this id exists in this tenant."]})
-    schedule = _schedule_from(fire_at or now, content, now=now)
+    if digest is not None:
+        check_digest(content, fire_at=fire_at, project_id=project_id)
     with transaction.atomic(savepoint=False):
         # The product's own e-mails are not the tenant's use of its plan.
         if source == NotificationSource.API:
             charge(tenant.id, "notifications_per_month", now=now, limits=tenant_limits(tenant))
+        if digest is not None:
+            return digest_join(
+                tenant=tenant,
+                recipient_key=content["recipients"][0],
+                key=digest["key"],
+                window_seconds=digest["window_seconds"],
+                subject=subject,
+                body=body,
+                category=content["category"],
+                now=now,
+            )
         return Notification.objects.create(
             tenant=tenant,
             project_id=project_id,
             subject=subject,
             body=body,
             source=source,
-            **schedule,
+            **_schedule_from(fire_at or now, content, now=now),
             occurrence=1,
             state=after(None, Move.CREATE),
             created_at=now,
@@ -210,6 +231,8 @@ def _merged_content(notification: Notification, changes: Mapping[str, Any]) -> d
         "webhook_endpoint_id": notification.webhook_endpoint_id,
         "rrule": notification.rrule,
         "timezone": notification.timezone,
+        "recipients": notification.recipients,
+        "category": notification.category,
         **{key: value for key, value in changes.items() if key not in ("subject", "body")},
     }
 

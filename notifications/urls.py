@@ -1,6 +1,6 @@
 from django.urls import path
 
-from notifications import views
+from notifications import recipient_views, views
 
 urlpatterns = [
     path("notifications", views.NotificationListView.as_view(), name="notification-list"),
@@ -52,4 +52,16 @@ urlpatterns = [
         views.WebhookEndpointRecoverView.as_view(),
         name="webhook-endpoint-recover",
     ),
+    path("recipients", recipient_views.RecipientListView.as_view(), name="recipient-list"),
+    path(
+        "recipients/<str:id>",
+        recipient_views.RecipientDetailView.as_view(),
+        name="recipient-detail",
+    ),
+    path(
+        "recipients/<str:id>/preferences",
+        recipient_views.RecipientPreferencesView.as_view(),
+        name="recipient-preferences",
+    ),
+    path("unsubscribe/<str:id>", recipient_views.UnsubscribeView.as_view(), name="unsubscribe"),
 ]

@@ -5,6 +5,7 @@ Every caller (the API, the admin, producers' announcements) goes through them by
 the services; each raises `InvalidInput` with client-safe messages per field.
 """
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -15,6 +16,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from notifications.models import Channel, WebhookEndpoint
+from notifications.recipients import key_error, unknown_keys
 from notifications.recurrence import (
     CpuBudget,
     InvalidRecurrence,
@@ -28,6 +30,9 @@ from web.errors import InvalidInput
 from web.fields import validate_email_address
 
 MAX_RECIPIENTS = 50
+CATEGORY_PATTERN = r"^[A-Za-z0-9._-]{1,64}$"
+_CATEGORY = re.compile(CATEGORY_PATTERN)
+CATEGORY_RULE = "1 to 64 characters among letters, digits and . _ -"
 # A subject becomes an email's Subject header, where a line break or NUL cannot go: the
 # send would fail every time and the row end dead-lettered.
 _NOT_IN_SUBJECT = frozenset("\r\n\x00")
@@ -46,6 +51,8 @@ def checked_content(
     webhook_endpoint_id: UUID | None,
     rrule: str,
     timezone: str,
+    recipients: Sequence[str] = (),
+    category: str = "",
 ) -> dict[str, Any]:
     """Validate delivery and recurrence together (they constrain each other) and return the
     model field values; raises InvalidInput listing every problem found."""
@@ -55,7 +62,13 @@ def checked_content(
         errors["channels"] = ["At least one channel is required."]
     elif not set(channels) <= set(Channel.values) or len(set(channels)) != len(channels):
         errors["channels"] = [f"Channels must be distinct values among {Channel.values}."]
-    errors.update(recipient_errors(channels, list(email_to)))
+    recipients = list(recipients)
+    if recipients:
+        errors.update(_people_errors(tenant, recipients, email_to))
+    else:
+        errors.update(recipient_errors(channels, list(email_to)))
+    if category and not _CATEGORY.fullmatch(category):
+        errors["category"] = [f"A category has {CATEGORY_RULE}."]
     if webhook_endpoint_id is not None:
         if not WebhookEndpoint.objects.filter(pk=webhook_endpoint_id, tenant=tenant).exists():
             errors["webhook_endpoint"] = [_ENDPOINT_MISSING]
@@ -70,7 +83,30 @@ def checked_content(
         "webhook_endpoint_id": webhook_endpoint_id,
         "rrule": rrule,
         "timezone": timezone,
+        "recipients": recipients,
+        "category": category,
     }
+
+
+def _people_errors(
+    tenant: Tenant, recipients: list[str], email_to: Sequence[str]
+) -> dict[str, list[str]]:
+    """`recipients` name the tenant's recipients (notifications.recipients), instead of
+    `email_to`."""
+    if email_to:
+        return {"recipients": ["Give recipients or email_to, not both."]}
+    if len(recipients) > MAX_RECIPIENTS:
+        return {"recipients": [f"At most {MAX_RECIPIENTS} recipients are allowed."]}
+    if len(set(recipients)) != len(recipients):
+        return {"recipients": ["Recipients must not repeat."]}
+    for key in recipients:
+        if (problem := key_error(key)) is not None:
+            return {"recipients": [problem]}
+    unknown = unknown_keys(tenant=tenant, keys=recipients)
+    if unknown:
+        shown = ", ".join(repr(key[:100]) for key in unknown[:5])
+        return {"recipients": [f"No recipient with the id {shown} exists in this tenant."]}
+    return {}
 
 
 def fire_instant(fire_at: datetime, timezone: str) -> datetime:
@@ -150,3 +186,21 @@ def recipient_errors(channels: list[str], email_to: list[str]) -> dict[str, list
         except ValidationError:
             return {"email_to": [f"{address[:100]!r} is not a valid email address."]}
     return {}
+
+
+def check_digest(
+    content: Mapping[str, Any], *, fire_at: datetime | None, project_id: UUID | None
+) -> None:
+    """A digest joins one recipient's open digest by email: raises InvalidInput for any
+    other shape (another channel, several recipients or none, a schedule of its own)."""
+    errors: dict[str, list[str]] = {}
+    if list(content["channels"]) != [Channel.EMAIL]:
+        errors["channels"] = ['A digest is sent by email alone: channels must be ["email"].']
+    if len(content["recipients"]) != 1:
+        errors["recipients"] = ["A digest names exactly one recipient."]
+    if content["rrule"] or fire_at is not None:
+        errors["digest"] = ["A digest is sent when its window closes: no rrule or fire_at."]
+    if project_id is not None:
+        errors["project_id"] = ["A digest belongs to no project."]
+    if errors:
+        raise InvalidInput(errors)

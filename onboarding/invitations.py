@@ -17,8 +17,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 
-from onboarding.front_door import InvalidToken
 from tenancy import link_tokens
+from tenancy.link_tokens import InvalidToken
 from tenancy.members import member_join
 from tenancy.models import (
     Invitation,

@@ -19,8 +19,8 @@ from django.db.models import QuerySet
 
 from dbtools.ratelimit import count_request
 from dbtools.rates import parse_rate
-from onboarding.front_door import InvalidToken
 from tenancy import link_tokens
+from tenancy.link_tokens import InvalidToken
 from tenancy.models import ApiToken, SigninLink, token_digest
 from tenancy.tokens import session_issue
 

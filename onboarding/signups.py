@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from onboarding.front_door import InvalidToken
 from tenancy import link_tokens
+from tenancy.link_tokens import InvalidToken
 from tenancy.models import SignupRequest, token_digest
 from tenancy.services import Grant, tenant_create
 

@@ -38,10 +38,22 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from web.errors import DomainError
+
 PURPOSES = ("signup", "invitation", "signin", "unsubscribe")
 _NONCE_BYTES = 16
 _REFERENCE = re.compile(r"\{\{link:(" + "|".join(PURPOSES) + r"):([A-Za-z0-9_-]{22})\}\}")
 _MARK = "{{link:"
+
+
+class InvalidToken(DomainError):
+    """Used, revoked, expired or unknown: one answer, so a caller learns nothing of which."""
+
+    kind = "invalid-token"
+    title = "Invalid or expired token"
+
+    def __init__(self) -> None:
+        super().__init__("The token is invalid, expired or already used.")
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,12 @@ class RouteSpec:
     user_scoped: bool = False
     public: bool = False
     signed_in: int | None = None
+    # A public route whose `{id}` is a token: what an unknown one answers (else success).
+    missing: int | None = None
+    # A PUT that creates the object when the caller's tenant has none under that id: the
+    # status it answers for another tenant's id or a missing one (the id is the caller's
+    # own name for it, so echoing it back reveals nothing).
+    upsert: int | None = None
 
     @property
     def has_id(self) -> bool:
@@ -107,6 +113,9 @@ def build_world(alice: Any, bob: Any, charlie: Any) -> World:
 
 
 def expected_status(route: RouteSpec, principal: str, target: str) -> int:
+    missing_token = route.public and target == "missing" and route.missing is not None
+    if missing_token and (principal == "anonymous" or principal in MEMBERS):
+        return route.missing
     if route.public and principal in MEMBERS:
         return route.success if route.signed_in is None else route.signed_in
     if route.public and principal == "anonymous":
@@ -116,7 +125,7 @@ def expected_status(route: RouteSpec, principal: str, target: str) -> int:
     if _ROLES[principal] not in route.roles:
         return 403
     if target in ("other", "missing"):
-        return 404
+        return 404 if route.upsert is None else route.upsert
     return route.success
 
 
@@ -170,5 +179,5 @@ def check_case(route: RouteSpec, principal: str, target: str, world: World) -> N
         assert response["WWW-Authenticate"].startswith("Bearer")
     if principal == "charlie":
         assert str(world.alice.tenant.id) not in response.content.decode()
-    if foreign_id is not None:
+    if foreign_id is not None and not (route.upsert and want == route.upsert):
         assert not _mentions(response, foreign_id), response.content

@@ -22,9 +22,11 @@ from schemathesis.config import SchemathesisConfig
 
 from config.wsgi import application
 from jobs.models import Job, JobStatus
+from notifications import unsubscribe
 from notifications.event_types import event_type_create
 from notifications.messages import publish_message
 from notifications.models import Delivery, Notification, WebhookEndpoint
+from notifications.recipients import recipient_put
 from notifications.recovery import endpoint_recover
 from onboarding.invitations import invitation_issue
 from projects.models import Project
@@ -156,16 +158,34 @@ def seeded(alice) -> dict[str, str | int]:
         "tokens": ApiToken.issue(user=alice.user, name="fuzzed")[0].id,
         "invitations": str(invitation.id),
         "tasks": str(task.id),
+        # The tenant's own key of a person, and the token of an unsubscribe link to them.
+        "recipients": SEEDED_RECIPIENT,
+        "unsubscribe": _unsubscribe_token(alice),
     }
 
 
+def _unsubscribe_token(alice) -> str:
+    recipient_put(
+        tenant=alice.tenant, key=SEEDED_RECIPIENT, email="person@example.com", now=timezone.now()
+    )
+    (_, header), _ = unsubscribe.headers(
+        tenant_id=alice.tenant.id, key=SEEDED_RECIPIENT, category=""
+    )
+    return unsubscribe.rendered_headers({"h": header})["h"].rsplit("/", 1)[1].rstrip(">")
+
+
+SEEDED_RECIPIENT = "fuzzed-person"
 INTEGER_IDS = {"members", "tokens"}
+# Ids that are any string: a recipient's key, an unsubscribe token.
+STRING_IDS = {"recipients", "unsubscribe"}
 
 
 def _names_a_row(collection: str, value: object) -> bool:
     """A well-formed id of `collection` (a negative case's malformed one stays as it is)."""
     if collection in INTEGER_IDS:
         return isinstance(value, int) and not isinstance(value, bool)
+    if collection in STRING_IDS:
+        return isinstance(value, str)
     return _is_uuid(value)
 
 
@@ -186,10 +206,13 @@ def _satisfy_cross_field_rules(body: dict, seeded: dict[str, str]) -> dict:
     channels = body.get("channels")
     if isinstance(channels, list):
         body["channels"] = list(dict.fromkeys(map(str, channels)))
-        if "email" in channels and not body.get("email_to"):
+        if "email" in channels and not body.get("email_to") and not body.get("recipients"):
             body["email_to"] = ["ops@example.com"]
         if "webhook" in channels:
             body["webhook_endpoint"] = seeded["webhook-endpoints"]
+    if body.get("recipients"):
+        body["recipients"] = [SEEDED_RECIPIENT]
+        body.pop("email_to", None)
     if _is_uuid(body.get("project_id")):
         body["project_id"] = seeded["projects"]
     if "timezone" in body:
@@ -386,6 +409,7 @@ def test_the_public_operations_are_the_front_doors():
         "/v1/signin/verify",
         "/v1/signup",
         "/v1/signup/verify",
+        "/v1/unsubscribe/{id}",
     ]
 
 

@@ -18,9 +18,11 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
 from jobs.models import Job, JobStatus
+from notifications import unsubscribe
 from notifications.event_types import event_type_create
 from notifications.messages import publish_message
 from notifications.models import Delivery, Message
+from notifications.recipients import recipient_put
 from notifications.recovery import endpoint_recover
 from onboarding.invitations import invitation_issue
 from onboarding.signins import signin_link_record
@@ -359,6 +361,50 @@ ROUTES += [
 
 # --- Plans and quotas (README: Plans and quotas) ------------------------------------------------
 ROUTES += [RouteSpec("GET", "/v1/usage")]
+
+
+# --- Sending to people (README: Sending to people) ----------------------------------------
+
+
+def _recipient_id(actor):
+    key = f"person-{uuid.uuid4().hex[:12]}"
+    recipient_put(tenant=actor.tenant, key=key, email=_fresh_email(), now=timezone.now())
+    return key
+
+
+def _unsubscribe_token(actor):
+    """The token an email to a fresh recipient of the actor's tenant would carry."""
+    key = _recipient_id(actor)
+    (_, header), _ = unsubscribe.headers(tenant_id=actor.tenant.id, key=key, category="")
+    return unsubscribe.rendered_headers({"h": header})["h"].rsplit("/", 1)[1].rstrip(">")
+
+
+RECIPIENT = {"email": "person@example.com", "name": "P", "timezone": "Europe/Berlin"}
+
+ROUTES += [
+    RouteSpec("GET", "/v1/recipients", create=_recipient_id),
+    RouteSpec("GET", "/v1/recipients?email=person@example.com", create=_recipient_id),
+    RouteSpec("GET", "/v1/recipients/{id}", create=_recipient_id),
+    RouteSpec(
+        "PUT", "/v1/recipients/{id}", create=_recipient_id, body=lambda: RECIPIENT, upsert=201
+    ),
+    RouteSpec("DELETE", "/v1/recipients/{id}", success=204, roles=OWNER, create=_recipient_id),
+    RouteSpec("GET", "/v1/recipients/{id}/preferences", create=_recipient_id),
+    RouteSpec(
+        "PUT",
+        "/v1/recipients/{id}/preferences",
+        create=_recipient_id,
+        body=lambda: {"channels": {"email": False}},
+    ),
+    RouteSpec(
+        "POST",
+        "/v1/unsubscribe/{id}",
+        success=204,
+        public=True,
+        missing=400,
+        create=_unsubscribe_token,
+    ),
+]
 
 
 @pytest.mark.parametrize(("route", "principal", "target"), matrix_cases(ROUTES))

@@ -27,7 +27,14 @@ from notifications.scheduler.mail import (
     send_when_due,
     take_slots,
 )
-from notifications.scheduler.writeback import Joiner, WriteBackBuffer, may_start, without_crashed
+from notifications.scheduler.writeback import (
+    Joiner,
+    WriteBackBuffer,
+    may_start,
+    quiet_hours,
+    recipients_applied,
+    without_crashed,
+)
 from notifications.transports.resend import BATCH_LIMIT, BatchAnswer
 
 # Rows with nothing but an email left to send: email is their only channel, or their webhook
@@ -121,8 +128,18 @@ class BatchLane:
             raise
         self.exhausted = len(claimed) < wanted and claimed.drained
         tick.summary.claimed += len(claimed)
+        if not recipients_applied(claimed, tick=tick, now=now):
+            tick.summary.errors += len(claimed)
+            return
         for row in without_crashed(claimed, tick=tick, buffer=self.buffer, now=now):
-            if may_start(row, tick=tick, buffer=self.buffer, now=now):
+            if not may_start(row, tick=tick, buffer=self.buffer, now=now):
+                continue
+            if row.email_wait is not None:
+                # A recipient's send window is closed: the email waits, unattempted.
+                self.joiner.expect(row, pieces=0, at=now, deferred=quiet_hours(row))
+            elif Channel.EMAIL in row.skipped_channels:
+                self.joiner.expect(row, pieces=0, at=now, deferred={})
+            else:
                 self.joiner.expect(row, pieces=1, at=now, deferred={})
                 paced = self.pace.wait(row, now=now)
                 if paced is None:

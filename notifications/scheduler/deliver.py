@@ -19,6 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
+from notifications import unsubscribe
 from notifications.models import Channel, Notification, WebhookEndpoint, message_webhook_id
 from notifications.transports.base import DeliveryResult, EmailMessage, WebhookMessage
 from outbound.categories import ErrorCategory
@@ -63,6 +64,8 @@ class DeferralReason(models.TextChoices):
     ENDPOINT_RATE_LIMIT = "endpoint_rate_limit", "Over the endpoint's rate limit"
     RATE_LIMITED = ErrorCategory.RATE_LIMITED.value, "Provider asked to wait (Retry-After)"
     PLAN_RATE = "plan_rate", "The plan's deliveries per second"
+    # A recipient's send window is closed: the email waits for it to open.
+    QUIET_HOURS = "quiet_hours", "Recipient's send window closed"
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,7 @@ def email_message(notification: Notification) -> EmailMessage:
         subject=notification.subject,
         body=notification.body,
         idempotency_key=occurrence_id(notification),
+        headers=notification.email_headers,
     )
 
 
@@ -182,7 +186,11 @@ def with_links(text: str, recipients: Sequence[str]) -> str:
 
 def email_to_send(notification: Notification) -> EmailMessage:
     message = email_message(notification)
-    return dataclasses.replace(message, body=with_links(message.body, message.to))
+    return dataclasses.replace(
+        message,
+        body=with_links(message.body, message.to),
+        headers=tuple(unsubscribe.rendered_headers(dict(message.headers)).items()),
+    )
 
 
 def _channel_call(

@@ -23,6 +23,7 @@ from django.db import transaction
 
 from dbqueue import pacing
 from dbqueue.fences import fenced_update_many
+from notifications import unsubscribe
 from notifications.models import EmailBatch, Notification
 from notifications.scheduler.deliver import email_message, with_links
 from notifications.transports.resend import (
@@ -172,7 +173,7 @@ def send_when_due(
     batch.sent_at = clock()
     record = batch.record
     return sender(
-        body=batch_texts_mapped(record.body, with_links),
+        body=batch_texts_mapped(record.body, with_links, unsubscribe.rendered_headers),
         size=len(record.members),
         key=record.idempotency_key,
         timeout=timeout,

@@ -62,6 +62,9 @@ class ChannelState(StrEnum):
 
     DELIVERED = DeliveryOutcome.DELIVERED.value
     FAILED = DeliveryOutcome.FAILED.value
+    # Not sent: the recipients opted out (notifications.preferences). Settled, neither
+    # delivered nor failed.
+    SKIPPED = DeliveryOutcome.SKIPPED.value
 
 
 @dataclass(frozen=True)
@@ -225,7 +228,12 @@ def plan_delivery(
     gone = any(r.gone for r in delivery.results.values())
     return dataclasses.replace(
         plan,
-        logs=(*_channel_logs(delivery), *_deferral_logs(delivery), *plan.logs),
+        logs=(
+            *_channel_logs(delivery),
+            *_deferral_logs(delivery),
+            *_skip_logs(delivery),
+            *plan.logs,
+        ),
         gone_endpoint_id=row.webhook_endpoint_id if gone else None,
         endpoint_signal=endpoint_signal,
     )
@@ -395,6 +403,20 @@ def _deferral_logs(delivery: RowDelivery) -> list[Delivery]:
             error=f"deferred until {deferral.until.isoformat()}",
         )
         for channel, deferral in delivery.deferred.items()
+    ]
+
+
+def _skip_logs(delivery: RowDelivery) -> list[Delivery]:
+    """The channels the recipients' preferences skipped on this claim, never sent."""
+    return [
+        delivery_row(
+            delivery.notification,
+            at=delivery.attempted_at,
+            channel=channel,
+            outcome=DeliveryOutcome.SKIPPED,
+            error_category=reason,
+        )
+        for channel, reason in delivery.notification.skipped_channels.items()
     ]
 
 

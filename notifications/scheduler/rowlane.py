@@ -50,6 +50,8 @@ from notifications.scheduler.writeback import (
     Joiner,
     WriteBackBuffer,
     may_start,
+    quiet_hours,
+    recipients_applied,
     release,
     without_crashed,
 )
@@ -126,7 +128,8 @@ class RowLane:
         if claimed is None:
             return
         tick, now = self.tick, self.tick.clock.now()
-        if self.endpoints.load({row.webhook_endpoint_id for row in claimed} - {None}):
+        endpoints = {row.webhook_endpoint_id for row in claimed} - {None}
+        if self.endpoints.load(endpoints) and recipients_applied(claimed, tick=tick, now=now):
             for row in without_crashed(claimed, tick=tick, buffer=self.buffer, now=now):
                 self.start(row)
         else:
@@ -178,6 +181,7 @@ class RowLane:
         any is left for one), or queue it until a worker is free; a webhook starts only on
         a slot of its endpoint this tick holds (taken at the step's end, `slot_taken` once
         that was tried)."""
+        deferred = {**quiet_hours(row), **deferred}
         pending = [c for c in pending_channels(row) if c not in deferred]
         away = [c for c in pending if c in self.carriers]
         if len(away) == len(pending) and (away or deferred):

@@ -32,12 +32,12 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 
 from dbqueue.fences import fenced_update_many
-from notifications import circuits
+from notifications import circuits, digests, preferences
 from notifications.circuits import Signal, circuit_of
 from notifications.lifecycle import endpoints_retire
-from notifications.models import Delivery, Notification, WebhookEndpoint
+from notifications.models import Channel, Delivery, Notification, WebhookEndpoint
 from notifications.scheduler.context import FLUSH_SECONDS, Tick
-from notifications.scheduler.deliver import Deferral, RowDelivery
+from notifications.scheduler.deliver import Deferral, DeferralReason, RowDelivery
 from notifications.scheduler.plan import (
     Bucket,
     RowPlan,
@@ -244,6 +244,28 @@ def may_start(row: Notification, *, tick: Tick, buffer: WriteBackBuffer, now: da
         release(row, buffer=buffer)
         return False
     return True
+
+
+def recipients_applied(rows: Sequence[Notification], *, tick: Tick, now: datetime) -> bool:
+    """Render the claimed rows' digests (notifications.digests) and apply their recipients
+    (notifications.preferences.prepare: addresses, opt-outs, unsubscribe headers, a closed
+    send window's wait); False when the connection was lost (the rows stay claimed until
+    their leases expire)."""
+    try:
+        digests.render_claimed(rows, now=now)
+        preferences.prepare(rows, now=now)
+    except DatabaseError as exc:
+        if not tick.lose(exc):
+            raise
+        return False
+    return True
+
+
+def quiet_hours(row: Notification) -> dict[str, Deferral]:
+    """The row's email deferred, unattempted, while a recipient's send window is closed."""
+    if row.email_wait is None:
+        return {}
+    return {Channel.EMAIL: Deferral(until=row.email_wait, reason=DeferralReason.QUIET_HOURS)}
 
 
 def release(row: Notification, *, buffer: WriteBackBuffer) -> None:

@@ -40,6 +40,8 @@ class EmailMessage:
     subject: str
     body: str
     idempotency_key: str
+    # Extra headers (List-Unsubscribe…), in order; as stored, or rendered on the way out.
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

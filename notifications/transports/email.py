@@ -40,6 +40,7 @@ def _send_with_backend(message: EmailMessage, *, timeout: float) -> DeliveryResu
             body=message.body,
             from_email=settings.NOTIFICATIONS_EMAIL_FROM,
             to=list(message.to),
+            headers=dict(message.headers),
             connection=_backend_connection(timeout),
         )
         email.send(fail_silently=False)

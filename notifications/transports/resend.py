@@ -13,6 +13,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
@@ -45,24 +46,34 @@ class BatchAnswer:
 
 def batch_body(messages: Sequence[EmailMessage]) -> str:
     """The exact JSON a batch of `messages` is sent as (recorded before it goes)."""
-    emails = [
-        {
+    emails = []
+    for message in messages:
+        email: dict[str, Any] = {
             "from": settings.NOTIFICATIONS_EMAIL_FROM,
             "to": list(message.to),
             "subject": message.subject,
             "text": message.body,
         }
-        for message in messages
-    ]
+        if message.headers:
+            # Resend's per-email custom headers (POST /emails/batch: `headers`, an object).
+            email["headers"] = dict(message.headers)
+        emails.append(email)
     return json.dumps(emails, separators=(",", ":"), ensure_ascii=False)
 
 
-def batch_texts_mapped(body: str, text_for: Callable[[str, Sequence[str]], str]) -> str:
-    """A recorded batch `body` with each email's text replaced by text_for(text, to), in
-    the JSON batch_body writes; the same `body` and `text_for` always give the same bytes."""
+def batch_texts_mapped(
+    body: str,
+    text_for: Callable[[str, Sequence[str]], str],
+    headers_for: Callable[[dict[str, str]], dict[str, str]] = dict,
+) -> str:
+    """A recorded batch `body` with each email's text replaced by text_for(text, to) and its
+    headers by headers_for(headers), in the JSON batch_body writes; the same arguments
+    always give the same bytes."""
     emails = json.loads(body)
     for email in emails:
         email["text"] = text_for(email["text"], email["to"])
+        if "headers" in email:
+            email["headers"] = headers_for(email["headers"])
     return json.dumps(emails, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -88,6 +88,7 @@ class SentEmail:
     batch_index: int | None  # position in the /emails/batch payload; None for /emails
     request_number: int  # ResendRequest.number of the request that sent it
     cc: list[str] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)  # the email's custom headers
     bcc: list[str] = field(default_factory=list)
 
 
@@ -605,6 +606,7 @@ class FakeResend:
             request_number=number,
             cc=email["cc"],
             bcc=email["bcc"],
+            headers=email.get("headers") or {},
         )
         self.sent.append(sent)
         for recipient in (*sent.to, *sent.cc, *sent.bcc):
@@ -690,6 +692,9 @@ def _validated(email: dict[str, Any], *, in_batch: bool) -> dict[str, Any]:
     for body_field in ("text", "html"):
         if email.get(body_field) is not None and not isinstance(email[body_field], str):
             raise _InvalidEmail("validation_error", f"The `{body_field}` field must be a string.")
+    headers = email.get("headers", {})
+    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+        raise _InvalidEmail("validation_error", "The `headers` field must be an object of strings.")
     return {**email, "to": to, "cc": _address_list(email, "cc"), "bcc": _address_list(email, "bcc")}
 
 

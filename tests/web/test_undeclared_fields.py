@@ -2,6 +2,7 @@
 resource's read-only ones, in a 400 that changes nothing."""
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.utils import timezone
@@ -37,6 +38,10 @@ VALID = {
     "/v1/me": {"name": "Alice"},
     "/v1/tenant": {"name": "Renamed"},
     "/v1/signin": {"email": "alice@example.com", "captcha_token": "t"},
+    "/v1/recipients/{recipient}": {"email": "person@example.com"},
+    "/v1/recipients/{recipient}/preferences": {"channels": {"email": False}},
+    "/v1/event-types": {"name": "made.here"},
+    "/v1/messages": {"event_type": "fuzzed.type", "payload": {}},
 }
 
 
@@ -71,6 +76,9 @@ FRESH = {
     "/v1/invitations/accept": _invitation_of_alice,
     "/v1/invitations/preview": _invitation_of_alice,
     "/v1/signin/verify": _signin_of_alice,
+    "/v1/webhook-endpoints/{endpoint}/recover": lambda: {
+        "since": (timezone.now() - timedelta(days=1)).isoformat()
+    },
 }
 
 

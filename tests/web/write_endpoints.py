@@ -7,11 +7,20 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.core import serializers as django_serializers
 from django.test import Client
+from django.utils.timezone import now as utc_now
 
 from jobs.models import Job, JobStatus
 from notifications.event_types import event_type_create
 from notifications.messages import publish_message
-from notifications.models import Delivery, EventType, Message, Notification, WebhookEndpoint
+from notifications.models import (
+    Delivery,
+    EventType,
+    Message,
+    Notification,
+    Recipient,
+    WebhookEndpoint,
+)
+from notifications.recipients import recipient_put
 from notifications.states import DeadLetterReason
 from projects.models import Project
 from tenancy.models import (
@@ -29,7 +38,7 @@ from tests.projects.factories import make_job
 
 NOTIFICATION_FIELDS = frozenset(
     {"channels", "email_to", "subject", "body", "webhook_endpoint", "fire_at", "rrule"}
-    | {"timezone"}
+    | {"timezone", "recipients", "category"}
 )
 ENDPOINT_FIELDS = frozenset({"url", "enabled", "disabled", "event_types", "rate_limit"})
 
@@ -176,9 +185,25 @@ WRITES += (
     ),
 )
 
+# --- Sending to people (README: Sending to people) ----------------------------------------
+WRITES += (
+    Write(
+        "PUT",
+        "/v1/recipients/{recipient}",
+        frozenset({"email", "name", "timezone", "send_window"}),
+        frozenset({"id", "preferences", "created_at", "updated_at"}),
+    ),
+    Write(
+        "PUT",
+        "/v1/recipients/{recipient}/preferences",
+        frozenset({"channels", "categories"}),
+        frozenset(),
+    ),
+)
+
 _STORED = (
     *(Project, Job, OperationKey, Notification, WebhookEndpoint, Delivery),
-    *(EventType, Message),
+    *(EventType, Message, Recipient),
     *(Membership, ApiToken, Invitation, SignupRequest, SigninLink, Tenant),
 )
 
@@ -194,6 +219,7 @@ class Targets:
     project: uuid.UUID
     event_type: uuid.UUID
     message: uuid.UUID
+    recipient: str = "fuzzed-person"
 
     def path(self, write: Write) -> str:
         return write.template.format(
@@ -204,6 +230,7 @@ class Targets:
             job=self.job,
             member=self.member,
             project=self.project,
+            recipient=self.recipient,
         )
 
 
@@ -223,6 +250,7 @@ def seed_targets(actor) -> Targets:
     member = make_member(actor.tenant, "fuzzed-member@example.com")
     event_type = event_type_create(tenant=actor.tenant, name="fuzzed.type")
     message = publish_message(tenant=actor.tenant, event_type="fuzzed.type", payload={})
+    recipient_put(tenant=actor.tenant, key="fuzzed-person", email="p@example.com", now=utc_now())
     return Targets(
         event_type=event_type.id,
         message=message.id,
@@ -260,6 +288,7 @@ def stored_state(targets: Targets) -> tuple[dict[str, int], str]:
         *Job.objects.filter(pk=targets.job),
         *Project.objects.filter(pk=targets.project),
         *Membership.objects.filter(user_id=targets.member),
+        *Recipient.objects.filter(tenant_id=targets.tenant, key=targets.recipient),
     ]
     return counts, django_serializers.serialize("json", rows)
 

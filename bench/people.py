@@ -1,0 +1,190 @@
+"""Sending to people, measured: what recipients cost the tick, and digests at scale.
+
+    .venv/bin/python bench/people.py [--db sqlite|postgres] [--recipients N]
+        [--events N] [--digest-recipients N]
+
+On a fresh database (bench/tick_db.py's: a SQLite file, or the PostgreSQL database
+BENCH_TICK_DB names) it prints:
+  1. tick CPU (process time, every thread) per delivered email for --recipients emails
+     named by recipients — each with preferences and a send window, open now — against the
+     same number of plain emails to `email_to` addresses, and the ratio (the issue's bound:
+     within 1.10). The email sender is a no-op in the process: the figure is the tick's own.
+  2. digest joins per second through the API (POST /v1/notifications in-process, one
+     Idempotency-Key each): --events events over --digest-recipients recipients;
+  3. the tick after the windows close: one email per recipient, its time and CPU.
+Defaults are small (1,000 recipients; 5,000 events over 100 recipients); the issue's sizes
+are --recipients 10000 --events 100000 --digest-recipients 1000. Prints; never judges.
+"""
+
+import argparse
+import os
+import sys
+import time
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import tick_db  # noqa: E402
+
+WINDOW = {"days": ["MO", "TU", "WE", "TH", "FR", "SA", "SU"], "from": "00:00", "until": "23:59"}
+PREFERENCES = {
+    "channels": {"email": True, "webhook": False},
+    "categories": {"marketing": {"email": False}, "reminders": {"email": True}},
+}
+
+
+def no_op_senders():
+    from notifications.scheduler.deliver import Senders
+    from notifications.transports.base import DeliveryResult
+
+    def sent(message, *, timeout):
+        return DeliveryResult(ok=True)
+
+    return Senders(email=sent, webhook=sent)
+
+
+def timed_tick(now, rows: int) -> tuple[float, float, int]:
+    """(CPU seconds, wall seconds, delivered) of one tick draining `rows` due rows."""
+    from notifications.scheduler.tick import run_tick
+
+    cpu, wall = time.process_time(), time.monotonic()
+    summary = run_tick(now=now, max_rows=rows, time_budget=3600, senders=no_op_senders())
+    return time.process_time() - cpu, time.monotonic() - wall, summary.delivered
+
+
+def people_vs_plain(tenant, count: int) -> None:
+    from django.utils import timezone
+
+    from notifications.models import Notification, Recipient
+
+    now = timezone.now().replace(microsecond=0)
+    Recipient.objects.bulk_create(
+        [
+            Recipient(
+                tenant=tenant,
+                key=f"person-{i}",
+                email=f"person{i}@example.com",
+                timezone="Europe/Berlin",
+                send_window=WINDOW,
+                preferences=PREFERENCES,
+            )
+            for i in range(count)
+        ],
+        batch_size=1000,
+    )
+
+    def burst(named: bool) -> tuple[float, float, int]:
+        Notification.objects.bulk_create(
+            [
+                Notification(
+                    tenant=tenant,
+                    channels=["email"],
+                    email_to=[] if named else [f"person{i}@example.com"],
+                    recipients=[f"person-{i}"] if named else [],
+                    category="reminders" if named else "",
+                    subject="Bench",
+                    body="Bench body",
+                    next_fire_at=now,
+                    due_at=now,
+                    recurrence_anchor=now,
+                )
+                for i in range(count)
+            ],
+            batch_size=1000,
+        )
+        return timed_tick(now, count)
+
+    # Alternate, best of two each: the machine is shared and noisy.
+    plain = people = (float("inf"), 0.0, 0)
+    for _ in range(2):
+        plain = min(plain, burst(named=False))
+        people = min(people, burst(named=True))
+    assert plain[2] == people[2] == count, (plain, people)
+    plain_cpu, people_cpu = plain[0] / count * 1e6, people[0] / count * 1e6
+    print(
+        f"1. tick CPU per delivered email: plain {plain_cpu:.0f} µs, to recipients with "
+        f"preferences and windows {people_cpu:.0f} µs ({count} emails); "
+        f"ratio {people_cpu / plain_cpu:.2f}"
+    )
+
+
+def digests(tenant, token: str, *, events: int, recipients: int) -> None:
+    from django.test import Client
+    from django.utils import timezone
+
+    from notifications.models import Digest, Recipient
+
+    Recipient.objects.bulk_create(
+        [
+            Recipient(tenant=tenant, key=f"reader-{i}", email=f"reader{i}@example.com")
+            for i in range(recipients)
+        ],
+        batch_size=1000,
+    )
+    client = Client(headers={"Authorization": f"Bearer {token}"})
+    started = time.monotonic()
+    for n in range(events):
+        response = client.post(
+            "/v1/notifications",
+            {
+                "channels": ["email"],
+                "recipients": [f"reader-{n % recipients}"],
+                "subject": f"Event {n}",
+                "body": "Something happened",
+                "digest": {"key": "activity", "window_seconds": 60},
+            },
+            content_type="application/json",
+            headers={"Idempotency-Key": str(uuid.uuid4())},
+        )
+        assert response.status_code == 201, response.content
+    elapsed = time.monotonic() - started
+    assert Digest.objects.count() == recipients
+    print(
+        f"2. digest joins through the API: {events / elapsed:.0f}/s ({events} events over "
+        f"{recipients} recipients, {elapsed:.1f} s)"
+    )
+    closed = timezone.now() + timedelta(seconds=61)
+    cpu, wall, delivered = timed_tick(closed, recipients)
+    assert delivered == recipients
+    print(
+        f"3. the tick after the window: {delivered} digest emails in {wall:.2f} s "
+        f"({cpu / delivered * 1e6:.0f} µs CPU each)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--recipients", type=int, default=1000)
+    parser.add_argument("--events", type=int, default=5000)
+    parser.add_argument("--digest-recipients", type=int, default=100)
+    args = parser.parse_args()
+    tick_db.prepare_environment(args.db)
+    # The per-user rate limit is not what is measured.
+    os.environ["THROTTLE_RATE_USER"] = "100000000/min"
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from tenancy.models import ApiToken, Membership, Tenant
+
+    call_command("migrate", verbosity=0)
+    try:
+        tenant = Tenant.objects.create(name="bench")
+        user = get_user_model().objects.create(username="bench", email="bench@example.com")
+        Membership.objects.create(user=user, tenant=tenant, role="owner")
+        token = ApiToken.issue(user=user, name="bench")[1]
+        print(f"[{args.db}]")
+        people_vs_plain(tenant, args.recipients)
+        digests(tenant, token, events=args.events, recipients=args.digest_recipients)
+    finally:
+        tick_db.drop(args.db)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""Digests: many events gathered into one email per recipient and key.
+
+A notification created with `digest: {key, window_seconds}` does not go out on its own: it
+joins the recipient's open digest for that key (`digest_join`), one upsert (INSERT … ON
+CONFLICT DO UPDATE on the open row of (tenant, recipient, key)) that appends the event and
+counts it, so parallel joins never make two rows or lose an event. The join that opens a
+digest also creates, in the same transaction, the one-shot email notification that
+delivers it, due when the window closes: the tick claims, leases, fences, retries and
+logs it like any other row. When the tick claims it (`render_claimed`), the digest is
+closed (the next join opens a new one) and the email's body is rendered from its items:
+the first MAX_SHOWN and "and N more". A retry renders the same closed digest, the same bytes.
+"""
+
+import json
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import connection, transaction
+
+from notifications.models import Channel, Digest, Notification
+from notifications.states import Move, after
+from tenancy.models import Tenant
+
+MAX_SHOWN = 10
+# Events kept per digest (all are counted): a window of a noisy key stays one small row.
+MAX_KEPT = 1000
+MAX_WINDOW_SECONDS = 7 * 86_400
+_ITEM_BODY_CHARS = 500
+
+_JOIN = {
+    "postgresql": """
+        INSERT INTO notifications_digest AS d
+            (id, tenant_id, recipient_key, "key", items, "count", is_open, closes_at,
+             notification_id, created_at, updated_at)
+        VALUES (%s, %s, %s, %s, %s::jsonb, 1, true, %s, %s, %s, %s)
+        ON CONFLICT (tenant_id, recipient_key, "key") WHERE is_open
+        DO UPDATE SET
+            items = CASE WHEN jsonb_array_length(d.items) < %s
+                THEN d.items || EXCLUDED.items ELSE d.items END,
+            "count" = d."count" + 1,
+            updated_at = EXCLUDED.updated_at
+        RETURNING notification_id
+    """,
+    "sqlite": """
+        INSERT INTO notifications_digest AS d
+            (id, tenant_id, recipient_key, "key", items, "count", is_open, closes_at,
+             notification_id, created_at, updated_at)
+        VALUES (%s, %s, %s, %s, %s, 1, 1, %s, %s, %s, %s)
+        ON CONFLICT (tenant_id, recipient_key, "key") WHERE is_open
+        DO UPDATE SET
+            items = CASE WHEN json_array_length(d.items) < %s
+                THEN json_insert(d.items, '$[#]', json(json_extract(excluded.items, '$[0]')))
+                ELSE d.items END,
+            "count" = d."count" + 1,
+            updated_at = excluded.updated_at
+        RETURNING notification_id
+    """,
+}
+
+
+def _prep(field: str, value: Any) -> Any:
+    return Digest._meta.get_field(field).get_db_prep_value(value, connection)
+
+
+def digest_join(
+    *,
+    tenant: Tenant,
+    recipient_key: str,
+    key: str,
+    window_seconds: int,
+    subject: str,
+    body: str,
+    category: str,
+    now: datetime,
+) -> Notification:
+    """Add one event to the recipient's open digest for `key` (opening it, with the email
+    notification that delivers it when `window_seconds` have passed, when none is open);
+    returns that notification."""
+    proposed = uuid.uuid4()
+    closes_at = now + timedelta(seconds=window_seconds)
+    item = json.dumps([{"subject": subject, "body": body[:_ITEM_BODY_CHARS]}])
+    params = [
+        _prep("id", uuid.uuid4()),
+        _prep("tenant", tenant.pk),
+        recipient_key,
+        key,
+        item,
+        _prep("closes_at", closes_at),
+        _prep("notification", proposed),
+        _prep("created_at", now),
+        _prep("updated_at", now),
+        MAX_KEPT,
+    ]
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(_JOIN[connection.vendor], params)
+            (returned,) = cursor.fetchone()
+        notification_id = Digest._meta.get_field("notification").to_python(returned)
+        if notification_id == proposed:
+            return Notification.objects.create(
+                id=proposed,
+                tenant=tenant,
+                channels=[Channel.EMAIL],
+                recipients=[recipient_key],
+                category=category,
+                subject=subject,
+                digest_key=key,
+                recurrence_anchor=closes_at,
+                next_fire_at=closes_at,
+                due_at=closes_at,
+                state=after(None, Move.CREATE),
+                created_at=now,
+                updated_at=now,
+            )
+    return Notification.objects.get(pk=notification_id)
+
+
+def render_claimed(rows: Iterable[Notification], *, now: datetime) -> None:
+    """Close the digests the claimed `rows` deliver (no event joins them any more) and put
+    each one's listing in its row's body, in memory."""
+    rows = {row.pk: row for row in rows if row.digest_key}
+    if not rows:
+        return
+    Digest.objects.filter(notification_id__in=rows, is_open=True).update(
+        is_open=False, updated_at=now
+    )
+    for digest in Digest.objects.filter(notification_id__in=rows).only(
+        "items", "count", "notification_id"
+    ):
+        rows[digest.notification_id].body = digest_body(digest.items, count=digest.count)
+
+
+def digest_body(items: Sequence[dict[str, str]], *, count: int) -> str:
+    """The email listing the first MAX_SHOWN events and how many more there were."""
+    lines = []
+    for item in items[:MAX_SHOWN]:
+        lines.append(f"- {item.get('subject', '')}")
+        if item.get("body"):
+            lines.append(f"  {item['body']}")
+    if count > MAX_SHOWN:
+        lines.append(f"and {count - MAX_SHOWN} more")
+    return "\n".join(lines)
