@@ -167,6 +167,37 @@ def product_event_publish(
     return messages_publish([item], now=now)[0]
 
 
+EXHAUSTED = "message.attempt.exhausted"
+
+
+def messages_exhausted(notification_ids: Sequence[Any], *, now: datetime) -> None:
+    """Publish `message.attempt.exhausted` for each message delivery among the rows just
+    dead-lettered, to the tenant's endpoints subscribed to it (in the write-back's
+    transaction). A delivery of that event itself publishes nothing, so an endpoint that
+    fails it cannot feed it back; the event id (message and endpoint) tells it once a day."""
+    exhausted = (
+        Notification.objects.filter(pk__in=notification_ids, message__isnull=False)
+        .exclude(message__event_type=EXHAUSTED)
+        .values_list("tenant_id", "message_id", "message__event_type", "webhook_endpoint_id")
+    )
+    items = [
+        Publish(
+            tenant_id=tenant_id,
+            event_type=EXHAUSTED,
+            payload={
+                "message_id": str(message_id),
+                "event_type": event_type,
+                "endpoint_id": str(endpoint_id),
+            },
+            event_id=f"exhausted:{message_id}:{endpoint_id}",
+            source=NotificationSource.SYSTEM,
+        )
+        for tenant_id, message_id, event_type, endpoint_id in exhausted
+    ]
+    if items:
+        messages_publish(items, now=now)
+
+
 def message_rows(item: Publish, *, now: datetime | None = None) -> list[Any]:
     """`item`'s message and its deliveries as unsaved rows, the message first, for a
     producer that inserts them with its own rows in one statement (a project's create).

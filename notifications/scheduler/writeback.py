@@ -35,6 +35,7 @@ from dbqueue.fences import fenced_update_many
 from notifications import circuits, digests, preferences
 from notifications.circuits import Signal, circuit_of
 from notifications.lifecycle import endpoints_retire
+from notifications.messages import messages_exhausted
 from notifications.models import Channel, Delivery, Notification, WebhookEndpoint
 from notifications.scheduler.context import FLUSH_SECONDS, Tick
 from notifications.scheduler.deliver import Deferral, DeferralReason, RowDelivery
@@ -46,6 +47,7 @@ from notifications.scheduler.plan import (
     plan_delivery,
     plan_release,
 )
+from notifications.states import Move
 from notifications.transports.base import DeliveryResult
 
 logger = logging.getLogger("notifications.scheduler")
@@ -303,6 +305,9 @@ def write_back(
             WebhookEndpoint.objects.filter(pk__in=gone).update(
                 enabled=False, disabled_reason=GONE_REASON, updated_at=now
             )
+        dead = [p.pk for p in plans if p.move is Move.DEAD_LETTER and p.pk in applied]
+        if dead:
+            messages_exhausted(dead, now=now)
         signals = [p.endpoint_signal for p in plans if p.endpoint_signal and p.pk in applied]
         if signals:
             threshold = circuit_failures or settings.WEBHOOK_CIRCUIT_FAILURES

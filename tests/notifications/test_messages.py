@@ -273,3 +273,47 @@ def test_the_history_shows_each_endpoint_s_attempts_and_last_outcome(tenant):
     assert by_endpoint[pending.id].status == "pending"
     assert by_endpoint[pending.id].attempts == 0
     assert by_endpoint[pending.id].next_attempt_at == NOW + timedelta(days=1)
+
+
+@pytest.mark.usefixtures("local_channels")
+def test_a_delivery_out_of_attempts_publishes_message_attempt_exhausted_once(tenant):
+    with recording_server(
+        lambda request: Reply(status=500) if request.path == "/failing" else Reply()
+    ) as server:
+        failing = make_endpoint(
+            tenant=tenant, url=f"{server.url}/failing", event_types=["project.active"]
+        )
+        watcher = make_endpoint(
+            tenant=tenant, url=f"{server.url}/watch", event_types=["message.attempt.exhausted"]
+        )
+        message = publish_message(tenant=tenant, event_type="project.active", payload={}, now=NOW)
+        Notification.objects.filter(message=message).update(max_attempts=1)
+
+        assert run_tick(now=NOW + timedelta(seconds=1)).dead_lettered == 1
+        assert run_tick(now=NOW + timedelta(seconds=2)).delivered == 1
+        assert run_tick(now=NOW + timedelta(hours=1)).claimed == 0
+
+        [told] = server.received("/watch")
+    body = json.loads(told.body)
+    assert body["type"] == "message.attempt.exhausted"
+    assert body["data"] == {
+        "message_id": str(message.id),
+        "event_type": "project.active",
+        "endpoint_id": str(failing.id),
+    }
+    exhausted = Message.objects.get(tenant=tenant, event_type="message.attempt.exhausted")
+    assert _queued(exhausted) == {watcher.id}
+
+
+@pytest.mark.usefixtures("local_channels")
+def test_an_exhausted_delivery_of_that_event_itself_publishes_nothing(tenant):
+    with recording_server(lambda request: Reply(status=500)) as server:
+        make_endpoint(tenant=tenant, url=f"{server.url}/hook")
+        message = publish_message(
+            tenant=tenant, event_type="message.attempt.exhausted", payload={}, now=NOW
+        )
+        Notification.objects.filter(message=message).update(max_attempts=1)
+
+        assert run_tick(now=NOW + timedelta(seconds=1)).dead_lettered == 1
+
+    assert Message.objects.filter(tenant=tenant).count() == 1
