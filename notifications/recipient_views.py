@@ -25,6 +25,7 @@ from notifications.recipient_serializers import (
 from notifications.unsubscribe import recipient_unsubscribe
 from tenancy.api.idempotency import Answer, answer_once
 from tenancy.api.schema import location_header
+from tenancy.models import token_digest
 from web.pagination import NewestFirstCursorPagination
 from web.query import single_query_param
 
@@ -134,6 +135,7 @@ class UnsubscribeView(APIView):
 
         def mute() -> Answer:
             recipient_unsubscribe(token=id, now=timezone.now())
-            return Answer.of(status.HTTP_204_NO_CONTENT, None, resource=request.path)
+            return Answer.of(status.HTTP_204_NO_CONTENT, None, resource="unsubscribe")
 
-        return answer_once(request, mute, scope=f"route:{request.path}")
+        # A key of this request is kept with the token's digest, never the token itself.
+        return answer_once(request, mute, scope=f"unsubscribe:{token_digest(id)[:40]}")

@@ -38,10 +38,10 @@ FILL = {
         INSERT INTO jobs_job (
             id, tenant_id, project_id, kind, payload, status, attempts, max_attempts,
             next_attempt_at, claim_token, last_error, last_error_category, created_at,
-            updated_at)
+            updated_at, attempt_history)
         SELECT gen_random_uuid(), %(tenant)s, %(project)s, 'provision', '{}',
                CASE WHEN n %% 2 = 0 THEN 'completed' ELSE 'pending' END, 0, 5,
-               %(now)s + make_interval(mins => n), 0, '', '', %(now)s, %(now)s
+               %(now)s + make_interval(mins => n), 0, '', '', %(now)s, %(now)s, '[]'
         FROM generate_series(1, %(count)s) AS n
     """,
 }

@@ -13,6 +13,7 @@ from notifications.models import Delivery, Notification, Recipient
 from notifications.recipients import preferences_put, recipient_put
 from notifications.scheduler.tick import run_tick
 from notifications.services import notification_create
+from tenancy.models import OperationKey
 from tests.notifications.factories import make_tenant
 from tests.support.fake_resend import fake_resend
 
@@ -309,3 +310,19 @@ def test_quiet_hours_hold_the_email_while_the_webhook_goes_through_its_endpoint_
     )
     logs = dict(Delivery.objects.filter(notification_id=row.pk).values_list("channel", "outcome"))
     assert logs == {"webhook": "delivered", "email": "deferred"}
+
+
+def test_an_unsubscribe_with_a_key_keeps_only_the_tokens_digest(backend, tenant):
+    person(tenant)
+    notify(tenant, "ada", category="reminders")
+    run_tick(now=SATURDAY)
+    token = token_of(mail.outbox[0].message()["List-Unsubscribe"])
+
+    answers = [
+        APIClient().post(f"/v1/unsubscribe/{token}", headers={"Idempotency-Key": "one-click"})
+        for _ in range(2)
+    ]
+
+    assert [answer.status_code for answer in answers] == [204, 204]
+    [stored] = OperationKey.objects.filter(key="one-click").values_list("scope", "resource")
+    assert token not in "".join(stored)
