@@ -9,8 +9,7 @@ from typing import Any
 from uuid import UUID
 
 from notifications.messages import Publish, messages_publish
-from notifications.models import Channel, Notification, NotificationSource
-from notifications.states import Move, after
+from notifications.models import Channel, Notification, NotificationSource, one_shot_due
 from notifications.validation import recipient_errors
 from web.errors import InvalidInput
 
@@ -72,18 +71,11 @@ def notifications_announce(items: Sequence[Announced], *, now: datetime) -> None
 def _emails(item: Announced, *, now: datetime) -> list[Notification]:
     announcement, source_key = item.announcement, item.source_key
     return [
-        Notification(
+        one_shot_due(
+            now,
             tenant_id=item.tenant_id,
             project_id=item.project_id,
-            next_fire_at=now,
-            due_at=now,
-            recurrence_anchor=now,
-            occurrence=1,
-            state=after(None, Move.CREATE),
-            timezone="UTC",
             source=NotificationSource.SYSTEM,
-            created_at=now,
-            updated_at=now,
             channels=[Channel.EMAIL],
             email_to=[address],
             subject=announcement.email_subject[:SUBJECT_MAX],

@@ -32,8 +32,8 @@ from notifications.models import (
     NotificationSource,
     NotificationState,
     WebhookEndpoint,
+    one_shot_due,
 )
-from notifications.states import Move, after
 from tenancy.models import Tenant
 from tenancy.plans import tenant_limits
 from tenancy.quotas import charge
@@ -282,7 +282,8 @@ def _delivery_row(
     message: Message, item: Publish, *, endpoint_id: UUID, now: datetime
 ) -> Notification:
     """A one-shot webhook notification delivering `message` to one endpoint, due now."""
-    return Notification(
+    return one_shot_due(
+        now,
         tenant_id=message.tenant_id,
         project_id=item.project_id,
         channels=[Channel.WEBHOOK],
@@ -290,15 +291,7 @@ def _delivery_row(
         webhook_event=_event(message),
         subject=message.event_type[:SUBJECT_MAX],
         message_id=message.id,
-        next_fire_at=now,
-        due_at=now,
-        recurrence_anchor=now,
-        occurrence=1,
-        state=after(None, Move.CREATE),
-        timezone="UTC",
         source=item.source,
-        created_at=now,
-        updated_at=now,
     )
 
 

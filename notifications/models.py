@@ -4,6 +4,7 @@ import uuid
 from collections.abc import Mapping
 from datetime import datetime
 from types import MappingProxyType
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -12,7 +13,7 @@ from django.utils.timezone import now as utc_now
 from dbqueue.leases import is_lease_running
 from notifications.circuits import is_circuit_open
 from notifications.querysets import NotificationQuerySet
-from notifications.states import CLAIMABLE, DeadLetterReason, NotificationState
+from notifications.states import CLAIMABLE, DeadLetterReason, Move, NotificationState, after
 from tenancy.models import Tenant
 from web.sealed import SealedCharField, SealedSecretsField
 
@@ -515,3 +516,19 @@ class Digest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.recipient_key}/{self.key} ({self.count})"
+
+
+def one_shot_due(now: datetime, **fields: Any) -> Notification:
+    """An unsaved one-shot notification due at `now`, as the product's producers make them
+    (their announcements' e-mails, a message's deliveries): `fields` say what it sends."""
+    return Notification(
+        next_fire_at=now,
+        due_at=now,
+        recurrence_anchor=now,
+        occurrence=1,
+        state=after(None, Move.CREATE),
+        timezone="UTC",
+        created_at=now,
+        updated_at=now,
+        **fields,
+    )
