@@ -21,6 +21,7 @@ from jobs.serializers import JobDetailSerializer, JobRetrySerializer, JobSeriali
 from jobs.services import job_retry
 from jobs.states import FORMER_NAMES, JobStatus
 from tenancy.api.idempotency import Answer, answer_once
+from tenancy.api.permissions import tenant_of
 from web.errors import InvalidInput
 from web.pagination import NewestFirstCursorPagination
 from web.query import single_query_param
@@ -28,7 +29,7 @@ from web.query import single_query_param
 
 def tenant_jobs(request: Request) -> QuerySet[Job]:
     """The jobs of the tenant the request is authorized for."""
-    return Job.objects.filter(tenant=request.tenant)
+    return Job.objects.filter(tenant=tenant_of(request))
 
 
 class JobListView(generics.ListAPIView):
@@ -80,7 +81,7 @@ class JobRetryView(generics.GenericAPIView):
         JobRetrySerializer(data=request.data).is_valid(raise_exception=True)
 
         def retry() -> Answer:
-            job = job_retry(tenant=request.tenant, job_id=id, now=timezone.now())
+            job = job_retry(tenant=tenant_of(request), job_id=id, now=timezone.now())
             return Answer.of(status.HTTP_200_OK, JobSerializer(job).data, resource=f"/v1/jobs/{id}")
 
         return answer_once(request, retry)

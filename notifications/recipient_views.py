@@ -1,6 +1,6 @@
 """The recipients API, their preferences, and the public one-click unsubscribe: thin views
 over notifications.recipients and notifications.unsubscribe. Every query is scoped to
-`request.tenant`; another tenant's recipient answers 404 like a missing one."""
+`tenant_of(request)`; another tenant's recipient answers 404 like a missing one."""
 
 from typing import Any
 
@@ -24,6 +24,7 @@ from notifications.recipient_serializers import (
 )
 from notifications.unsubscribe import recipient_unsubscribe
 from tenancy.api.idempotency import Answer, answer_once
+from tenancy.api.permissions import tenant_of
 from tenancy.api.schema import location_header
 from tenancy.models import token_digest
 from web.pagination import NewestFirstCursorPagination
@@ -35,7 +36,7 @@ _ID = OpenApiParameter(
 
 
 def _recipient(request: Request, key: str) -> Recipient:
-    return recipients.recipient_get(tenant=request.tenant, key=key)
+    return recipients.recipient_get(tenant=tenant_of(request), key=key)
 
 
 class RecipientListView(ListAPIView):
@@ -49,7 +50,7 @@ class RecipientListView(ListAPIView):
 
     def get_queryset(self) -> QuerySet[Recipient]:
         email = single_query_param(self.request, "email")
-        return recipients.recipient_pages(tenant=self.request.tenant, email=email)
+        return recipients.recipient_pages(tenant=tenant_of(self.request), email=email)
 
 
 @extend_schema(parameters=[_ID])
@@ -72,7 +73,7 @@ class RecipientDetailView(APIView):
         serializer = RecipientWriteSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         recipient, created = recipients.recipient_put(
-            tenant=request.tenant, key=id, now=timezone.now(), **serializer.validated_data
+            tenant=tenant_of(request), key=id, now=timezone.now(), **serializer.validated_data
         )
         data = RecipientSerializer(recipient).data
         if created:
@@ -82,7 +83,7 @@ class RecipientDetailView(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, id: str) -> Response:
-        recipients.recipient_delete(tenant=request.tenant, key=id)
+        recipients.recipient_delete(tenant=tenant_of(request), key=id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -101,7 +102,7 @@ class RecipientPreferencesView(APIView):
         serializer = PreferencesSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         recipient = recipients.preferences_put(
-            tenant=request.tenant, key=id, preferences=serializer.stored(), now=timezone.now()
+            tenant=tenant_of(request), key=id, preferences=serializer.stored(), now=timezone.now()
         )
         return Response(_preferences(recipient))
 

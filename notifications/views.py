@@ -1,6 +1,6 @@
 """The notifications API: thin views that parse, call one service and render.
 
-Every query filters on `request.tenant` (set by IsTenantMember), so another tenant's row
+Every query filters on `tenant_of(request)` (set by IsTenantMember), so another tenant's row
 answers 404 exactly like a missing one.
 """
 
@@ -50,6 +50,7 @@ from notifications.serializers import (
     WebhookEndpointWriteSerializer,
 )
 from tenancy.api.idempotency import Answer, answer_once
+from tenancy.api.permissions import tenant_of
 from tenancy.api.schema import location_header
 from web.errors import InvalidInput
 from web.pagination import NewestFirstCursorPagination
@@ -68,7 +69,7 @@ def _created(data: dict[str, Any], location: str, *, shows_secret: bool = False)
 
 
 def _notification(request: Request, pk: uuid.UUID) -> Notification:
-    return Notification.objects.get(pk=pk, tenant=request.tenant)
+    return Notification.objects.get(pk=pk, tenant=tenant_of(request))
 
 
 def _choice_query_param(request: Request, name: str, choices: list[str]) -> str | None:
@@ -92,7 +93,7 @@ class NotificationListView(RepresentedListView):
         state = _choice_query_param(self.request, "state", NotificationState.values)
         source = _choice_query_param(self.request, "source", NotificationSource.values)
         return services.notification_pages(
-            tenant=self.request.tenant,
+            tenant=tenant_of(self.request),
             fields=self.representation.attributes,
             state=state,
             source=source,
@@ -117,7 +118,7 @@ class NotificationListView(RepresentedListView):
         arguments = serializer.service_arguments()
 
         def create() -> Answer:
-            notification = services.notification_create(tenant=request.tenant, **arguments)
+            notification = services.notification_create(tenant=tenant_of(request), **arguments)
             data = NotificationSerializer(notification).data
             return _created(data, f"/v1/notifications/{notification.id}")
 
@@ -140,13 +141,13 @@ class NotificationDetailView(APIView):
         serializer = NotificationPatchSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         notification = services.notification_update(
-            tenant=request.tenant, notification_id=pk, changes=serializer.service_arguments()
+            tenant=tenant_of(request), notification_id=pk, changes=serializer.service_arguments()
         )
         return Response(NotificationSerializer(notification).data)
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, pk: uuid.UUID) -> Response:
-        services.notification_delete(tenant=request.tenant, notification_id=pk)
+        services.notification_delete(tenant=tenant_of(request), notification_id=pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -158,7 +159,9 @@ class NotificationRetryView(APIView):
         NotificationRetrySerializer(data=request.data).is_valid(raise_exception=True)
 
         def retry() -> Answer:
-            notification = services.notification_retry(tenant=request.tenant, notification_id=pk)
+            notification = services.notification_retry(
+                tenant=tenant_of(request), notification_id=pk
+            )
             data = NotificationSerializer(notification).data
             return Answer.of(status.HTTP_200_OK, data, resource=f"/v1/notifications/{pk}")
 
@@ -178,9 +181,9 @@ class NotificationDeliveriesView(ListAPIView):
 
     def get_queryset(self) -> QuerySet[Delivery]:
         pk = self.kwargs["pk"]
-        if not Notification.objects.filter(pk=pk, tenant=self.request.tenant).exists():
+        if not Notification.objects.filter(pk=pk, tenant=tenant_of(self.request)).exists():
             raise Notification.DoesNotExist
-        return Delivery.objects.filter(tenant=self.request.tenant, notification_id=pk)
+        return Delivery.objects.filter(tenant=tenant_of(self.request), notification_id=pk)
 
 
 class DeliveryListView(ListAPIView):
@@ -208,7 +211,7 @@ class DeliveryListView(ListAPIView):
 
     def get_queryset(self) -> QuerySet[Delivery]:
         return services.delivery_log(
-            tenant=self.request.tenant,
+            tenant=tenant_of(self.request),
             notification_id=uuid_query_param(self.request, "notification_id"),
             endpoint_id=uuid_query_param(self.request, "endpoint_id"),
             outcome=_choice_query_param(self.request, "outcome", DeliveryOutcome.values),
@@ -229,7 +232,7 @@ class WebhookEndpointListView(ListAPIView):
         return self.list(request)
 
     def get_queryset(self) -> QuerySet[WebhookEndpoint]:
-        return WebhookEndpoint.objects.filter(tenant=self.request.tenant)
+        return WebhookEndpoint.objects.filter(tenant=tenant_of(self.request))
 
     @extend_schema(
         operation_id="webhook_endpoints_create",
@@ -243,7 +246,7 @@ class WebhookEndpointListView(ListAPIView):
 
         def create() -> Answer:
             endpoint = webhook_endpoints.webhook_endpoint_create(
-                tenant=request.tenant, **serializer.validated_data
+                tenant=tenant_of(request), **serializer.validated_data
             )
             data = WebhookEndpointSecretSerializer(endpoint).data
             return _created(data, f"/v1/webhook-endpoints/{endpoint.id}", shows_secret=True)
@@ -256,7 +259,7 @@ class WebhookEndpointDetailView(APIView):
 
     @extend_schema(responses={200: WebhookEndpointSerializer})
     def get(self, request: Request, pk: uuid.UUID) -> Response:
-        endpoint = WebhookEndpoint.objects.get(pk=pk, tenant=request.tenant)
+        endpoint = WebhookEndpoint.objects.get(pk=pk, tenant=tenant_of(request))
         return Response(WebhookEndpointSerializer(endpoint).data)
 
     @extend_schema(
@@ -267,13 +270,13 @@ class WebhookEndpointDetailView(APIView):
         serializer = WebhookEndpointWriteSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         endpoint = webhook_endpoints.webhook_endpoint_update(
-            tenant=request.tenant, endpoint_id=pk, **serializer.validated_data
+            tenant=tenant_of(request), endpoint_id=pk, **serializer.validated_data
         )
         return Response(WebhookEndpointSerializer(endpoint).data)
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, pk: uuid.UUID) -> Response:
-        webhook_endpoints.webhook_endpoint_delete(tenant=request.tenant, endpoint_id=pk)
+        webhook_endpoints.webhook_endpoint_delete(tenant=tenant_of(request), endpoint_id=pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -286,7 +289,7 @@ class WebhookEndpointRotateSecretView(APIView):
 
         def rotate() -> Answer:
             endpoint = webhook_endpoints.webhook_endpoint_rotate_secret(
-                tenant=request.tenant, endpoint_id=pk
+                tenant=tenant_of(request), endpoint_id=pk
             )
             data = WebhookEndpointSecretSerializer(endpoint).data
             resource = f"/v1/webhook-endpoints/{pk}"
@@ -316,7 +319,7 @@ class EventTypeListView(ListAPIView):
         return self.list(request)
 
     def get_queryset(self) -> QuerySet[EventType]:
-        types = EventType.objects.filter(tenant=self.request.tenant)
+        types = EventType.objects.filter(tenant=tenant_of(self.request))
         archived = _choice_query_param(self.request, "archived", ["true", "false"])
         if archived is not None:
             types = types.filter(archived=archived == "true")
@@ -334,7 +337,7 @@ class EventTypeListView(ListAPIView):
 
         def create() -> Answer:
             event_type = event_types.event_type_create(
-                tenant=request.tenant, **serializer.validated_data
+                tenant=tenant_of(request), **serializer.validated_data
             )
             data = EventTypeSerializer(event_type).data
             return _created(data, f"/v1/event-types/{event_type.id}")
@@ -348,7 +351,7 @@ class EventTypeDetailView(APIView):
 
     @extend_schema(responses={200: EventTypeSerializer})
     def get(self, request: Request, pk: uuid.UUID) -> Response:
-        event_type = EventType.objects.get(pk=pk, tenant=request.tenant)
+        event_type = EventType.objects.get(pk=pk, tenant=tenant_of(request))
         return Response(EventTypeSerializer(event_type).data)
 
     @extend_schema(request=EventTypePatchSerializer, responses={200: EventTypeSerializer})
@@ -356,7 +359,7 @@ class EventTypeDetailView(APIView):
         serializer = EventTypePatchSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         event_type = event_types.event_type_update(
-            tenant=request.tenant, event_type_id=pk, changes=dict(serializer.validated_data)
+            tenant=tenant_of(request), event_type_id=pk, changes=dict(serializer.validated_data)
         )
         return Response(EventTypeSerializer(event_type).data)
 
@@ -365,7 +368,7 @@ class EventTypeDetailView(APIView):
         responses={200: EventTypeSerializer},
     )
     def delete(self, request: Request, pk: uuid.UUID) -> Response:
-        event_type = event_types.event_type_archive(tenant=request.tenant, event_type_id=pk)
+        event_type = event_types.event_type_archive(tenant=tenant_of(request), event_type_id=pk)
         return Response(EventTypeSerializer(event_type).data)
 
 
@@ -390,7 +393,7 @@ class MessageListView(ListAPIView):
 
     def get_queryset(self) -> QuerySet[Message]:
         return messages.message_pages(
-            tenant=self.request.tenant,
+            tenant=tenant_of(self.request),
             event_type=single_query_param(self.request, "event_type"),
             since=datetime_query_param(self.request, "since"),
         )
@@ -406,7 +409,9 @@ class MessageListView(ListAPIView):
         serializer.is_valid(raise_exception=True)
 
         def publish() -> Answer:
-            message = messages.publish_message(tenant=request.tenant, **serializer.validated_data)
+            message = messages.publish_message(
+                tenant=tenant_of(request), **serializer.validated_data
+            )
             data = MessageSerializer(message).data
             return Answer.of(
                 status.HTTP_202_ACCEPTED,
@@ -421,7 +426,7 @@ class MessageListView(ListAPIView):
 class MessageDetailView(APIView):
     @extend_schema(responses={200: MessageSerializer})
     def get(self, request: Request, pk: uuid.UUID) -> Response:
-        message = Message.objects.get(pk=pk, tenant=request.tenant)
+        message = Message.objects.get(pk=pk, tenant=tenant_of(request))
         return Response(MessageSerializer(message).data)
 
 
@@ -431,7 +436,7 @@ class MessageAttemptsView(APIView):
         responses={200: MessageAttemptSerializer(many=True)},
     )
     def get(self, request: Request, pk: uuid.UUID) -> Response:
-        attempts = messages.message_attempts(tenant=request.tenant, message_id=pk)
+        attempts = messages.message_attempts(tenant=tenant_of(request), message_id=pk)
         return Response(MessageAttemptSerializer(attempts, many=True).data)
 
 
@@ -441,8 +446,10 @@ class MessageResendView(APIView):
         MessageResendSerializer(data=request.data).is_valid(raise_exception=True)
 
         def resend() -> Answer:
-            messages.message_resend(tenant=request.tenant, message_id=pk, endpoint_id=endpoint_id)
-            attempts = messages.message_attempts(tenant=request.tenant, message_id=pk)
+            messages.message_resend(
+                tenant=tenant_of(request), message_id=pk, endpoint_id=endpoint_id
+            )
+            attempts = messages.message_attempts(tenant=tenant_of(request), message_id=pk)
             entry = next(entry for entry in attempts if entry.endpoint_id == endpoint_id)
             data = MessageAttemptSerializer(entry).data
             return Answer.of(status.HTTP_202_ACCEPTED, data, resource=f"/v1/messages/{pk}")
@@ -467,7 +474,7 @@ class WebhookEndpointRecoverView(APIView):
 
         def recover() -> Answer:
             task = recovery.endpoint_recover(
-                tenant=request.tenant, endpoint_id=pk, **serializer.validated_data
+                tenant=tenant_of(request), endpoint_id=pk, **serializer.validated_data
             )
             data = RecoverAcceptedSerializer({"task_id": task.id}).data
             return Answer.of(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 
@@ -65,7 +65,7 @@ class IssuedInvitation:
 @dataclass(frozen=True)
 class AcceptedInvitation:
     tenant: Tenant
-    user: AbstractBaseUser
+    user: User
     role: str
     token: str | None
     expires_at: datetime | None = None
@@ -89,7 +89,7 @@ def invitation_issue(
     tenant: Tenant,
     email: str,
     role: str,
-    invited_by: AbstractBaseUser | None,
+    invited_by: User | None,
     now: datetime,
 ) -> IssuedInvitation:
     """A pending invitation of `email` with a fresh link token for an email to `email`: a
@@ -171,9 +171,7 @@ def invitation_preview(*, token: str, now: datetime) -> Invitation:
 
 
 @transaction.atomic
-def invitation_accept(
-    *, token: str, user: AbstractBaseUser | None, now: datetime
-) -> AcceptedInvitation:
+def invitation_accept(*, token: str, user: User | None, now: datetime) -> AcceptedInvitation:
     """The membership a pending invitation's token grants, and its user (created when
     needed), in one transaction. `user` is the authenticated caller, who must be the
     invitee (NotTheInvitee); an anonymous caller gets a session token of the invitee
@@ -213,7 +211,7 @@ def invitations_issue_missing(
     *,
     tenant_id: uuid.UUID,
     emails: Iterable[str],
-    invited_by: AbstractBaseUser | None,
+    invited_by: User | None,
     now: datetime,
 ) -> tuple[list[IssuedInvitation], list[str]]:
     """For a project's invite list: an invitation (role member) for each address that is

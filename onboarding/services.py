@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from notifications.messages import Publish, messages_publish
@@ -121,7 +121,7 @@ def _send_invitation(
 
 @transaction.atomic
 def invitation_send(
-    *, tenant: Tenant, email: str, role: str, invited_by: AbstractBaseUser, now: datetime
+    *, tenant: Tenant, email: str, role: str, invited_by: User, now: datetime
 ) -> Invitation:
     """Invite `email` (or re-send the pending invitation with a new token) and queue the
     email carrying its accept link."""
@@ -134,7 +134,7 @@ def project_invitations_send(
     *,
     tenant_id: uuid.UUID,
     emails: Iterable[str],
-    invited_by: AbstractBaseUser | None,
+    invited_by: User | None,
     project_name: str,
     now: datetime,
 ) -> list[str]:
@@ -153,7 +153,7 @@ def project_invitations_send(
 
 @transaction.atomic
 def invitation_accept_announced(
-    *, token: str, user: AbstractBaseUser | None, now: datetime
+    *, token: str, user: User | None, now: datetime
 ) -> AcceptedInvitation:
     """Accept the invitation (onboarding.invitations.invitation_accept) and, in the same
     transaction, publish `invitation.accepted` and, for a new member, `member.joined` to

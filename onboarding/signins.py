@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import QuerySet
 
@@ -33,13 +33,13 @@ PER_ADDRESS_RATE = "5/hour"
 class IssuedSignin:
     """Whom the link is for and the reference its email carries where the token goes."""
 
-    user: AbstractBaseUser
+    user: User
     reference: str
 
 
 @dataclass(frozen=True)
 class SignedIn:
-    user: AbstractBaseUser
+    user: User
     session: ApiToken
 
 

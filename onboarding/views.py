@@ -5,6 +5,7 @@ import uuid
 from typing import Any
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -48,6 +49,7 @@ from onboarding.services import (
 from onboarding.signins import signin_verify
 from onboarding.signups import signup_verify
 from tenancy.api.idempotency import Answer, answer_once
+from tenancy.api.permissions import tenant_of, user_of
 from tenancy.api.schema import location_header
 from tenancy.api.throttling import (
     AddressRateThrottle,
@@ -179,9 +181,9 @@ class InvitationListView(ListAPIView):
     def get_serializer_context(self) -> dict[str, Any]:
         return {**super().get_serializer_context(), "now": timezone.now()}
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
+    def get_queryset(self) -> QuerySet[Invitation]:
         state = single_query_param(self.request, "status")
-        return invitations_of(self.request.tenant, status=state, now=timezone.now())
+        return invitations_of(tenant_of(self.request), status=state, now=timezone.now())
 
     @extend_schema(
         operation_id="invitations_list",
@@ -206,7 +208,7 @@ class InvitationListView(ListAPIView):
         def invite() -> Answer:
             now = timezone.now()
             invitation = invitation_send(
-                tenant=request.tenant, invited_by=request.user, now=now, **body
+                tenant=tenant_of(request), invited_by=user_of(request), now=now, **body
             )
             data = InvitationSerializer(invitation, context={"now": now}).data
             path = f"/v1/invitations/{invitation.id}"
@@ -223,13 +225,13 @@ class InvitationDetailView(APIView):
     @extend_schema(responses={200: InvitationSerializer})
     def get(self, request: Request, id: uuid.UUID) -> Response:
         invitation = Invitation.objects.select_related("invited_by").get(
-            pk=id, tenant=request.tenant
+            pk=id, tenant=tenant_of(request)
         )
         return Response(InvitationSerializer(invitation, context={"now": timezone.now()}).data)
 
     @extend_schema(responses={204: OpenApiResponse(description="Revoked; a second delete is 404.")})
     def delete(self, request: Request, id: uuid.UUID) -> Response:
-        invitation_revoke(tenant=request.tenant, invitation_id=id)
+        invitation_revoke(tenant=tenant_of(request), invitation_id=id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import models, transaction
 
 from dbtools.compiled import Param
@@ -58,7 +58,7 @@ def project_pages(*, tenant: Tenant, fields: Sequence[str]) -> Any:
 def project_create(
     *,
     tenant: Tenant,
-    user: AbstractBaseUser,
+    user: User,
     name: str,
     invite: list[str],
     key_row: Callable[[Answer], OperationKey],

@@ -2,6 +2,7 @@
 projects.services."""
 
 import uuid
+from typing import Any
 
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
@@ -28,6 +29,7 @@ from projects.services import (
     project_rename,
 )
 from tenancy.api.idempotency import insert_once
+from tenancy.api.permissions import tenant_of, user_of
 from tenancy.api.schema import location_header
 from web.pagination import NewestFirstCursorPagination
 from web.representation import RepresentedListView
@@ -39,8 +41,8 @@ class ProjectListCreateView(RepresentedListView):
     pagination_class = NewestFirstCursorPagination
     idempotency_key_required = ("POST",)
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
-        return project_pages(tenant=self.request.tenant, fields=self.representation.attributes)
+    def get_queryset(self) -> Any:
+        return project_pages(tenant=tenant_of(self.request), fields=self.representation.attributes)
 
     @extend_schema(
         operation_id="projects_create",
@@ -61,8 +63,8 @@ class ProjectListCreateView(RepresentedListView):
         return insert_once(
             request,
             lambda key_row: project_create(
-                tenant=request.tenant,
-                user=request.user,
+                tenant=tenant_of(request),
+                user=user_of(request),
                 key_row=key_row,
                 render=project_representation,
                 now=timezone.now(),
@@ -80,7 +82,7 @@ class ProjectDetailView(APIView):
 
     @extend_schema(responses={200: ProjectSerializer})
     def get(self, request: Request, id: uuid.UUID) -> Response:
-        project = get_object_or_404(project_queryset(tenant=request.tenant), pk=id)
+        project = get_object_or_404(project_queryset(tenant=tenant_of(request)), pk=id)
         return Response(PROJECTS.one(project))
 
     @extend_schema(request=ProjectPatchSerializer, responses={200: ProjectSerializer})
@@ -88,7 +90,7 @@ class ProjectDetailView(APIView):
         serializer = ProjectPatchSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         project = project_rename(
-            tenant=request.tenant,
+            tenant=tenant_of(request),
             project_id=id,
             name=serializer.validated_data["name"],
             now=timezone.now(),
@@ -102,5 +104,5 @@ class ProjectDetailView(APIView):
         "stay, without a project. A second delete is 404.",
     )
     def delete(self, request: Request, id: uuid.UUID) -> Response:
-        project_delete(tenant=request.tenant, project_id=id)
+        project_delete(tenant=tenant_of(request), project_id=id)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -26,6 +26,7 @@ from tenancy.account_serializers import (
     TokenSerializer,
 )
 from tenancy.api.idempotency import Answer, answer_once
+from tenancy.api.permissions import membership_of, tenant_of, user_of
 from tenancy.api.schema import location_header
 from tenancy.models import ApiToken, Membership
 from web.pagination import NewestFirstCursorPagination
@@ -53,7 +54,7 @@ class MemberListView(ListAPIView):
     serializer_class = MemberSerializer
 
     def get_queryset(self) -> QuerySet[Membership]:
-        return members.members_of(self.request.tenant)
+        return members.members_of(tenant_of(self.request))
 
     @extend_schema(operation_id="members_list", responses={200: MemberSerializer(many=True)})
     def get(self, request: Request) -> Response:
@@ -74,15 +75,17 @@ class MemberDetailView(APIView):
         serializer = MemberPatchSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         member = members.member_set_role(
-            actor=request.membership, user_id=_path_id(pk), role=serializer.validated_data["role"]
+            actor=membership_of(request),
+            user_id=_path_id(pk),
+            role=serializer.validated_data["role"],
         )
         return Response(MemberSerializer(member).data)
 
     @extend_schema(operation_id="members_destroy", parameters=[_MEMBER_ID], responses={204: None})
     def delete(self, request: Request, pk: str) -> Response:
-        removing_self = pk == str(request.membership.user_id)
-        members.member_removal_allowed(actor=request.membership, removing_self=removing_self)
-        members.member_remove(actor=request.membership, user_id=_path_id(pk))
+        removing_self = pk == str(membership_of(request).user_id)
+        members.member_removal_allowed(actor=membership_of(request), removing_self=removing_self)
+        members.member_remove(actor=membership_of(request), user_id=_path_id(pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -92,7 +95,7 @@ class TokenListView(ListAPIView):
     serializer_class = TokenSerializer
 
     def get_queryset(self) -> QuerySet[ApiToken]:
-        return tokens.tokens_of(self.request.user, now=timezone.now())
+        return tokens.tokens_of(user_of(self.request), now=timezone.now())
 
     @extend_schema(operation_id="tokens_list", responses={200: TokenSerializer(many=True)})
     def get(self, request: Request) -> Response:
@@ -115,7 +118,7 @@ class TokenListView(ListAPIView):
 
         def issue() -> Answer:
             token = tokens.token_issue(
-                user=request.user,
+                user=user_of(request),
                 name=serializer.validated_data["name"],
                 expires_in_days=serializer.validated_data.get("expires_in_days"),
                 tenant_id=serializer.validated_data.get("tenant_id"),
@@ -160,5 +163,5 @@ class TokenDetailView(APIView):
 
     @extend_schema(operation_id="tokens_destroy", parameters=[_TOKEN_ID], responses={204: None})
     def delete(self, request: Request, pk: str) -> Response:
-        tokens.token_revoke(user=request.user, token_id=_path_id(pk), now=timezone.now())
+        tokens.token_revoke(user=user_of(request), token_id=_path_id(pk), now=timezone.now())
         return Response(status=status.HTTP_204_NO_CONTENT)

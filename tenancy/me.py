@@ -4,7 +4,7 @@
 import uuid
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
 from tenancy.models import Membership, Tenant
@@ -12,11 +12,11 @@ from tenancy.models import Membership, Tenant
 
 @dataclass(frozen=True)
 class Me:
-    user: AbstractBaseUser
+    user: User
     memberships: QuerySet[Membership]
 
 
-def me_of(user: AbstractBaseUser, *, bound_tenant_id: uuid.UUID | None = None) -> Me:
+def me_of(user: User, *, bound_tenant_id: uuid.UUID | None = None) -> Me:
     """The user and their memberships, by tenant name; a token bound to one tenant sees
     only that one."""
     memberships = (
@@ -29,7 +29,7 @@ def me_of(user: AbstractBaseUser, *, bound_tenant_id: uuid.UUID | None = None) -
     return Me(user=user, memberships=memberships)
 
 
-def user_rename(*, user: AbstractBaseUser, name: str) -> None:
+def user_rename(*, user: User, name: str) -> None:
     """Set the name the user goes by (shown to their teams); blank clears it."""
     user.first_name = name
     user.save(update_fields=["first_name"])

@@ -8,7 +8,7 @@ own role is read again under the lock, so an owner demoted a moment ago changes 
 On SQLite every write transaction already runs alone (IMMEDIATE).
 """
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import QuerySet
 from django.dispatch import Signal
@@ -32,9 +32,7 @@ class LastOwner(Conflict):
         super().__init__("This is the tenant's last owner: make another member an owner first.")
 
 
-def member_join(
-    *, tenant: Tenant, user: AbstractBaseUser, role: str, re_role: bool
-) -> tuple[Membership, bool]:
+def member_join(*, tenant: Tenant, user: User, role: str, re_role: bool) -> tuple[Membership, bool]:
     """The user's membership of the tenant, and whether it is new (made with `role`). An
     operator's grant (`re_role`) also sets an existing membership's role; an accepted
     invitation leaves it as it is (an owner who accepts a member's invitation stays owner).

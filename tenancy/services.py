@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, User
+from django.contrib.auth.models import User
 from django.db import models, transaction
 from django.db.models import FilteredRelation, Q
 
@@ -78,7 +78,7 @@ def token_authenticate(
     now: datetime,
     tenant_header: str | None = None,
     failures: FailureLimit = _NO_FAILURE_LIMIT,
-) -> tuple[AbstractBaseUser, ApiToken]:
+) -> tuple[User, ApiToken]:
     """The user behind a bearer token; raises TokenRejected without saying which check failed,
     except TokenExpired (a TokenRejected) for a genuine, unrevoked token past its end: only
     its holder can present it, and they need to know to sign in again.
@@ -188,7 +188,7 @@ def _tenant_id(tenant_header: str | None) -> uuid.UUID | None:
 
 def membership_resolve(
     *,
-    user: AbstractBaseUser,
+    user: User,
     tenant_header: str | None,
     candidates: TenantCandidates | None = None,
     bound_tenant_id: uuid.UUID | None = None,
@@ -235,7 +235,7 @@ def _username_for(email: str) -> str:
     return "sha256:" + hashlib.sha256(email.encode()).hexdigest()
 
 
-def user_get_or_create(email: str) -> AbstractBaseUser:
+def user_get_or_create(email: str) -> User:
     user_model = get_user_model()
     user = user_model.objects.filter(email__iexact=email).first()
     if user is None:

@@ -5,7 +5,7 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 
 from tenancy.models import ApiToken, Membership, TokenKind
@@ -28,7 +28,7 @@ class NotRevocableHere(Conflict):
         )
 
 
-def tokens_of(user: AbstractBaseUser, *, now: datetime | None = None) -> QuerySet[ApiToken]:
+def tokens_of(user: User, *, now: datetime | None = None) -> QuerySet[ApiToken]:
     """The user's tokens that are not revoked (expired API tokens included: they show when;
     with `now`, sessions past their end are left out, as they can never be used again)."""
     tokens = ApiToken.objects.filter(user=user, revoked_at__isnull=True)
@@ -39,7 +39,7 @@ def tokens_of(user: AbstractBaseUser, *, now: datetime | None = None) -> QuerySe
 
 def token_issue(
     *,
-    user: AbstractBaseUser,
+    user: User,
     name: str,
     expires_in_days: int | None,
     now: datetime,
@@ -71,7 +71,7 @@ def token_issue(
     return token
 
 
-def session_issue(*, user: AbstractBaseUser, name: str, now: datetime) -> ApiToken:
+def session_issue(*, user: User, name: str, now: datetime) -> ApiToken:
     """A session token of `user` that ends SESSION_TTL_SECONDS from `now`; its plaintext is
     on `.plaintext` of the returned row only."""
     expires_at = now + timedelta(seconds=settings.SESSION_TTL_SECONDS)
@@ -82,7 +82,7 @@ def session_issue(*, user: AbstractBaseUser, name: str, now: datetime) -> ApiTok
     return token
 
 
-def token_revoke(*, user: AbstractBaseUser, token_id: int, now: datetime) -> None:
+def token_revoke(*, user: User, token_id: int, now: datetime) -> None:
     """Revoke one of `user`'s tokens: its next request is a 401. Another user's token, or a
     revoked one, is ApiToken.DoesNotExist (404)."""
     revoked = tokens_of(user).filter(pk=token_id).update(revoked_at=now)

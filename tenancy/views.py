@@ -6,6 +6,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from tenancy.api.permissions import tenant_of, user_of
 from tenancy.me import me_of, tenant_rename, user_rename
 from tenancy.quotas import usage_report
 from tenancy.serializers import (
@@ -23,7 +24,7 @@ class MeView(APIView):
     permission_classes = [IsAuthenticated]
 
     def _me(self, request: Request) -> Response:
-        me = me_of(request.user, bound_tenant_id=getattr(request.auth, "tenant_id", None))
+        me = me_of(user_of(request), bound_tenant_id=getattr(request.auth, "tenant_id", None))
         return Response(MeSerializer(me).data)
 
     @extend_schema(responses={200: MeSerializer}, operation_id="me_retrieve")
@@ -39,7 +40,7 @@ class MeView(APIView):
     def patch(self, request: Request) -> Response:
         serializer = MePatchSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        user_rename(user=request.user, name=serializer.validated_data["name"])
+        user_rename(user=user_of(request), name=serializer.validated_data["name"])
         return self._me(request)
 
 
@@ -57,7 +58,7 @@ class TenantView(APIView):
     def patch(self, request: Request) -> Response:
         serializer = TenantPatchSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        tenant = tenant_rename(tenant=request.tenant, name=serializer.validated_data["name"])
+        tenant = tenant_rename(tenant=tenant_of(request), name=serializer.validated_data["name"])
         return Response(TenantSerializer(tenant).data)
 
 
@@ -75,4 +76,4 @@ class UsageView(APIView):
         ),
     )
     def get(self, request: Request) -> Response:
-        return Response(UsageSerializer(usage_report(request.tenant)).data)
+        return Response(UsageSerializer(usage_report(tenant_of(request))).data)

@@ -37,6 +37,7 @@ from rest_framework.request import Request
 
 from dbqueue.batches import delete_in_batches
 from tenancy.api.idempotency_keys import idempotency_key_parse, request_fingerprint
+from tenancy.api.permissions import tenant_of
 from tenancy.models import OperationKey, Tenant
 from web.errors import Conflict, Unprocessable
 from web.headers import single_header
@@ -120,7 +121,7 @@ class Idempotency:
         """The request's key, in the request's tenant or, given a `scope`, in that scope
         alone; raises InvalidIdempotencyKey when it is missing or malformed."""
         return cls(
-            tenant=request.tenant if scope is None else None,
+            tenant=tenant_of(request) if scope is None else None,
             scope=scope or "",
             key=idempotency_key_parse(single_header(request, "Idempotency-Key")),
             fingerprint=request_fingerprint(method=request.method, path=request.path, body=body),

@@ -10,7 +10,7 @@ create one. A JWT grants no membership: its user reaches a tenant only by being 
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, models, transaction
 
@@ -30,7 +30,7 @@ class JwtCredential:
     subject: str
 
 
-def jwt_user(*, claims: dict[str, Any], issuer: str, failures: FailureLimit) -> AbstractBaseUser:
+def jwt_user(*, claims: dict[str, Any], issuer: str, failures: FailureLimit) -> User:
     """The active user the verified `claims` name. Raises AddressBlocked when the request's
     address is over its failure limit, TokenRejected when the claims name nobody usable."""
     subject = claims["sub"]

@@ -1,17 +1,18 @@
 """The authorization order, as one permission class that every tenant view uses by default:
 token (authentication) → user → selected tenant → membership → role → only then data."""
 
-from typing import Any
+from typing import Any, cast
 
+from django.contrib.auth.models import User
 from rest_framework import exceptions
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from tenancy.models import Role
+from tenancy.models import Membership, Role, Tenant
 from tenancy.services import membership_resolve
 
 
-def _owner_required(view: Any, method: str) -> bool:
+def _owner_required(view: Any, method: str | None) -> bool:
     owner_methods = getattr(view, "owner_methods", ())
     return "*" in owner_methods or method in owner_methods
 
@@ -28,7 +29,7 @@ class IsTenantMember(BasePermission):
         if request.user is None or not request.user.is_authenticated:
             raise exceptions.NotAuthenticated()
         membership = membership_resolve(
-            user=request.user,
+            user=user_of(request),
             tenant_header=request.headers.get("X-Tenant-ID"),
             # Read by the authentication's query (tenancy.services.token_authenticate).
             candidates=getattr(request.auth, "tenant_candidates", None),
@@ -37,6 +38,36 @@ class IsTenantMember(BasePermission):
         )
         if _owner_required(view, request.method) and membership.role != Role.OWNER:
             raise exceptions.PermissionDenied("This action is reserved to the tenant's owners.")
-        request.membership = membership
-        request.tenant = membership.tenant
+        admitted = _admitted(request)
+        admitted.membership = membership
+        admitted.tenant = membership.tenant
         return True
+
+
+class _AdmittedRequest(Request):
+    """The attributes IsTenantMember sets on a request it lets through. A type only: DRF
+    builds every request as a plain Request."""
+
+    tenant: Tenant
+    membership: Membership
+
+
+def _admitted(request: Request) -> _AdmittedRequest:
+    return cast(_AdmittedRequest, request)
+
+
+def tenant_of(request: Request) -> Tenant:
+    """The tenant IsTenantMember selected; only for a request that permission let through."""
+    return _admitted(request).tenant
+
+
+def membership_of(request: Request) -> Membership:
+    """The caller's membership in `tenant_of(request)`; only for a request IsTenantMember let
+    through."""
+    return _admitted(request).membership
+
+
+def user_of(request: Request) -> User:
+    """The authenticated user; only for a request a permission that refuses anonymous callers
+    (IsTenantMember, IsAuthenticated) let through."""
+    return cast(User, request.user)

@@ -25,6 +25,7 @@ from rest_framework.throttling import BaseThrottle
 
 from dbtools.ratelimit import Hit, count_request, uncount_request
 from dbtools.rates import Rate, parse_rate
+from tenancy.api.permissions import tenant_of
 from tenancy.plans import tenant_limits
 from tenancy.services import FailureLimit
 
@@ -93,7 +94,7 @@ class UserRateThrottle(_CountingThrottle):
 
     def key(self, request: Request) -> str | None:
         if self._plan_rate is not None:
-            return f"tenant:{request.tenant.pk}"
+            return f"tenant:{tenant_of(request).pk}"
         user = request.user
         return f"user:{user.pk}" if user is not None and user.is_authenticated else None
 
