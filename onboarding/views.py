@@ -2,11 +2,12 @@
 signed-in accept. Thin views: parse, call one service, render."""
 
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db.models import QuerySet
 from django.http import HttpResponse
+from django.http.response import HttpResponseBase
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -92,13 +93,15 @@ class _LinkRequestView(_SignupView):
         return self._throttles
 
     def finalize_response(
-        self, request: Request, response: HttpResponse, *args: Any, **kwargs: Any
-    ) -> HttpResponse:
+        self, request: Request, response: HttpResponseBase, *args: Any, **kwargs: Any
+    ) -> Response:
         if response.status_code == status.HTTP_400_BAD_REQUEST:
             for throttle in getattr(self, "_throttles", ()):
                 if isinstance(throttle, AttemptThrottle):
                     throttle.take_back()
-        return super().finalize_response(request, response, *args, **kwargs)
+        # DRF finalizes any HttpResponseBase (answer_once's replies are plain HttpResponses);
+        # the stubs narrow the argument to Response.
+        return super().finalize_response(request, cast(Response, response), *args, **kwargs)
 
 
 class SignupView(_LinkRequestView):
