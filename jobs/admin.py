@@ -41,7 +41,7 @@ _FIELDS = (
 
 
 @admin.register(Job)
-class JobAdmin(StateButtonsAdmin):
+class JobAdmin(StateButtonsAdmin[Job]):
     change_list_template = "admin/queue_change_list.html"
     list_display = (
         "kind",
@@ -80,10 +80,11 @@ class JobAdmin(StateButtonsAdmin):
 
     @admin.display(description="project", ordering="project__name")
     def project_link(self, job: Job) -> str:
-        if job.project_id is None:
+        project = job.project
+        if project is None:
             return "-"
-        url = reverse("admin:projects_project_change", args=[job.project_id])
-        return format_html('<a href="{}">{}</a>', url, job.project.name)
+        url = reverse("admin:projects_project_change", args=[project.pk])
+        return format_html('<a href="{}">{}</a>', url, project.name)
 
     @admin.display(description="payload")
     def payload_json(self, job: Job) -> str:

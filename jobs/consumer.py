@@ -64,9 +64,10 @@ def claim_size() -> int:
     """How many jobs one claim may take: as many as the lease covers at the slowest
     registered handler's worst case, at most CLAIM_MAX; 1 when a worst case is unknown."""
     worst = [handler.max_seconds() for handler in handlers()]
-    if not worst or any(seconds is None for seconds in worst):
+    known = [seconds for seconds in worst if seconds is not None]
+    if not worst or len(known) < len(worst):
         return 1
-    fits = int(settings.JOB_LEASE_SECONDS // max(worst))
+    fits = int(settings.JOB_LEASE_SECONDS // max(known))
     return max(1, min(CLAIM_MAX, fits))
 
 
@@ -120,10 +121,11 @@ def jobs_drain(
             claimed = jobs_claim(now=clock.now(), limit=min(size, limit - summary.claimed))
             if not claimed and claimed.drained:
                 break
-            if len(claimed) > 1 and any(job.attempts > 1 for job in claimed):
-                claimed, size = _isolate_a_later_attempt(claimed, clock=clock), 1
+            batch: list[Job] = claimed
+            if len(batch) > 1 and any(job.attempts > 1 for job in batch):
+                batch, size = _isolate_a_later_attempt(batch, clock=clock), 1
             # Released jobs were given back, not run: they are not counted as claimed.
-            for outcome in jobs_process(claimed, clock=clock, should_stop=stopping):
+            for outcome in jobs_process(batch, clock=clock, should_stop=stopping):
                 summary.claimed += 1
                 summary.count(outcome)
     except DatabaseError as exc:

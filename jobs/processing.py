@@ -118,11 +118,13 @@ def jobs_process(
             # before it are written back first rather than wait for it under theirs.
             outcomes += _completed_together(performed, clock=clock)
             performed = []
-        outcome = _refused(job, handler, clock=clock) or _performed(job, handler, clock=clock)
+        outcome = _refused(job, handler, clock=clock)
+        if outcome is None and handler is not None:  # a job without a handler is refused
+            outcome = _performed(job, handler, clock=clock)
+            if outcome is None:
+                performed.append((job, handler))
         if outcome is not None:
             outcomes.append(outcome)
-        else:
-            performed.append((job, handler))
     return outcomes + _completed_together(performed, clock=clock)
 
 

@@ -41,7 +41,8 @@ class StoredDateTimeField(serializers.DateTimeField):
     """A time kept as ISO 8601 text in a JSON column, rendered like every other time."""
 
     def to_representation(self, value: Any) -> Any:
-        return super().to_representation(parse_datetime(value) if value else None)
+        parsed = parse_datetime(value) if value else None
+        return None if parsed is None else super().to_representation(parsed)
 
 
 class AttemptSerializer(serializers.Serializer):

@@ -2,7 +2,7 @@
 state changes are buttons that call a service, and readable JSON."""
 
 import json
-from typing import Any, cast
+from typing import Any, Generic, TypeVar, cast
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
@@ -26,7 +26,10 @@ class ReadOnlyModelAdmin(admin.ModelAdmin):
         return False
 
 
-class StateButtonsAdmin(admin.ModelAdmin):
+_M = TypeVar("_M", bound=Model)
+
+
+class StateButtonsAdmin(admin.ModelAdmin, Generic[_M]):
     """A change page with POST buttons (CSRF-protected admin URLs) for state changes.
 
     Subclasses list the buttons that apply to a row in `state_buttons` and perform one in
@@ -40,11 +43,11 @@ class StateButtonsAdmin(admin.ModelAdmin):
         """May the user press the buttons (and run the list actions that change state)?"""
         return self.has_change_permission(request, obj)
 
-    def state_buttons(self, obj: Model) -> list[tuple[str, str]]:
+    def state_buttons(self, obj: _M) -> list[tuple[str, str]]:
         """(name, label) of the buttons shown for `obj`."""
         return []
 
-    def press_state_button(self, request: HttpRequest, obj: Model, name: str) -> None:
+    def press_state_button(self, request: HttpRequest, obj: _M, name: str) -> None:
         raise NotImplementedError
 
     def get_urls(self) -> list[URLPattern]:
@@ -77,7 +80,7 @@ class StateButtonsAdmin(admin.ModelAdmin):
         add: bool = False,
         change: bool = False,
         form_url: str = "",
-        obj: Model | None = None,
+        obj: _M | None = None,
     ) -> TemplateResponse:
         if obj is not None and self.has_state_change_permission(request, obj):
             context["state_buttons"] = [

@@ -111,7 +111,7 @@ QUEUE_STATE_FIELDS = [
 
 
 @admin.register(Notification)
-class NotificationAdmin(StateButtonsAdmin, ServiceSaveAdmin):
+class NotificationAdmin(StateButtonsAdmin[Notification], ServiceSaveAdmin):
     change_list_template = "admin/queue_change_list.html"
     form = NotificationForm
     refusals = (conflicts.NotificationClaimed, services.InvalidInput)
