@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from jobs.models import Job
 from projects.models import Project
 
-_JOB_FIELDS = [
+_JOB_FIELDS = (
     "id",
     "kind",
     "status",
@@ -17,7 +17,7 @@ _JOB_FIELDS = [
     "last_error",
     "created_at",
     "completed_at",
-]
+)
 
 
 class JobInline(admin.TabularInline):

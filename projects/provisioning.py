@@ -16,6 +16,7 @@ runs twice creates nothing twice.
 
 import json
 import logging
+import uuid
 from datetime import datetime
 from typing import Any
 
@@ -59,7 +60,11 @@ def provision_call_api(job: Job) -> None:
     url = settings.PROVISIONING_URL
     if not url:
         return
-    project = Project.objects.only("name").filter(pk=job.project_id).first()
+    project = (
+        None
+        if job.project_id is None
+        else Project.objects.only("name").filter(pk=job.project_id).first()
+    )
     if project is None:
         logger.info("job %s: its project was deleted; nothing to provision", job.id)
         return
@@ -122,13 +127,24 @@ def provision_activate(job: Job, *, now: datetime) -> None:
 
 def provision_activate_many(jobs: list[Job], *, now: datetime) -> None:
     """`provision_activate` for several jobs: four statements, whatever their number."""
+    project_ids = [_provisioned_project_id(job) for job in jobs]
     projects = {
-        project.pk: project
-        for project in projects_activate(project_ids=[job.project_id for job in jobs], now=now)
+        project.pk: project for project in projects_activate(project_ids=project_ids, now=now)
     }
     notifications_announce(
-        [_announced(job, projects[job.project_id], now=now) for job in jobs], now=now
+        [
+            _announced(job, projects[project_id], now=now)
+            for job, project_id in zip(jobs, project_ids, strict=True)
+        ],
+        now=now,
     )
+
+
+def _provisioned_project_id(job: Job) -> uuid.UUID:
+    """The project a provision job provisions: project_create enqueues each with one."""
+    if job.project_id is None:
+        raise ValueError(f"The provision job {job.id} has no project.")
+    return job.project_id
 
 
 def _member_addresses(job: Job, project: Project, *, now: datetime) -> list[str]:

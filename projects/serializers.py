@@ -1,6 +1,6 @@
 """Input and output shapes of the projects API (the README's "API overview")."""
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -9,6 +9,9 @@ from projects.models import Project, ProjectStatus
 from web.fields import EmailAddressField, FieldsBoundOnce, StrictCharField
 from web.representation import Representation
 from web.serializers import RejectsUndeclaredFields
+
+if TYPE_CHECKING:
+    from projects.services import ProjectWithJob
 
 MAX_INVITES = 50
 
@@ -37,7 +40,7 @@ class ProjectSerializer(serializers.Serializer):
     job = serializers.SerializerMethodField()
 
     @extend_schema_field(JobSummarySerializer(allow_null=True))
-    def get_job(self, project: Project) -> dict[str, str] | None:
+    def get_job(self, project: "ProjectWithJob") -> dict[str, str | None] | None:
         job_id = getattr(project, "provision_job_id", None)
         if job_id is None:
             return None

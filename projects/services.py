@@ -8,7 +8,7 @@ the job, so a create costs one statement on PostgreSQL.
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, cast
 
 from django.contrib.auth.models import User
 from django.db import models, transaction
@@ -23,13 +23,26 @@ from projects.models import PROVISION_KIND, Project, ProjectStatus
 from tenancy.api.idempotency import Answer
 from tenancy.models import OperationKey, Tenant
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
-def project_queryset(*, tenant: Tenant) -> models.QuerySet[Project]:
+
+class ProvisionJob(TypedDict):
+    """The columns of its provision job a project is read with (None: it has none)."""
+
+    provision_job_id: uuid.UUID | None
+    provision_job_status: str | None
+
+
+ProjectWithJob: TypeAlias = "WithAnnotations[Project, ProvisionJob]"
+
+
+def project_queryset(*, tenant: Tenant) -> models.QuerySet[ProjectWithJob]:
     """The tenant's projects, each annotated with its provision job (one SQL statement)."""
     return _with_provision_job(Project.objects.filter(tenant=tenant))
 
 
-def _with_provision_job(projects: models.QuerySet[Project]) -> models.QuerySet[Project]:
+def _with_provision_job(projects: models.QuerySet[Project]) -> models.QuerySet[ProjectWithJob]:
     provision_jobs = Job.objects.filter(
         project=models.OuterRef("pk"), kind=PROVISION_KIND
     ).order_by("created_at")
@@ -70,13 +83,16 @@ def project_create(
     `project_queryset`'s rows) recorded under its key: `key_row(answer)` is inserted with
     them, all or none, in one statement on PostgreSQL. The key's uniqueness error
     propagates for tenancy.api.idempotency to replay."""
-    project = Project(
-        id=uuid.uuid4(),
-        tenant=tenant,
-        name=name,
-        created_by=user,
-        created_at=now,
-        updated_at=now,
+    project = cast(
+        ProjectWithJob,
+        Project(
+            id=uuid.uuid4(),
+            tenant=tenant,
+            name=name,
+            created_by=user,
+            created_at=now,
+            updated_at=now,
+        ),
     )
     job_id = uuid.uuid4()
     project.provision_job_id = job_id
