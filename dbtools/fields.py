@@ -14,5 +14,12 @@ def concrete_field(model: type[models.Model], name: str) -> models.Field:
     return field
 
 
+def max_length(model: type[models.Model], name: str) -> int:
+    length = concrete_field(model, name).max_length
+    if length is None:
+        raise TypeError(f"{model.__name__}.{name} has no maximum length")
+    return length
+
+
 def column_of(field: models.Field) -> str:
     return cast(str, field.column)

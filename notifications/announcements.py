@@ -8,12 +8,13 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from dbtools.fields import max_length
 from notifications.messages import Publish, messages_publish
 from notifications.models import Channel, Notification, NotificationSource, one_shot_due
 from notifications.validation import recipient_errors
 from web.errors import InvalidInput
 
-SUBJECT_MAX = Notification._meta.get_field("subject").max_length
+SUBJECT_MAX = max_length(Notification, "subject")
 
 
 @dataclass(frozen=True)

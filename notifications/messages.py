@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils.timezone import now as utc_now
 
+from dbtools.fields import max_length
 from notifications.event_types import active_event_type_errors
 from notifications.models import (
     Channel,
@@ -42,7 +43,7 @@ from web.errors import InvalidInput
 MAX_PAYLOAD_BYTES = 256 * 1024
 # How long an event_id deduplicates: a repeat within it answers the first message.
 DEDUP_WINDOW = timedelta(hours=24)
-SUBJECT_MAX = Notification._meta.get_field("subject").max_length
+SUBJECT_MAX = max_length(Notification, "subject")
 
 
 @dataclass(frozen=True)

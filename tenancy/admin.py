@@ -69,7 +69,8 @@ class MembershipAdmin(admin.ModelAdmin):
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = [
+    # Every column the list shows, read-only: the digest never, the secret does not exist.
+    list_display = fields = readonly_fields = (
         "prefix",
         "name",
         "kind",
@@ -79,12 +80,10 @@ class ApiTokenAdmin(admin.ModelAdmin):
         "last_used_at",
         "expires_at",
         "revoked_at",
-    ]
+    )
     list_filter = ["kind", "revoked_at"]
     search_fields = ["prefix", "name", "user__email"]
     list_select_related = ["user", "tenant"]
-    # Every column the list shows, read-only: the digest never, the secret does not exist.
-    fields = readonly_fields = list_display
     actions = ["revoke"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:

@@ -139,6 +139,7 @@ def retention_groups() -> list[tuple[int, Q]]:
         tenants = Q(tenant__plan=plan)
         if default is not None and default.pk == plan.pk:
             tenants |= Q(tenant__plan__isnull=True)
+        assert plan.retention_days is not None  # the filter's
         groups.append((plan.retention_days, tenants))
     return groups
 

@@ -4,6 +4,7 @@ import hashlib
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, cast
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -11,12 +12,16 @@ from django.db import models, transaction
 from django.db.models import FilteredRelation, Q
 
 from dbtools.compiled import CompiledQuery, Param
+from dbtools.fields import max_length
 from dbtools.ratelimit import blocked_for_us
 from tenancy.members import member_join
 from tenancy.models import ApiToken, Membership, Role, Tenant
 from tenancy.plans import default_plan
 from tenancy.tokens import session_issue
 from web.errors import DomainError, Forbidden
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 # Writing last_used_at on every request would turn every read into a write; a minute of
 # precision is what an owner needs to spot an unused or a leaked token.
@@ -70,6 +75,18 @@ class TenantCandidates:
 
     tenant_id: uuid.UUID | None
     memberships: tuple[Membership, ...]
+
+
+class _TokenReading(TypedDict):
+    """What the token's statement reads beside the token, and what token_authenticate leaves
+    on it for membership_resolve."""
+
+    address_blocked_for_us: int | None
+    selected_tenant: Tenant
+    tenant_candidates: TenantCandidates | None
+
+
+TokenRow: TypeAlias = "WithAnnotations[ApiToken, _TokenReading]"
 
 
 def token_authenticate(
@@ -141,10 +158,12 @@ def _token_query(condition: Q | None) -> models.QuerySet[ApiToken]:
     )
     if condition is None:
         return tokens[:1]
-    return tokens.annotate(
+    joined = tokens.annotate(
         selected_membership=FilteredRelation("user__memberships", condition=condition),
         selected_tenant=FilteredRelation("selected_membership__tenant"),
-    ).select_related("selected_membership", "selected_tenant")[:2]
+    )
+    # The plugin does not see FilteredRelation's names as relations select_related may follow.
+    return joined.select_related("selected_membership", "selected_tenant")[:2]  # type: ignore[misc]
 
 
 # Compiled once per connection: compiling this join cost more than running it.
@@ -157,16 +176,23 @@ _TOKEN_IN_TENANT = CompiledQuery(
 
 def _token_rows(
     prefix: str, tenant_id: uuid.UUID | None, with_memberships: bool, failures: FailureLimit
-) -> list[ApiToken]:
-    values = {"prefix": prefix, "failure_key": failures.key, "failure_limit": failures.limit}
+) -> list[TokenRow]:
+    values: dict[str, Any] = {
+        "prefix": prefix,
+        "failure_key": failures.key,
+        "failure_limit": failures.limit,
+    }
     if not with_memberships:
-        return _TOKEN.run(**values)
-    if tenant_id is None:
-        return _TOKEN_IN_ANY_TENANT.run(**values)
-    return _TOKEN_IN_TENANT.run(**values, tenant_id=tenant_id)
+        query = _TOKEN
+    elif tenant_id is None:
+        query = _TOKEN_IN_ANY_TENANT
+    else:
+        query, values["tenant_id"] = _TOKEN_IN_TENANT, tenant_id
+    # Rows of _token_query, which reads _TokenReading's columns with the token.
+    return cast("list[TokenRow]", query.run(**values))
 
 
-def _memberships_of(rows: list[ApiToken]) -> tuple[Membership, ...]:
+def _memberships_of(rows: list[TokenRow]) -> tuple[Membership, ...]:
     memberships = []
     for row in rows:
         # select_related leaves the attribute unset on a row that joined no membership.
@@ -229,7 +255,7 @@ def _username_for(email: str) -> str:
     """A new user's user name: their address, or a digest of it when the address is longer
     than the column (150; an address may have 254). Users are found by their email, so the
     name only has to be unique, as the address is."""
-    limit = get_user_model()._meta.get_field("username").max_length
+    limit = max_length(get_user_model(), "username")
     if len(email) <= limit:
         return email
     return "sha256:" + hashlib.sha256(email.encode()).hexdigest()

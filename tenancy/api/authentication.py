@@ -12,6 +12,7 @@ configured, a JWT of that provider (three base64url parts, tenancy.api.oidc).
 
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
@@ -20,6 +21,7 @@ from dbtools.bookmarks import refuse_malformed_routing
 from tenancy.api import oidc
 from tenancy.api.identities import JwtCredential, jwt_user
 from tenancy.api.throttling import AuthFailures, too_many_failures
+from tenancy.models import ApiToken
 from tenancy.services import AddressBlocked, TokenExpired, TokenRejected, token_authenticate
 from web.headers import refuse_repeated_headers
 from web.problems import ProblemError
@@ -42,6 +44,7 @@ class BearerTokenAuthentication(BaseAuthentication):
             plaintext = parts[1].decode("ascii")
         except UnicodeDecodeError:
             raise failures.refuse("The token is not valid.") from None
+        authenticated: tuple[User, ApiToken | JwtCredential]
         try:
             if oidc.looks_like_jwt(plaintext):
                 authenticated = _jwt_authenticate(plaintext, failures)
@@ -64,7 +67,7 @@ class BearerTokenAuthentication(BaseAuthentication):
         return 'Bearer realm="api"'
 
 
-def _jwt_authenticate(token: str, failures: AuthFailures) -> tuple[Any, JwtCredential]:
+def _jwt_authenticate(token: str, failures: AuthFailures) -> tuple[User, JwtCredential]:
     verifier = oidc.configured_verifier()
     if verifier is None:
         raise TokenRejected("The token is not valid.")

@@ -120,6 +120,7 @@ class Idempotency:
     def required(cls, request: Request, *, body: Any, scope: str | None = None) -> "Idempotency":
         """The request's key, in the request's tenant or, given a `scope`, in that scope
         alone; raises InvalidIdempotencyKey when it is missing or malformed."""
+        assert request.method is not None  # Django sets it on every request it serves
         return cls(
             tenant=tenant_of(request) if scope is None else None,
             scope=scope or "",

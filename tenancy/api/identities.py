@@ -8,18 +8,19 @@ create one. A JWT grants no membership: its user reaches a tenant only by being 
 """
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, models, transaction
 
+from dbtools.fields import max_length
 from dbtools.ratelimit import blocked_for_us, blocked_seconds
 from tenancy.models import ExternalIdentity
 from tenancy.services import AddressBlocked, FailureLimit, TokenRejected, user_get_or_create
 from web.fields import validate_email_address
 
-_MAX_SUBJECT = ExternalIdentity._meta.get_field("subject").max_length
+_MAX_SUBJECT = max_length(ExternalIdentity, "subject")
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ def jwt_user(*, claims: dict[str, Any], issuer: str, failures: FailureLimit) -> 
     if not isinstance(subject, str) or not 0 < len(subject) <= _MAX_SUBJECT:
         raise TokenRejected("The token's subject is not usable.")
     # On the primary, as a token is looked up: the failure counts are kept there only.
-    identity = (
+    known = (
         ExternalIdentity.objects.using(DEFAULT_DB_ALIAS)
         .select_related("user")
         .filter(issuer=issuer, subject=subject)
@@ -48,19 +49,22 @@ def jwt_user(*, claims: dict[str, Any], issuer: str, failures: FailureLimit) -> 
         )
         .first()
     )
-    if identity is not None and identity.address_blocked_for_us is not None:
-        raise AddressBlocked(identity.address_blocked_for_us / 1_000_000)
-    if identity is None:
+    if known is not None and known.address_blocked_for_us is not None:
+        raise AddressBlocked(known.address_blocked_for_us / 1_000_000)
+    identity: ExternalIdentity
+    if known is None:
         seconds = blocked_seconds(failures.key, failures.limit)
         if seconds is not None:
             raise AddressBlocked(seconds)
         identity = _first_sight(issuer, subject, claims)
+    else:
+        identity = known
     if not identity.user.is_active:
         raise TokenRejected("The token's user is not active.")
     return identity.user
 
 
-def _usable_address(email: Any) -> bool:
+def _usable_address(email: Any) -> TypeGuard[str]:
     if not isinstance(email, str):
         return False
     try:

@@ -135,7 +135,12 @@ class IssuerKeys:
         except (IssuerUnavailable, jwt.PyJWTError) as exc:
             logger.warning("identity provider keys not refreshed: %s", exc)
             return
-        self._keys = {key.key_id: key for key in keys if key.algorithm_name in ALGORITHMS}
+        self._keys = {
+            key.key_id: key
+            for key in keys
+            # PyJWKClient returns signing keys with a kid only; the check narrows the type.
+            if key.key_id is not None and key.algorithm_name in ALGORITHMS
+        }
         self._fetched_at = now
 
     def _jwks_uri(self) -> str:

@@ -10,7 +10,7 @@ problem an operation can answer (`application/problem+json`), plus any
 answered.
 """
 
-from typing import Any
+from typing import Any, Literal
 
 from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -122,7 +122,9 @@ class ProblemSerializer(serializers.Serializer):
     title = serializers.CharField()
     status = serializers.IntegerField(help_text="Equal to the HTTP status.")
     detail = serializers.CharField()
-    errors = serializers.DictField(
+    # The metaclass takes declared fields off the class, so this does not shadow
+    # Serializer.errors as the stubs read it.
+    errors = serializers.DictField(  # type: ignore[assignment]
         child=serializers.JSONField(), required=False, help_text="Field name → messages."
     )
 
@@ -202,7 +204,9 @@ class TickworkAutoSchema(AutoSchema):
             schema.pop("description", None)
         return schema
 
-    def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
+    def _get_response_bodies(
+        self, direction: Literal["request", "response"] = "response"
+    ) -> dict[str, Any]:
         responses = super()._get_response_bodies(direction)
         extra = getattr(self.view, "extra_problem_statuses", {}).get(self.method, ())
         if self.method == "POST":
