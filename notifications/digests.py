@@ -19,6 +19,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from dbtools.fields import concrete_field
 from notifications.models import Channel, Digest, Notification
 from notifications.states import Move, after
 from tenancy.models import Tenant
@@ -61,7 +62,7 @@ _JOIN = {
 
 
 def _prep(field: str, value: Any) -> Any:
-    return Digest._meta.get_field(field).get_db_prep_value(value, connection)
+    return concrete_field(Digest, field).get_db_prep_value(value, connection)
 
 
 def digest_join(
@@ -120,16 +121,16 @@ def digest_join(
 def render_claimed(rows: Iterable[Notification], *, now: datetime) -> None:
     """Close the digests the claimed `rows` deliver (no event joins them any more) and put
     each one's listing in its row's body, in memory."""
-    rows = {row.pk: row for row in rows if row.digest_key}
-    if not rows:
+    by_id = {row.pk: row for row in rows if row.digest_key}
+    if not by_id:
         return
-    Digest.objects.filter(notification_id__in=rows, is_open=True).update(
+    Digest.objects.filter(notification_id__in=by_id, is_open=True).update(
         is_open=False, updated_at=now
     )
-    for digest in Digest.objects.filter(notification_id__in=rows).only(
+    for digest in Digest.objects.filter(notification_id__in=by_id).only(
         "items", "count", "notification_id"
     ):
-        rows[digest.notification_id].body = digest_body(digest.items, count=digest.count)
+        by_id[digest.notification_id].body = digest_body(digest.items, count=digest.count)
 
 
 def digest_body(items: Sequence[dict[str, str]], *, count: int) -> str:

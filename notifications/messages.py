@@ -340,7 +340,7 @@ def message_resend(
 
 
 # A delivery row's state as a message's history shows it.
-_STATUS = {
+_STATUS: dict[str, str] = {
     NotificationState.SCHEDULED: "pending",
     NotificationState.BACKING_OFF: "pending",
     NotificationState.COMPLETED: "delivered",

@@ -3,12 +3,16 @@ state. run_tick's claim, the admin's filters, the API's `?state=` and the queue 
 are all built from them."""
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.db import connection, models
 from django.db.models.expressions import RawSQL
 
 from dbqueue.leases import lease_free, lease_running
 from notifications.states import CLAIMABLE, NotificationState
+
+if TYPE_CHECKING:
+    from notifications.models import Notification  # noqa: F401 (the base class names it)
 
 
 class NotificationQuerySet(models.QuerySet["Notification"]):

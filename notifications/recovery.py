@@ -24,6 +24,7 @@ from django.db.models import Q, QuerySet
 from django.utils.dateparse import parse_datetime
 from django.utils.timezone import now as utc_now
 
+from dbtools.fields import column_of, concrete_field
 from jobs.models import Job
 from jobs.registry import Handler, JobError
 from jobs.services import job_enqueue, job_progress
@@ -166,13 +167,16 @@ def requeue(rows: list[tuple[UUID, int]], *, first: int, now: datetime) -> int:
         name: value for name, value in values.items() if name not in ("next_fire_at", "due_at")
     }
     constant["updated_at"] = now
-    sets = [f"{quote(meta.get_field(name).column)} = %s" for name in constant]
+    sets = [f"{quote(column_of(concrete_field(Notification, name)))} = %s" for name in constant]
     params: list[Any] = [
-        meta.get_field(name).get_db_prep_save(value, connection) for name, value in constant.items()
+        concrete_field(Notification, name).get_db_prep_save(value, connection)
+        for name, value in constant.items()
     ]
     sets += ["claimed_until = NULL", "claim_token = claim_token + 1"]
     sets += [f"{quote(column)} = v.column3" for column in ("next_fire_at", "due_at")]
-    pk, token, due = meta.pk, meta.get_field("claim_token"), meta.get_field("next_fire_at")
+    pk, token, due = (
+        concrete_field(Notification, name) for name in ("id", "claim_token", "next_fire_at")
+    )
     if connection.vendor == "postgresql":
         casts = [f"CAST(%s AS {field.cast_db_type(connection)})" for field in (pk, token, due)]
         row = f"({', '.join(casts)})"
@@ -190,7 +194,7 @@ def requeue(rows: list[tuple[UUID, int]], *, first: int, now: datetime) -> int:
         # Only the model's own names are formatted in; every value binds.
         f"UPDATE {table} SET {', '.join(sets)} "  # noqa: S608
         f"FROM (VALUES {', '.join([row] * len(rows))}) AS v "
-        f"WHERE {table}.{quote(pk.column)} = v.column1 AND {table}.claim_token = v.column2"
+        f"WHERE {table}.{quote(column_of(pk))} = v.column1 AND {table}.claim_token = v.column2"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

@@ -168,8 +168,9 @@ class NotificationPatchSerializer(NotificationWriteSerializer):
     """The body of PATCH /v1/notifications/{id}: any subset; the project and a digest are
     fixed."""
 
-    project_id = None
-    digest = None
+    # None takes an inherited field off (DRF's way); the stubs see a field's type changed.
+    project_id = None  # type: ignore[assignment]
+    digest = None  # type: ignore[assignment]
 
 
 class NotificationSerializer(serializers.ModelSerializer):
@@ -180,7 +181,9 @@ class NotificationSerializer(serializers.ModelSerializer):
     project_id = serializers.UUIDField(allow_null=True)
     fire_at = serializers.DateTimeField(source="recurrence_anchor", allow_null=True)
     state = serializers.ChoiceField(choices=NotificationState.choices)
-    source = serializers.ChoiceField(
+    # A declared field, taken off the class by the metaclass: it does not replace the
+    # serializer's own `source`, as the stubs read it.
+    source = serializers.ChoiceField(  # type: ignore[assignment]
         choices=NotificationSource.choices,
         help_text="`api`: made through the API; `system`: the product's own announcements "
         "(a project's activation or failure, its invitations).",

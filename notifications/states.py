@@ -106,7 +106,10 @@ def after(state: str | None, move: Move) -> NotificationState:
     if not allows(state, move):
         raise IllegalTransition(state, move)
     target = TRANSITIONS[move][1]
-    return NotificationState(state) if target is KEEP else target
+    if target is not KEEP:
+        return target
+    assert state is not None  # no move that keeps the state is allowed from None
+    return NotificationState(state)
 
 
 class DeadLetterReason(models.TextChoices):

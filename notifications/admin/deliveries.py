@@ -2,6 +2,8 @@
 that still exists (finished ones are kept as completed until pruned; the log of a deleted
 or pruned one stays)."""
 
+from typing import TYPE_CHECKING, TypeAlias, TypedDict
+
 from django.contrib import admin
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from django.http import HttpRequest
@@ -12,8 +14,19 @@ from django.utils.text import Truncator
 from notifications.models import Delivery, Notification
 from web.admin import ReadOnlyModelAdmin
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
 # Long enough to tell errors apart, short enough that the list fits a 1366-pixel window.
 ERROR_CHARS = 40
+
+
+class _NotificationColumns(TypedDict):
+    notification_exists: bool
+    notification_subject: str | None
+
+
+ListedDelivery: TypeAlias = "WithAnnotations[Delivery, _NotificationColumns]"
 
 
 @admin.register(Delivery)
@@ -49,7 +62,7 @@ class DeliveryAdmin(ReadOnlyModelAdmin):
         )
 
     @admin.display(description="notification")
-    def notification_link(self, delivery: Delivery) -> str:
+    def notification_link(self, delivery: ListedDelivery) -> str:
         if not delivery.notification_exists:
             return f"(deleted) {delivery.notification_id}"
         url = reverse("admin:notifications_notification_change", args=[delivery.notification_id])

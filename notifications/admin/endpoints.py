@@ -17,6 +17,25 @@ from web.admin import ServiceSaveAdmin
 DISABLED_BY_SUPPORT = "disabled by support"
 
 
+_FIELDS = (
+    "tenant",
+    "url",
+    "enabled",
+    "event_types",
+    "disabled_reason",
+    "circuit",
+    "consecutive_failures",
+    "failed_deliveries",
+    "circuit_open_until",
+    "last_failure_at",
+    "failing_since",
+    "rate_limit",
+    "id",
+    "created_at",
+    "updated_at",
+)
+
+
 @admin.register(WebhookEndpoint)
 class WebhookEndpointAdmin(ServiceSaveAdmin):
     change_list_template = "admin/queue_change_list.html"
@@ -25,27 +44,11 @@ class WebhookEndpointAdmin(ServiceSaveAdmin):
     list_select_related = ["tenant"]
     search_fields = ["url", "tenant__name"]
     ordering = ["-created_at"]
-    fields = [
-        "tenant",
-        "url",
-        "enabled",
-        "event_types",
-        "disabled_reason",
-        "circuit",
-        "consecutive_failures",
-        "failed_deliveries",
-        "circuit_open_until",
-        "last_failure_at",
-        "failing_since",
-        "rate_limit",
-        "id",
-        "created_at",
-        "updated_at",
-    ]
+    fields = _FIELDS
     # Only the URL, the switch and the subscriptions are edited here. The breaker's state is
     # the scheduler's: editing the URL (or rotating the secret through the API) closes the
     # circuit.
-    readonly_fields = [field for field in fields if field not in ("url", "enabled", "event_types")]
+    readonly_fields = [field for field in _FIELDS if field not in ("url", "enabled", "event_types")]
     actions = ["enable", "disable"]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     refusals = (InvalidInput, WebhookEndpoint.DoesNotExist)

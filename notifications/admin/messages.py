@@ -26,7 +26,7 @@ class MessageAdmin(ReadOnlyModelAdmin):
     list_select_related = ["tenant"]
     search_fields = ["=id", "event_id", "tenant__name"]
     ordering = ["-created_at"]
-    fields = [
+    fields = readonly_fields = (
         "id",
         "tenant",
         "event_type",
@@ -34,8 +34,7 @@ class MessageAdmin(ReadOnlyModelAdmin):
         "created_at",
         "payload",
         "deliveries_per_endpoint",
-    ]
-    readonly_fields = fields
+    )
 
     @admin.display(description="endpoints")
     def endpoint_count(self, message: Message) -> int:

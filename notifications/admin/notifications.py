@@ -6,7 +6,7 @@ that call the same services as the API, and a content edit is the API's guarded 
 which never writes the claim columns and refuses a row that run_tick holds right now."""
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
@@ -47,14 +47,15 @@ class QueueStateFilter(admin.SimpleListFilter):
             ("claimed", "Claimed (in flight)"),
         ]
 
-    def queryset(self, request: HttpRequest, queryset: NotificationQuerySet) -> QuerySet:
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        notifications = cast(NotificationQuerySet, queryset)  # the Notification admin's
         now = utc_now()
         value = self.value() or ""
         if value in NotificationState.values:
-            return queryset.in_state(value)
+            return notifications.in_state(value)
         selectors: dict[str, Callable[[], QuerySet]] = {
-            "due": lambda: queryset.due(now=now),
-            "claimed": lambda: queryset.in_flight(now=now),
+            "due": lambda: notifications.due(now=now),
+            "claimed": lambda: notifications.in_flight(now=now),
         }
         select = selectors.get(value)
         return select() if select else queryset
@@ -68,7 +69,8 @@ class AddressLinesField(forms.CharField):
     def prepare_value(self, value: Any) -> str:
         return "\n".join(value) if isinstance(value, list) else value
 
-    def to_python(self, value: Any) -> list[str]:
+    # A CharField's widget and checks, with a list as the cleaned value.
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
         if isinstance(value, list):
             return value
         return [line.strip() for line in (value or "").splitlines() if line.strip()]
@@ -93,7 +95,7 @@ def _cells(delivery: Delivery) -> tuple:
     )
 
 
-QUEUE_STATE_FIELDS = [
+QUEUE_STATE_FIELDS = (
     "state",
     "next_fire_at",
     "due_at",
@@ -107,7 +109,7 @@ QUEUE_STATE_FIELDS = [
     "claimed_until",
     "claim_token",
     "unfinished_claims",
-]
+)
 
 
 @admin.register(Notification)
@@ -203,7 +205,7 @@ class NotificationAdmin(StateButtonsAdmin[Notification], ServiceSaveAdmin):
         link = (
             reverse("admin:notifications_delivery_changelist")
             + "?"
-            + urlencode({"notification_id": notification.id})
+            + urlencode({"notification_id": str(notification.id)})
         )
         return format_html(
             "<table><tr><th>attempted</th><th>occurrence</th><th>channel</th><th>outcome</th>"

@@ -112,9 +112,10 @@ def admitted_first_occurrence(
         probes = [_END_OF_TIME]
     else:
         probes = [max(first, now)] * ADMISSION_PROBES
-    found: datetime | None = probes[0]
+    found = probes[0]
     for _ in probes:
-        found = search(threshold=max(found, anchor))
-        if found is None:
+        following = search(threshold=max(found, anchor))
+        if following is None:
             break
+        found = following
     return first

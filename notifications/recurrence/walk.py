@@ -7,6 +7,7 @@ public functions of ``recurrence`` and ``skipped`` build on.
 
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from typing import TypedDict
 
 from dateutil.rrule import DAILY, HOURLY, MINUTELY, MONTHLY, WEEKLY, YEARLY, rrule, rrulestr
 
@@ -54,6 +55,9 @@ def wall_times(
     # refused unexpanded, and every later period is charged as the walk steps into it.
     meter.admit_period(spec.period_cost, spec.period)
     template = rrulestr(spec.core, dtstart=start)
+    # rrulestr makes a set only of several rules or of RDATE/EXDATE lines, never of a core.
+    if not isinstance(template, rrule):
+        raise TypeError(f"{spec.core!r} is not a single rule")
     rule = template.replace(until=_until_in_frame(spec.until, frame), wkst=spec.wkst)
     if "COUNT" not in spec.parts:
         rule = _reanchored(rule, spec, start, frame.wall(threshold) - frame.margin)
@@ -173,10 +177,19 @@ def _period_day(day: date, freq: int, wkst: int) -> date:
     return day
 
 
-def _anchor_defaults(spec: RuleSpec, start: datetime) -> dict[str, int]:
+class _AnchorDefaults(TypedDict, total=False):
+    bymonth: int
+    bymonthday: int
+    byweekday: int
+    byhour: int
+    byminute: int
+    bysecond: int
+
+
+def _anchor_defaults(spec: RuleSpec, start: datetime) -> _AnchorDefaults:
     """What dateutil would fill in from DTSTART=`start` for the parts the rule omits."""
     given, freq = spec.parts, spec.freq
-    defaults: dict[str, int] = {}
+    defaults: _AnchorDefaults = {}
     if not given & DAY_PARTS:
         if freq == YEARLY:
             if "BYMONTH" not in given:

@@ -163,14 +163,15 @@ class BatchLane:
         self._left_out(rows, batches, now=now)
         horizon = now + timedelta(seconds=self.tick.config.mail_horizon)
         for batch in batches:
-            if batch.slot > horizon:
+            slot = batch.taken_slot()
+            if slot > horizon:
                 for row, _token, _index in batch.members:
-                    deferral = Deferral(until=batch.slot, reason=DeferralReason.SEND_BUDGET)
+                    deferral = Deferral(until=slot, reason=DeferralReason.SEND_BUDGET)
                     self.joiner.settle(row, deferred={Channel.EMAIL: deferral})
             else:
                 self._submit(batch, now=now)
         if batches:
-            self.budget.pause_until(max(b.slot for b in batches), now=now)
+            self.budget.pause_until(max(b.taken_slot() for b in batches), now=now)
 
     def _compose(self, rows: list[Notification], *, now: datetime) -> list[OutgoingBatch] | None:
         """The rows' batches, recorded and with their slots; None when the connection was
@@ -192,7 +193,7 @@ class BatchLane:
         future = self.mailer.submit(
             send_when_due,
             batch,
-            send_at=time.monotonic() + (batch.slot - now).total_seconds(),
+            send_at=time.monotonic() + (batch.taken_slot() - now).total_seconds(),
             latest=time.monotonic() + config.mail_lease_margin,
             sender=self.sender,
             timeout=config.channel_timeout,

@@ -52,6 +52,12 @@ class OutgoingBatch:
     slot: datetime | None = None
     sent_at: datetime | None = field(default=None, compare=False)
 
+    def taken_slot(self) -> datetime:
+        """The send slot take_slots gave the batch; only for a batch it was given to."""
+        if self.slot is None:
+            raise ValueError("The batch has no send slot yet.")
+        return self.slot
+
 
 def compose(rows: Sequence[Notification], *, now: datetime) -> list[OutgoingBatch]:
     """Put the claimed rows' emails in batches and record each new batch (its composition

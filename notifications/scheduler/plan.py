@@ -39,15 +39,23 @@ logger = logging.getLogger("notifications.scheduler")
 
 
 class ChannelResult(Protocol):
-    """The fields of transports.base.DeliveryResult these decisions read."""
+    """The fields of transports.base.DeliveryResult these decisions read (read-only: the
+    result is frozen)."""
 
-    ok: bool
-    error: str
-    permanent: bool
-    category: str
-    http_status: int | None
-    retry_after: float | None
-    backpressure: bool
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def error(self) -> str: ...
+    @property
+    def permanent(self) -> bool: ...
+    @property
+    def category(self) -> str: ...
+    @property
+    def http_status(self) -> int | None: ...
+    @property
+    def retry_after(self) -> float | None: ...
+    @property
+    def backpressure(self) -> bool: ...
 
 
 class Verdict(StrEnum):
@@ -145,7 +153,7 @@ def classify(results: Mapping[str, ChannelResult]) -> Classification:
     """The `verdict` of these results alone (a full success also when there were none),
     with what deciding a full failure's fate needs."""
     verdict_of, failed = verdict(_settled(results), channels=results)
-    waits = [results[c].retry_after for c in failed if results[c].retry_after is not None]
+    waits = [wait for c in failed if (wait := results[c].retry_after) is not None]
     return Classification(
         verdict=verdict_of,
         failed=failed,
@@ -507,7 +515,7 @@ def invalid_schedule(
     logged — never completed as if its schedule had ended, never left claimed to stall the
     next tick. `fired`: the occurrence itself was delivered."""
     logger.warning("row %s: schedule dead-lettered as invalid_schedule: %s", row.pk, exc)
-    fired_changes = {"last_fired_at": now} if fired else {}
+    fired_changes: dict[str, Any] = {"last_fired_at": now} if fired else {}
     return _dead_letter_plan(
         row,
         token,

@@ -162,6 +162,7 @@ class RowLane:
                 return
             if admission is Admission.DEFER:
                 until = self.gate.circuit(endpoint.pk).open_until
+                assert until is not None  # the circuit is open
                 deferred[Channel.WEBHOOK] = Deferral(
                     until=until, reason=DeferralReason.CIRCUIT_OPEN
                 )
@@ -220,7 +221,7 @@ class RowLane:
         now = self.tick.clock.now()
         for row, endpoint_id, outcome in self.workers.back(done):
             delivery = outcome if isinstance(outcome, RowDelivery) else None
-            if delivery is None:
+            if not isinstance(outcome, RowDelivery):
                 self.joiner.broke(row, outcome)
             signal = None
             if endpoint_id is not None:
@@ -313,7 +314,9 @@ class RowClaims:
         return (
             not self.exhausted
             and self.tick.may_claim()
-            and ((free > 0 and (free * 2 >= concurrency or not running)) or self._refills(queued))
+            and (
+                (free > 0 and (free * 2 >= concurrency or not running)) or self._refills(queued) > 0
+            )
         )
 
     def take(self, *, free: int, queued: int) -> Claimed | None:

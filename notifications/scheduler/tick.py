@@ -223,5 +223,5 @@ def tick_worker(
         interval=interval,
         report=report,
         report_error=report_error,
-        again=lambda summary: summary.due_left > 0,
+        again=lambda summary: isinstance(summary, TickSummary) and summary.due_left > 0,
     )

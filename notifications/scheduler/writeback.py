@@ -241,6 +241,7 @@ def may_start(row: Notification, *, tick: Tick, buffer: WriteBackBuffer, now: da
     holds, and the row's lease still covers a delivery started now (its channel timeout,
     the grace and the write-back). Otherwise the row goes back unattempted (a later claim
     gives it a new lease) and False. Every lane asks this before a row starts."""
+    assert row.claimed_until is not None  # the lease of the claim that took the row
     late = row.claimed_until - now < tick.config.start_cover
     if tick.stop.is_set() or tick.lost is not None or late:
         release(row, buffer=buffer)
