@@ -22,7 +22,8 @@ short claim that took every row it ranked found the queue drained.
 What a claimer writes back afterwards is fenced on the claim token: `dbqueue.fences`.
 """
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, cast
@@ -84,7 +85,8 @@ def claim(
     model, sql, params = claim_statement(
         spec, now=now, lease=lease, limit=limit, skip=skip, cap=cap, caps=caps
     )
-    rows = list(model._default_manager.raw(sql, params))
+    with _planned_for_its_values():
+        rows = list(model._default_manager.raw(sql, params))
     if connection.vendor != "postgresql":
         # One writer at a time: every row the claim ranked, it took.
         return Claimed(rows, candidates=len(rows))
@@ -92,6 +94,23 @@ def claim(
     # The statement's candidates column, on its first row.
     candidates = rows[0].candidates if rows else 0  # type: ignore[attr-defined]
     return Claimed([row for row in rows if row.pk is not None], candidates=candidates)
+
+
+@contextmanager
+def _planned_for_its_values() -> Iterator[None]:
+    """Run the claim unprepared: PostgreSQL plans a prepared statement once for any values
+    after a few runs (a generic plan), and the claim's generic plan guessed the due rows
+    wrong and took three times as long as one planned for its own time and batch."""
+    raw = connection.connection
+    threshold = getattr(raw, "prepare_threshold", None)
+    if threshold is None:
+        yield
+        return
+    raw.prepare_threshold = None
+    try:
+        yield
+    finally:
+        raw.prepare_threshold = threshold
 
 
 def claim_statement(
@@ -143,8 +162,13 @@ def _postgresql_claim(
     table, pk = _quoted(compiled.model)
     sql = (
         f"WITH ranked AS ({compiled.ranked_sql}), "
+        # The rows are looked up by key among the ranked ones (`= ANY`), so the lookup is
+        # by primary key whatever the planner believes of the due rows: a burst inserted
+        # before the table's statistics caught up otherwise joined every due row to the
+        # ranking one by one (220 ms for 5,000 due rows instead of 15).
         f"picked AS (SELECT {table}.{pk} FROM {table} "
         f"JOIN ranked ON ranked.{pk} = {table}.{pk} WHERE {compiled.where_sql} "
+        f"AND {table}.{pk} = ANY(ARRAY(SELECT {pk} FROM ranked)) "
         f"ORDER BY ranked.fair_rank, {compiled.order_sql}, {table}.{pk} "
         f"LIMIT %s FOR UPDATE OF {table} SKIP LOCKED), "
         f"claimed AS (UPDATE {table} AS claimed SET {assignments[0]} FROM picked "

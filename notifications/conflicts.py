@@ -56,6 +56,20 @@ class EndpointDeleted(Conflict):
         )
 
 
+class EndpointDisabled(Conflict):
+    """A recovery re-queues deliveries for the endpoint: while it is disabled they would
+    only be parked again."""
+
+    kind = "webhook-endpoint-disabled"
+    title = "Webhook endpoint disabled"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The webhook endpoint is disabled, so the deliveries a recovery queues again would "
+            "only be parked. Enable it first (PATCH disabled: false), then recover the window."
+        )
+
+
 class ScheduleFinished(Conflict):
     """The recurring schedule has no occurrence left to resume at."""
 

@@ -28,6 +28,7 @@ from dbtools.fields import column_of, concrete_field
 from jobs.models import Job
 from jobs.registry import Handler, JobError
 from jobs.services import job_enqueue, job_progress
+from notifications.conflicts import EndpointDisabled
 from notifications.models import Channel, DeliveryOutcome, Notification, WebhookEndpoint
 from notifications.services import rearmed
 from notifications.states import Move, NotificationState, after
@@ -79,7 +80,8 @@ def endpoint_recover(
     """Start the recovery of the tenant's endpoint over [since, until) (until: now; a
     later one is taken as now, for nothing created after now exists yet) as a pending task.
     Raises InvalidInput for a window that starts more than RECOVER_MAX_DAYS back or does
-    not end after it starts, and DoesNotExist for an endpoint the tenant does not have."""
+    not end after it starts, DoesNotExist for an endpoint the tenant does not have, and
+    EndpointDisabled for a disabled one (nothing is enqueued)."""
     now = now or utc_now()
     until = now if until is None else min(until, now)
     errors: dict[str, list[str]] = {}
@@ -89,7 +91,9 @@ def endpoint_recover(
         errors["since"] = ["Must be before until (and before now)."]
     if errors:
         raise InvalidInput(errors)
-    endpoint = WebhookEndpoint.objects.only("id").get(pk=endpoint_id, tenant=tenant)
+    endpoint = WebhookEndpoint.objects.only("id", "enabled").get(pk=endpoint_id, tenant=tenant)
+    if not endpoint.enabled:
+        raise EndpointDisabled()
     total = recoverable(
         tenant_id=tenant.pk, endpoint_id=endpoint.pk, since=since, until=until
     ).count()

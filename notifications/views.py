@@ -459,9 +459,10 @@ class MessageResendView(APIView):
 
 class WebhookEndpointRecoverView(APIView):
     """Queue again every delivery to the endpoint in a window that never succeeded, as a
-    task (202 with its id; GET /v1/tasks/{id} follows it)."""
+    task (202 with its id; GET /v1/tasks/{id} follows it); 409 for a disabled endpoint."""
 
     owner_methods = ("*",)
+    extra_problem_statuses = {"POST": (409,)}
 
     @extend_schema(
         request=WebhookEndpointRecoverSerializer,

@@ -113,9 +113,9 @@ def build_world(alice: Any, bob: Any, charlie: Any) -> World:
 
 
 def expected_status(route: RouteSpec, principal: str, target: str) -> int:
-    missing_token = route.public and target == "missing" and route.missing is not None
-    if missing_token and (principal == "anonymous" or principal in MEMBERS):
-        return route.missing
+    missing_token = route.missing if route.public and target == "missing" else None
+    if missing_token is not None and (principal == "anonymous" or principal in MEMBERS):
+        return missing_token
     if route.public and principal in MEMBERS:
         return route.success if route.signed_in is None else route.signed_in
     if route.public and principal == "anonymous":

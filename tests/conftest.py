@@ -10,6 +10,7 @@ import psycopg
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import connections
 from hypothesis import settings as hypothesis_settings
@@ -30,7 +31,7 @@ hypothesis_settings.load_profile("tickwork")
 
 @dataclass
 class Actor:
-    user: object
+    user: User
     tenant: Tenant
     role: str
     token: str

@@ -17,6 +17,7 @@ from django.urls import URLResolver, get_resolver
 from django.utils import timezone
 from drf_spectacular.views import SpectacularAPIView
 from hypothesis import HealthCheck, settings
+from requests.structures import CaseInsensitiveDict
 from schemathesis import Case
 from schemathesis.config import SchemathesisConfig
 
@@ -260,8 +261,8 @@ def _aim_at_seeded_rows(case: Case, tenant_id: str, seeded: dict[str, str]) -> N
     endpoint_id = (case.path_parameters or {}).get("endpoint_id")
     if _is_uuid(endpoint_id) and replace("endpoint_id", keep_one_in=2):
         case.path_parameters = {**case.path_parameters, "endpoint_id": seeded["webhook-endpoints"]}
-    if _is_uuid((case.headers or {}).get("X-Tenant-ID")) and replace("tenant", keep_one_in=4):
-        case.headers = {**case.headers, "X-Tenant-ID": tenant_id}
+    if _is_uuid(case.headers.get("X-Tenant-ID")) and replace("tenant", keep_one_in=4):
+        case.headers = CaseInsensitiveDict({**case.headers, "X-Tenant-ID": tenant_id})
     # A negative body stays as generated: fixing its fields could repair the very field
     # that was meant to be invalid.
     positive = case.meta is None or case.meta.generation.mode.is_positive

@@ -189,3 +189,9 @@ def test_no_component_publishes_a_docstring_written_for_the_code(schema):
     internals = ("serializer", "annotat", "queryset", "Mix into", "partial=True", '{"')
     for name, text in described.items():
         assert not any(word in text for word in internals), (name, text)
+
+
+def test_recovering_an_endpoint_declares_its_409(schema):
+    recover = schema["paths"]["/v1/webhook-endpoints/{id}/recover"]["post"]
+
+    assert {"202", "409"} <= set(recover["responses"])

@@ -11,7 +11,12 @@ from typing import TypedDict
 
 from dateutil.rrule import DAILY, HOURLY, MINUTELY, MONTHLY, WEEKLY, YEARLY, rrule, rrulestr
 
-from notifications.recurrence.bounds import DAY_PARTS, OCCURRENCE_COST, month_days_exist
+from notifications.recurrence.bounds import (
+    DAY_PARTS,
+    OCCURRENCE_COST,
+    REJECTED_DAY_COST,
+    month_days_exist,
+)
 from notifications.recurrence.cost import CpuMeter, RuleTooCostly
 from notifications.recurrence.rules import RuleSpec, parse_rule
 from notifications.recurrence.zones import zone
@@ -82,7 +87,9 @@ class _MeteredInterval(int):
     dateutil hands back only matches and compares UNTIL only with matches, so a rule that
     never matches walks period by period to the year 9999 (seconds of CPU) with no way to
     stop it from outside. It does add INTERVAL at every step (WEEKLY: multiplies it by 7),
-    so the step is where the walk can be stopped.
+    so the step is where the walk can be stopped. A sub-daily walk that lands on a day its
+    day parts reject divides the rest of that day by INTERVAL to jump to its last period:
+    that is where a rejected day, which costs several steps, is charged.
     """
 
     meter: CpuMeter
@@ -95,6 +102,10 @@ class _MeteredInterval(int):
     def __mul__(self, other: int) -> int:
         self.meter.charge(self.cost)
         return int(self) * other
+
+    def __rfloordiv__(self, other: int) -> int:
+        self.meter.charge(REJECTED_DAY_COST)
+        return other // int(self)
 
 
 class Frame:

@@ -1,10 +1,10 @@
 """Fair claims on PostgreSQL: the plan of the exact claim statement, and claimers on real
 separate connections that overlap without claiming a row twice or leaving one behind."""
 
-import threading
 from collections import Counter
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.db import connection, transaction
@@ -16,6 +16,7 @@ from projects.models import Project
 from tests.conftest import requires_postgres
 from tests.dbqueue.fair_queues import LEASE, NOW, QUEUES, seconds_ago
 from tests.notifications.factories import make_tenant
+from tests.support.concurrency import run_together
 
 pytestmark = [requires_postgres]
 
@@ -78,28 +79,19 @@ def test_overlapping_claimers_take_every_row_exactly_once(name):
     rows = []
     for n, count in enumerate((120, 60, 20)):
         rows += queue.add(make_tenant(f"t{n}"), seconds_ago(*range(count, 0, -1)))
-    claimed: list[list] = [[], []]
-    start = threading.Barrier(len(claimed))
 
-    def claimer(mine: list) -> None:
-        try:
-            start.wait()
-            while True:
-                # Hold the claimed rows' locks a moment, so the other claimer meets them.
-                with transaction.atomic():
-                    batch = queue.claim(16, now=NOW + timedelta(seconds=1))
-                    connection.cursor().execute("SELECT pg_sleep(0.01)")
-                if not batch:
-                    return
-                mine.extend(batch)
-        finally:
-            connection.close()
+    def claimer() -> list[Any]:
+        mine: list[Any] = []
+        while True:
+            # Hold the claimed rows' locks a moment, so the other claimer meets them.
+            with transaction.atomic():
+                batch = queue.claim(16, now=NOW + timedelta(seconds=1))
+                connection.cursor().execute("SELECT pg_sleep(0.01)")
+            if not batch:
+                return mine
+            mine.extend(batch)
 
-    threads = [threading.Thread(target=claimer, args=(mine,)) for mine in claimed]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
+    claimed = run_together([claimer, claimer], timeout=120)
 
     counts = Counter(claimed[0] + claimed[1])
     assert set(counts) == set(rows)

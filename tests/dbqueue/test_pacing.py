@@ -1,14 +1,13 @@
 """The send budget in the database: slots spaced 1/rate apart from the first free one,
 shared by every process, pushed back when the provider asks us to wait."""
 
-import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connection
 
 from dbqueue.pacing import hold_until, next_slot, reserve_slots, take_slot
 from tests.conftest import requires_postgres
+from tests.support.concurrency import run_together
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 HALF = timedelta(seconds=0.5)
@@ -57,22 +56,14 @@ def test_reserving_costs_one_statement(django_assert_num_queries):
 def test_processes_reserving_at_once_never_share_a_slot():
     """Eight claimers on their own connections take 25 slots each at the same instant: the
     200 slots are all different and exactly one interval apart, the budget's promise."""
-    taken: list[list[datetime]] = [[] for _ in range(8)]
-    start = threading.Barrier(len(taken))
 
-    def claimer(mine: list[datetime]) -> None:
-        try:
-            start.wait()
-            for _ in range(25):
-                mine.extend(reserve_slots("resend", rate=2, count=1, now=NOW))
-        finally:
-            connection.close()
+    def claimer() -> list[datetime]:
+        mine: list[datetime] = []
+        for _ in range(25):
+            mine.extend(reserve_slots("resend", rate=2, count=1, now=NOW))
+        return mine
 
-    threads = [threading.Thread(target=claimer, args=(mine,)) for mine in taken]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    taken = run_together([claimer] * 8)
 
     slots = sorted(slot for mine in taken for slot in mine)
     assert slots == [NOW + i * HALF for i in range(200)]

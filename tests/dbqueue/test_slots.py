@@ -2,15 +2,15 @@
 for a lease, renews and frees them; a lapsed lease frees a dead holder's slots; holders
 taking at once never share a slot."""
 
-import threading
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
-from django.db import connection
 
 from dbqueue.models import ConcurrencySlot
 from dbqueue.slots import SlotHolder
 from tests.conftest import requires_postgres
+from tests.support.concurrency import run_together
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=45)
@@ -153,22 +153,10 @@ def test_holders_taking_at_once_never_share_a_slot():
     round after round: each slot goes to one of them, and every slot goes to someone."""
     scopes = {"webhook:a", "webhook:b"}
 
-    def take(one: SlotHolder, start: threading.Barrier, now: datetime) -> None:
-        try:
-            start.wait()
-            one.take(dict.fromkeys(scopes, 4), now=now)
-        finally:
-            connection.close()
-
     for round_ in range(5):
         holders = [holder() for _ in range(8)]
-        start = threading.Barrier(len(holders))
         now = NOW + round_ * LEASE  # the last round's slots have lapsed
-        threads = [threading.Thread(target=take, args=(one, start, now)) for one in holders]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        run_together([partial(one.take, dict.fromkeys(scopes, 4), now=now) for one in holders])
 
         for scope in scopes:
             taken = [(slot, one.name) for one in holders for slot in one.slots(scope)]

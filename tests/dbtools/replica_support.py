@@ -63,7 +63,9 @@ def replica_database_url() -> str:
 
 def replica_sql(sql: str) -> object:
     with psycopg.connect(replica_database_url(), autocommit=True) as replica:
-        return replica.execute(sql).fetchone()[0]
+        row = replica.execute(sql).fetchone()
+    assert row is not None, f"the replica returned no row for {sql}"
+    return row[0]
 
 
 def replica_control(action: str) -> None:

@@ -2,7 +2,6 @@
 waiting worker wakes on the jobs table's NOTIFY instead of its poll interval — when
 DATABASE_LISTEN_URL gives it a direct connection to LISTEN on; without it, it polls."""
 
-import threading
 import time
 from collections import Counter
 
@@ -16,22 +15,11 @@ from jobs.consumer import BatchSummary, jobs_drain, jobs_worker
 from jobs.models import Job, JobStatus
 from tests.conftest import requires_postgres
 from tests.jobs.factories import make_job
+from tests.support.concurrency import Threads, run_together
 from tests.support.http_server import Reply, recording_server
 
 CONSUMERS = 4
 JOBS = 40
-
-
-def in_thread(target, *args) -> threading.Thread:
-    def run() -> None:
-        try:
-            target(*args)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread
 
 
 @requires_postgres
@@ -39,17 +27,13 @@ def in_thread(target, *args) -> threading.Thread:
 def test_concurrent_consumers_complete_every_job_exactly_once(alice, settings):
     settings.JOB_LEASE_SECONDS = 60
     jobs = {str(make_job(alice.tenant, now=timezone.now()).id) for _ in range(JOBS)}
-    summaries: list[BatchSummary] = []
-    start = threading.Barrier(CONSUMERS)
 
-    def consume() -> None:
-        start.wait()
-        summaries.append(jobs_drain(clock=Clock(), limit=JOBS, max_seconds=60))
+    def consume() -> BatchSummary:
+        return jobs_drain(clock=Clock(), limit=JOBS, max_seconds=60)
 
     with recording_server(lambda request: Reply(200, delay=0.01)) as server:
         settings.PROVISIONING_URL = server.url
-        for thread in [in_thread(consume) for _ in range(CONSUMERS)]:
-            thread.join(120)
+        summaries = run_together([consume] * CONSUMERS, timeout=120)
         keys = Counter(r.headers["idempotency-key"] for r in server.received())
 
     assert set(keys) == jobs
@@ -68,7 +52,7 @@ def test_a_waiting_worker_wakes_on_notify_long_before_its_poll_interval(alice, s
     worker = jobs_worker(
         limit=10, max_seconds=30, interval=3600, report=lines.append, report_error=lines.append
     )
-    thread = in_thread(worker.run_loop)
+    loop = Threads([worker.run_loop]).start()
     try:
         assert worker.idle.wait(30)  # the first (empty) batch is done; it now waits
         job = make_job(alice.tenant, now=timezone.now())
@@ -79,7 +63,7 @@ def test_a_waiting_worker_wakes_on_notify_long_before_its_poll_interval(alice, s
         time.sleep(1.0)  # room for a spurious wake-up from the claim or the completion
     finally:
         worker.stop()
-        thread.join(30)
+        loop.join(30)
 
     assert Job.objects.get(pk=job.pk).status == JobStatus.COMPLETED
     assert worker.timed_wakeups == 0  # the one-hour poll never came round
@@ -106,7 +90,7 @@ def test_without_a_listen_url_the_worker_polls_and_never_listens(alice, settings
     worker = jobs_worker(
         limit=10, max_seconds=30, interval=0.2, report=lines.append, report_error=lines.append
     )
-    thread = in_thread(worker.run_loop)
+    loop = Threads([worker.run_loop]).start()
     try:
         assert worker.idle.wait(30)
         job = make_job(alice.tenant, now=timezone.now())
@@ -117,7 +101,7 @@ def test_without_a_listen_url_the_worker_polls_and_never_listens(alice, settings
         sessions = listening_sessions()
     finally:
         worker.stop()
-        thread.join(30)
+        loop.join(30)
 
     assert Job.objects.get(pk=job.pk).status == JobStatus.COMPLETED
     assert worker.notified_wakeups == 0

@@ -27,7 +27,7 @@ def make_failed_job(tenant) -> Job:
         last_error="provisioning API answered HTTP 503",
         next_attempt_at=None,
     )
-    Project.objects.filter(pk=job.project_id).update(status=ProjectStatus.FAILED)
+    Project.objects.filter(jobs=job).update(status=ProjectStatus.FAILED)
     return job
 
 

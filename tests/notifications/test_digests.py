@@ -3,13 +3,13 @@ sends one email listing the first 10 events and how many more, then the next joi
 new digest. Twenty joins in parallel on PostgreSQL, each on its own connection, make one
 row with twenty events."""
 
-import threading
 import uuid
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 from django.core import mail
-from django.db import connection, connections
+from django.db import connection
 
 from notifications.digests import digest_body, digest_join
 from notifications.models import Delivery, Digest, Notification
@@ -17,6 +17,7 @@ from notifications.recipients import recipient_put
 from notifications.scheduler.tick import run_tick
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_tenant
+from tests.support.concurrency import run_together
 
 NOW = datetime(2026, 3, 10, 9, 0, tzinfo=UTC)
 
@@ -158,25 +159,9 @@ def test_a_bad_digest_is_400_and_writes_nothing(alice, change, field):
 @pytest.mark.django_db(transaction=True)
 def test_twenty_parallel_joins_make_one_row_with_twenty_events():
     tenant = make_tenant()
-    start = threading.Barrier(20)
-    errors = []
 
-    def joiner(n):
-        try:
-            start.wait()
-            join(tenant, n)
-        except Exception as exc:  # reported below
-            errors.append(exc)
-        finally:
-            connections.close_all()
+    run_together([partial(join, tenant, n) for n in range(20)])  # raises what a join raised
 
-    threads = [threading.Thread(target=joiner, args=(n,)) for n in range(20)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-    assert errors == []
     [digest] = Digest.objects.all()
     assert (digest.count, len(digest.items)) == (20, 20)
     assert sorted(item["subject"] for item in digest.items) == sorted(

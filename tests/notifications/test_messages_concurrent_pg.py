@@ -5,30 +5,18 @@ The test holds an uncommitted message with the same event id while both publishe
 both pass their dedup lookup and wait on the unique index; it waits until both wait (seen in
 pg_stat_activity), then rolls back and lets them race for the key."""
 
-import threading
-import time
+import uuid
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 
 from notifications.messages import publish_message
 from notifications.models import Message, Notification
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_endpoint, make_tenant
+from tests.support.concurrency import Threads, wait_for_lock_waiters
 
 pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True)]
-
-WAIT_SECONDS = 30
-
-
-def _waiting_on_locks() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_stat_clear_snapshot()")
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
-        )
-        return cursor.fetchone()[0]
 
 
 class _Rollback(Exception):
@@ -39,31 +27,19 @@ def test_two_publishes_of_one_event_id_make_one_message():
     tenant = make_tenant()
     make_endpoint(tenant=tenant, url="https://a.example.com/hook")
     make_endpoint(tenant=tenant, url="https://b.example.com/hook")
-    answers: list = []
-    guard = threading.Lock()
 
-    def publish() -> None:
-        try:
-            message = publish_message(
-                tenant=tenant, event_type="project.active", payload={}, event_id="e-1"
-            )
-            with guard:
-                answers.append(message.id)
-        finally:
-            connection.close()
+    def publish() -> uuid.UUID:
+        return publish_message(
+            tenant=tenant, event_type="project.active", payload={}, event_id="e-1"
+        ).id
 
-    threads = [threading.Thread(target=publish) for _ in range(2)]
+    publishes = Threads([publish, publish])
     with pytest.raises(_Rollback), transaction.atomic():
         Message.objects.create(tenant=tenant, event_type="x", dedup_key="e-1")
-        for thread in threads:
-            thread.start()
-        deadline = time.monotonic() + WAIT_SECONDS
-        while _waiting_on_locks() < len(threads):
-            assert time.monotonic() < deadline, "the publishes never waited on the key"
-            time.sleep(0.01)
+        publishes.start()
+        wait_for_lock_waiters(2)  # both passed their dedup lookup and wait on the key
         raise _Rollback
-    for thread in threads:
-        thread.join(timeout=WAIT_SECONDS)
+    answers = publishes.join()
 
     [message] = Message.objects.filter(tenant=tenant)
     assert answers == [message.id, message.id]

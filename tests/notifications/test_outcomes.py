@@ -7,14 +7,19 @@ from notifications.scheduler import plan
 from notifications.scheduler.plan import Verdict
 from notifications.states import DeadLetterReason
 from notifications.transports.base import DeliveryResult
+from outbound.categories import ErrorCategory
 
 OK = DeliveryResult(ok=True, http_status=200)
-HTTP_500 = DeliveryResult(ok=False, error="HTTP 500", category="http_5xx", http_status=500)
-TIMEOUT = DeliveryResult(ok=False, error="timed out", category="timeout")
-HTTP_404 = DeliveryResult(
-    ok=False, error="HTTP 404", category="http_4xx", http_status=404, permanent=True
+HTTP_500 = DeliveryResult(
+    ok=False, error="HTTP 500", category=ErrorCategory.HTTP_5XX, http_status=500
 )
-DISABLED = DeliveryResult(ok=False, error="disabled", category="endpoint_disabled", permanent=True)
+TIMEOUT = DeliveryResult(ok=False, error="timed out", category=ErrorCategory.TIMEOUT)
+HTTP_404 = DeliveryResult(
+    ok=False, error="HTTP 404", category=ErrorCategory.HTTP_4XX, http_status=404, permanent=True
+)
+DISABLED = DeliveryResult(
+    ok=False, error="disabled", category=ErrorCategory.ENDPOINT_DISABLED, permanent=True
+)
 
 DEFAULT_STEPS = (60, 300, 1800)
 
@@ -105,8 +110,12 @@ def test_retry_after_shorter_than_the_backoff_is_ignored():
 
 
 def test_classification_takes_the_longest_retry_after():
-    slow = DeliveryResult(ok=False, category="http_4xx", http_status=429, retry_after=90)
-    slower = DeliveryResult(ok=False, category="http_5xx", http_status=503, retry_after=200)
+    slow = DeliveryResult(
+        ok=False, category=ErrorCategory.HTTP_4XX, http_status=429, retry_after=90
+    )
+    slower = DeliveryResult(
+        ok=False, category=ErrorCategory.HTTP_5XX, http_status=503, retry_after=200
+    )
 
     assert plan.classify({"email": slow, "webhook": slower}).retry_after == 200
 

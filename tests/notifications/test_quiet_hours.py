@@ -12,8 +12,8 @@ WEEKDAYS_9_TO_17 = {"days": ["MO", "TU", "WE", "TH", "FR"], "from": "09:00", "un
 EVERY_DAY_8_TO_20 = {"days": list(DAYS), "from": "08:00", "until": "20:00"}
 
 
-def utc(*parts: int) -> datetime:
-    return datetime(*parts, tzinfo=UTC)
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)
 
 
 def test_inside_the_window_there_is_no_wait():

@@ -2,6 +2,7 @@
 jobs outbox that queues again, once and in creation order, every delivery to the endpoint
 in the window that never succeeded; GET /v1/tasks/{id} follows it."""
 
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -12,8 +13,9 @@ from jobs.consumer import jobs_claim, jobs_drain
 from jobs.models import Job, JobStatus
 from jobs.registry import JobError
 from notifications import recovery
-from notifications.models import Notification, NotificationState
+from notifications.models import Notification, NotificationState, WebhookEndpoint
 from notifications.recovery import RECOVER_KIND, endpoint_recover, recover_chunk
+from tenancy.models import OperationKey
 from tests.notifications.factories import make_endpoint, make_notification, make_notifications
 from web.errors import InvalidInput
 
@@ -88,6 +90,40 @@ def test_members_may_not_recover(bob, endpoint):
 
     assert response.status_code == 403
     assert not Job.objects.exists()
+
+
+def test_a_disabled_endpoint_is_a_409_that_starts_nothing_and_keeps_no_key(alice, endpoint):
+    rows = _dead(endpoint, 2, created_at=timezone.now() - timedelta(hours=2))
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(enabled=False, disabled_reason="failing")
+    since = (timezone.now() - timedelta(days=1)).isoformat()
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+
+    def recover():
+        return alice.client().post(
+            f"/v1/webhook-endpoints/{endpoint.id}/recover",
+            {"since": since},
+            format="json",
+            headers=key,
+        )
+
+    response = recover()
+
+    assert response.status_code == 409
+    assert response["Content-Type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["type"].endswith("/webhook-endpoint-disabled")
+    assert (problem["title"], problem["status"]) == ("Webhook endpoint disabled", 409)
+    assert "Enable it first" in problem["detail"]
+    assert not Job.objects.exists()
+    assert not OperationKey.objects.exists()
+    assert set(Notification.objects.values_list("state", flat=True)) == {"dead_lettered"}
+    # The refusal was not stored under the key: once enabled, the same request recovers.
+    enabled = alice.client().patch(
+        f"/v1/webhook-endpoints/{endpoint.id}", {"disabled": False}, format="json"
+    )
+    assert enabled.status_code == 200
+    assert recover().status_code == 202
+    assert Job.objects.get().payload["total"] == len(rows)
 
 
 @pytest.mark.parametrize(

@@ -24,10 +24,18 @@ from notifications.recurrence import (
 from notifications.recurrence.bounds import OCCURRENCE_COST
 from notifications.recurrence.rules import MAX_PERIOD_OCCURRENCES, parse_rule
 from notifications.recurrence.walk import occurrence_after
-from tests.notifications.recurrence_support import DAYS, MULTIPLIED, SECONDS, step_budget
+from tests.notifications.recurrence_support import (
+    DAYS,
+    GENEROUS,
+    MULTIPLIED,
+    SECONDS,
+    step_budget,
+)
 
 ANCHOR = datetime(1970, 1, 1, tzinfo=UTC)
 NOW = datetime(2026, 12, 3, 9, 30, tzinfo=UTC)
+# The least CPU a day that a sub-daily rule's day parts reject was measured to cost, in µs.
+MEASURED_REJECTED_DAY_US = 3.5
 
 
 @pytest.mark.parametrize("rule", MULTIPLIED)
@@ -83,6 +91,51 @@ def test_long_lists_within_the_bound_find_their_next_occurrence(rule, expected, 
 
     assert found == expected
     assert OCCURRENCE_COST * expanded() <= meter.work <= CpuBudget().allowance
+
+
+@pytest.mark.parametrize("freq", ["HOURLY", "MINUTELY"])
+def test_each_day_a_sub_daily_rule_rejects_is_charged_as_the_several_steps_it_costs(freq):
+    # From the evening of 29 February 2024 to 29 February 2028: 1,460 days rejected, once
+    # counted 1 each.
+    rule = f"FREQ={freq};BYMONTH=2;BYMONTHDAY=29"
+    anchor = datetime(2024, 2, 29, 8, tzinfo=UTC)
+    meter = step_budget(GENEROUS).meter()
+
+    found = occurrence_after(
+        rule, "UTC", anchor, threshold=datetime(2024, 2, 29, 23, 59, 30, tzinfo=UTC), meter=meter
+    )
+
+    assert found == datetime(2028, 2, 29, tzinfo=UTC)
+    rejected_days = (datetime(2028, 2, 29) - datetime(2024, 3, 1)).days
+    assert meter.work >= MEASURED_REJECTED_DAY_US * rejected_days
+
+
+@pytest.mark.parametrize("freq", ["HOURLY", "MINUTELY"])
+def test_a_sub_daily_rule_whose_days_are_decades_apart_is_refused_by_its_count(freq):
+    # 29 February on a Monday: 2016, then 2044. Its probe rejects 10,226 days (40-75 ms of
+    # CPU), which the count once priced at half the budget, leaving only the CPU clock to stop it.
+    with pytest.raises(RuleTooCostly, match="could not be found within"):
+        admitted_first_occurrence(
+            rrule=f"FREQ={freq};BYMONTH=2;BYMONTHDAY=29;BYDAY=MO",
+            tz_name="UTC",
+            anchor=datetime(2016, 2, 29, 8, tzinfo=UTC),
+            now=datetime(2016, 3, 1, tzinfo=UTC),
+            budget=step_budget(CpuBudget().allowance),
+        )
+
+
+def test_the_issues_sparse_rule_is_admitted_by_its_count():
+    # Its walk is interval additions (0.8 µs each, counted 1) with six rejected days a
+    # search: its next two occurrences, eleven weeks apart, fit the budget.
+    first = admitted_first_occurrence(
+        rrule="FREQ=MINUTELY;INTERVAL=11;BYMINUTE=7;BYHOUR=3;BYDAY=MO",
+        tz_name="UTC",
+        anchor=datetime(2026, 11, 30, 2, 56, tzinfo=UTC),
+        now=NOW,
+        budget=step_budget(CpuBudget().allowance),
+    )
+
+    assert first == datetime(2026, 11, 30, 3, 7, tzinfo=UTC)
 
 
 def _listed(values, min_size):

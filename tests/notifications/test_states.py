@@ -19,12 +19,15 @@ from notifications.scheduler.plan import (
 from notifications.states import TRANSITIONS, IllegalTransition, Move, after, allows
 from notifications.states import NotificationState as S
 from notifications.transports.base import DeliveryResult
+from outbound.categories import ErrorCategory
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 POLICY = Policy(backoff=(60, 300, 1800))
 OK = DeliveryResult(ok=True, http_status=200)
-HTTP_500 = DeliveryResult(ok=False, category="http_5xx", http_status=500)
-HTTP_404 = DeliveryResult(ok=False, category="http_4xx", http_status=404, permanent=True)
+HTTP_500 = DeliveryResult(ok=False, category=ErrorCategory.HTTP_5XX, http_status=500)
+HTTP_404 = DeliveryResult(
+    ok=False, category=ErrorCategory.HTTP_4XX, http_status=404, permanent=True
+)
 CLAIMED = [S.SCHEDULED, S.BACKING_OFF]
 
 ALLOWED = [

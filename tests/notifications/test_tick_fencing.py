@@ -13,6 +13,7 @@ from notifications.scheduler.tick import notification_claim, run_tick
 from notifications.scheduler.writeback import write_back
 from notifications.states import Move
 from notifications.transports.base import DeliveryResult
+from outbound.categories import ErrorCategory
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
 from tests.support.http_server import recording_server
 
@@ -20,8 +21,10 @@ NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=45)
 POLICY = Policy(backoff=(60, 300, 1800))
 OK = DeliveryResult(ok=True, http_status=200)
-HTTP_500 = DeliveryResult(ok=False, category="http_5xx", http_status=500)
-HTTP_404 = DeliveryResult(ok=False, category="http_4xx", http_status=404, permanent=True)
+HTTP_500 = DeliveryResult(ok=False, category=ErrorCategory.HTTP_5XX, http_status=500)
+HTTP_404 = DeliveryResult(
+    ok=False, category=ErrorCategory.HTTP_4XX, http_status=404, permanent=True
+)
 
 CASES = [
     # (move, rrule, result)

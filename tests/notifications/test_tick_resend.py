@@ -1,17 +1,16 @@
 """Real ticks against the fake Resend on 127.0.0.1: its token bucket, its idempotency keys and
 its count of emails actually sent tell whether every email went exactly once."""
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from notifications.models import Delivery, DeliveryOutcome, Notification
 from notifications.scheduler.tick import run_tick
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_notifications, make_tenant
+from tests.support.concurrency import run_together
 from tests.support.fake_resend import ManualClock, fake_resend
 
 
@@ -108,21 +107,7 @@ def test_overlapping_ticks_send_each_email_exactly_once(settings):
         settings.RESEND_API_URL = resend.url
         settings.RESEND_RATE_LIMIT = 40
         due_emails(600)
-        start = threading.Barrier(3)
-        summaries = []
-
-        def tick() -> None:
-            try:
-                start.wait()
-                summaries.append(run_tick())
-            finally:
-                connection.close()
-
-        threads = [threading.Thread(target=tick) for _ in range(3)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        summaries = run_together([run_tick] * 3, timeout=120)
 
     assert (len(resend.sent), resend.duplicates(), resend.answered(429)) == (600, {}, 0)
     assert sum(s.delivered for s in summaries) == 600

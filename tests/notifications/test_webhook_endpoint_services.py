@@ -2,11 +2,10 @@
 included) and deleting an endpoint."""
 
 import socket
-import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from dbqueue.models import ConcurrencySlot
@@ -14,6 +13,7 @@ from notifications import webhook_endpoints
 from notifications.models import Notification, WebhookEndpoint
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
+from tests.support.concurrency import Threads, run_together, wait_for_lock_waiters
 
 NOW = datetime(2030, 3, 4, 12, 0, tzinfo=UTC)
 
@@ -107,24 +107,13 @@ def test_deleting_an_endpoint_detaches_its_notifications(tenant):
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_rotations_take_turns_so_every_shown_secret_was_stored():
     endpoint = make_endpoint(tenant=make_tenant(), url="https://hooks.example.com/")
-    barrier = threading.Barrier(2)
-    shown: list[str] = []
 
-    def rotate() -> None:
-        try:
-            barrier.wait(timeout=10)
-            rotated = webhook_endpoints.webhook_endpoint_rotate_secret(
-                tenant=endpoint.tenant, endpoint_id=endpoint.id
-            )
-            shown.append(rotated.secret)
-        finally:
-            connection.close()
+    def rotate() -> str:
+        return webhook_endpoints.webhook_endpoint_rotate_secret(
+            tenant=endpoint.tenant, endpoint_id=endpoint.id
+        ).secret
 
-    threads = [threading.Thread(target=rotate) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    shown = run_together([rotate, rotate])
 
     row = WebhookEndpoint.objects.get(pk=endpoint.pk)
     assert len(shown) == 2
@@ -137,28 +126,22 @@ def test_concurrent_rotations_take_turns_so_every_shown_secret_was_stored():
 @pytest.mark.django_db(transaction=True)
 def test_an_update_racing_a_delete_finds_the_endpoint_missing_instead_of_failing():
     endpoint = make_endpoint(tenant=make_tenant(), url="https://hooks.example.com/")
-    deleted_under_lock = threading.Event()
-    outcome: list[str] = []
 
-    def update() -> None:
+    def update() -> str:
         try:
-            deleted_under_lock.wait(timeout=10)
             webhook_endpoints.webhook_endpoint_update(
                 tenant=endpoint.tenant, endpoint_id=endpoint.id, enabled=False
             )
-            outcome.append("updated")
         except WebhookEndpoint.DoesNotExist:
-            outcome.append("missing")
-        finally:
-            connection.close()
+            return "missing"
+        return "updated"
 
-    updater = threading.Thread(target=update)
-    updater.start()
+    updater = Threads([update])
     with transaction.atomic():
         WebhookEndpoint.objects.filter(pk=endpoint.pk).delete()
-        deleted_under_lock.set()
-        updater.join(timeout=0.5)  # the update now waits on the deleted row's lock
-    updater.join(timeout=30)
+        updater.start()
+        wait_for_lock_waiters(1)  # the update waits on the deleted row's lock
+    outcome = updater.join()
 
     assert outcome == ["missing"]
     assert not WebhookEndpoint.objects.filter(pk=endpoint.pk).exists()

@@ -46,7 +46,10 @@ def emailed_token(address: str) -> str:
     it (a tick sends what is due first: no stored row holds a token). Which email is the
     latest is read from the queue: one tick may send two in either order."""
     received = [email.body for email in deliver_mail() if email.to == [address]]
-    reference = LINK_REFERENCE.search(account_emails(address)[-1].body).group(0)
+    latest = account_emails(address)[-1].body
+    found = LINK_REFERENCE.search(latest)
+    assert found is not None, latest
+    reference = found.group(0)
     token = link_token(reference, address)
     assert any(f"token={token}" in body for body in received)
     return token

@@ -39,7 +39,9 @@ def sign_up_and_invite(alice, anonymous) -> None:
 
 
 def token_in(text: str) -> str:
-    return TOKEN_IN_LINK.search(text).group(1)
+    found = TOKEN_IN_LINK.search(text)
+    assert found is not None, text
+    return found.group(1)
 
 
 def forms_of(tokens: list[str]) -> set[str]:

@@ -2,41 +2,24 @@
 `invalid-token` — one tenant from a verification, one membership from an invitation, one
 session from a signin link."""
 
-import threading
 import uuid
 
 import pytest
-from django.db import connection
 from rest_framework.test import APIClient
 
 from tenancy.models import ApiToken, Membership, SignupRequest, Tenant
 from tests.conftest import requires_postgres
 from tests.onboarding.conftest import emailed_token
+from tests.support.concurrency import run_together
 
 RACERS = 4
 
 
 def race(path: str, body: dict) -> list[int]:
-    barrier = threading.Barrier(RACERS)
-    statuses: list[int] = []
-    lock = threading.Lock()
+    def one() -> int:
+        return APIClient().post(path, body, format="json").status_code
 
-    def one() -> None:
-        try:
-            client = APIClient()
-            barrier.wait(timeout=30)
-            response = client.post(path, body, format="json")
-            with lock:
-                statuses.append(response.status_code)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=one) for _ in range(RACERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return sorted(statuses)
+    return sorted(run_together([one] * RACERS))
 
 
 @requires_postgres

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -139,7 +140,7 @@ class Paste:
         self.preamble = "set -eu\n" + "".join(assignments)
         self.values: dict[str, str] = {}
 
-    def run(self, command: str) -> object:
+    def run(self, command: str) -> Any:
         filled = PLACEHOLDER.sub(lambda found: self.values[found[0]], command)
         result = subprocess.run(
             ["bash", "-c", self.preamble + filled], capture_output=True, text=True, timeout=WAIT

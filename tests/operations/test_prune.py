@@ -25,9 +25,9 @@ from tests.notifications.factories import make_notification
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def seed(tenant, *, now) -> dict[str, object]:
+def seed(tenant, *, now) -> dict[str, Job | Notification | EmailBatch]:
     old, recent = now - timedelta(days=31), now - timedelta(days=29)
-    rows = {
+    rows: dict[str, Job | Notification | EmailBatch] = {
         "old_done": make_job(tenant, status=JobStatus.COMPLETED, completed_at=old),
         "recent_done": make_job(tenant, status=JobStatus.COMPLETED, completed_at=recent),
         "old_failed": make_job(tenant, status=JobStatus.DEAD_LETTERED, updated_at=old),

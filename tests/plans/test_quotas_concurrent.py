@@ -1,52 +1,42 @@
 """The quota at its boundary on real PostgreSQL connections: exact, and no hot row."""
 
-import threading
 import uuid
+from functools import partial
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from notifications.models import Notification, WebhookEndpoint
 from tenancy.quotas import charge, period_of, usage
 from tests.conftest import requires_postgres
 from tests.plans.conftest import put_on_plan
+from tests.support.concurrency import run_together
 
 pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True)]
 
 EMAIL = {"channels": ["email"], "email_to": ["ops@example.com"], "subject": "Hi", "body": "B"}
 RACERS = 20
-WAIT_SECONDS = 60
 
 
 def test_twenty_parallel_creates_with_five_left_make_exactly_five(alice):
     put_on_plan(alice.tenant, notifications_per_month=10)
     for _ in range(5):
         charge(alice.tenant.id, "notifications_per_month")
-    barrier = threading.Barrier(RACERS)
-    statuses: list[int] = []
-    guard = threading.Lock()
 
-    def create() -> None:
-        try:
-            client = alice.client()
-            barrier.wait(timeout=WAIT_SECONDS)
-            response = client.post(
+    def create() -> int:
+        return (
+            alice.client()
+            .post(
                 "/v1/notifications",
                 EMAIL,
                 format="json",
                 headers={"Idempotency-Key": str(uuid.uuid4())},
             )
-            with guard:
-                statuses.append(response.status_code)
-        finally:
-            connection.close()
+            .status_code
+        )
 
-    threads = [threading.Thread(target=create) for _ in range(RACERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=WAIT_SECONDS)
+    statuses = run_together([create] * RACERS)
 
     assert sorted(statuses) == [201] * 5 + [429] * 15
     assert Notification.objects.filter(tenant=alice.tenant).count() == 5
@@ -60,21 +50,15 @@ def test_a_charge_does_not_wait_for_another_open_charge_of_the_tenant(alice, mon
     charge(alice.tenant.id, "notifications_per_month")  # the period's slots exist
     slots = iter([0, 1])
     monkeypatch.setattr("tenancy.quotas.random.randrange", lambda _: next(slots))
-    finished = threading.Event()
 
     def second() -> None:
-        try:
-            charge(alice.tenant.id, "notifications_per_month")
-            finished.set()
-        finally:
-            connection.close()
+        charge(alice.tenant.id, "notifications_per_month")
 
     with transaction.atomic():
         charge(alice.tenant.id, "notifications_per_month")
-        thread = threading.Thread(target=second)
-        thread.start()
-        assert finished.wait(timeout=WAIT_SECONDS), "the second charge waited on the first"
-    thread.join(timeout=WAIT_SECONDS)
+        # The second charge ends while the first one's transaction is open: had it waited
+        # on the first, this would time out.
+        run_together([second])
 
     assert usage(alice.tenant.id, "notifications_per_month", period_of(timezone.now())) == 3
 
@@ -86,27 +70,15 @@ def test_parallel_endpoint_creates_with_one_left_make_exactly_one(alice, public_
             "/v1/webhook-endpoints", {"url": f"https://h.example.com/{n}"}, format="json"
         )
     racers = 6
-    barrier = threading.Barrier(racers)
-    statuses: list[int] = []
-    guard = threading.Lock()
 
-    def create(n: int) -> None:
-        try:
-            client = alice.client()
-            barrier.wait(timeout=WAIT_SECONDS)
-            response = client.post(
-                "/v1/webhook-endpoints", {"url": f"https://h.example.com/r{n}"}, format="json"
-            )
-            with guard:
-                statuses.append(response.status_code)
-        finally:
-            connection.close()
+    def create(n: int) -> int:
+        return (
+            alice.client()
+            .post("/v1/webhook-endpoints", {"url": f"https://h.example.com/r{n}"}, format="json")
+            .status_code
+        )
 
-    threads = [threading.Thread(target=create, args=(n,)) for n in range(racers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=WAIT_SECONDS)
+    statuses = run_together([partial(create, n) for n in range(racers)])
 
     assert sorted(statuses) == [201] + [403] * (racers - 1)
     assert WebhookEndpoint.objects.filter(tenant=alice.tenant).count() == 3

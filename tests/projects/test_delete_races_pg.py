@@ -5,7 +5,6 @@ never leave a notification pointing at a deleted project."""
 import threading
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from jobs.consumer import jobs_claim
@@ -18,22 +17,9 @@ from projects.services import project_delete
 from tests.conftest import requires_postgres
 from tests.jobs.factories import make_endpoint
 from tests.projects.factories import make_project
+from tests.support.concurrency import WAIT_SECONDS, run_together, wait_for_lock_waiters
 
 pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True)]
-
-
-def _run(target, errors: list) -> threading.Thread:
-    def run() -> None:
-        try:
-            target()
-        except Exception as exc:
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread
 
 
 def test_a_delete_during_a_completion_waits_for_it_and_then_deletes(alice, settings):
@@ -42,28 +28,22 @@ def test_a_delete_during_a_completion_waits_for_it_and_then_deletes(alice, setti
     project = make_project(alice)
     now = timezone.now()
     [job] = jobs_claim(now=now, limit=1)
-    completing, deleting = threading.Event(), threading.Event()
-    errors: list[Exception] = []
+    completing = threading.Event()
 
     def apply(jobs):
         completing.set()  # the job row is locked by the fenced update
-        deleting.wait(10)  # the delete has started and waits for that lock
+        wait_for_lock_waiters(1)  # the delete has started and waits for that lock
         provision_activate_many(jobs, now=now)
 
     def complete():
         jobs_complete(jobs=[job], now=now, apply=apply)
 
     def delete():
-        completing.wait(10)
-        timer = threading.Timer(0.5, deleting.set)
-        timer.start()
+        assert completing.wait(WAIT_SECONDS)
         project_delete(tenant=alice.tenant, project_id=project.id)
 
-    threads = [_run(complete, errors), _run(delete, errors)]
-    for thread in threads:
-        thread.join(30)
+    run_together([complete, delete])  # raises what either raised
 
-    assert errors == []
     assert not Project.objects.filter(pk=project.pk).exists()
     assert not Job.objects.filter(pk=job.pk).exists()
     # The activation committed first; its notifications stay, without the project.

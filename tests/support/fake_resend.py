@@ -212,8 +212,7 @@ class FakeResend:
     def url(self) -> str:
         if self._httpd is None:
             raise RuntimeError("the fake has not been started")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._httpd.server_port}"
 
     def start(self) -> "FakeResend":
         self._httpd = _Server(("127.0.0.1", self.port), _handler_for(self))

@@ -55,8 +55,7 @@ class FakeSiteverify:
     @property
     def url(self) -> str:
         assert self.server is not None
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}{SITEVERIFY_PATH}"
+        return f"http://127.0.0.1:{self.server.server_port}{SITEVERIFY_PATH}"
 
     def widget(self, secret: str, *, hostname: str, action: str = "") -> None:
         self._widgets[secret] = Widget(hostname=hostname, action=action)

@@ -137,7 +137,8 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _wait_healthy(server: subprocess.Popen, port: int) -> None:
+def _wait_healthy(server: subprocess.Popen[str], port: int) -> None:
+    assert server.stderr is not None, "gunicorn is started with stderr=PIPE"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         assert server.poll() is None, f"gunicorn exited: {server.stderr.read()}"

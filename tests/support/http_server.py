@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 
 @dataclass
@@ -48,18 +49,17 @@ class _Server(ThreadingHTTPServer):
         self.accepted = 0  # connections accepted so far
         super().__init__(address, handler)
 
-    def _handle_request_noblock(self) -> None:
+    def get_request(self) -> tuple[socket.socket, Any]:
         # Accepting and counting happen under one lock, so `settled` never sees a
-        # connection that has left the backlog but is not counted yet.
+        # connection that has left the backlog but is not counted yet. The server hands
+        # every request it got here to `shutdown_request` exactly once, which uncounts it.
         with self._accepting:
-            super()._handle_request_noblock()
+            request, client_address = super().get_request()
+            self._open_connections += 1
+            self.accepted += 1
+        return request, client_address
 
-    def process_request(self, request: object, client_address: object) -> None:
-        self._open_connections += 1
-        self.accepted += 1
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: socket.socket) -> None:
+    def shutdown_request(self, request: socket.socket | tuple[bytes, socket.socket]) -> None:
         super().shutdown_request(request)
         with self._accepting:
             self._open_connections -= 1
@@ -140,8 +140,7 @@ class RecordingServer:
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._httpd.server_port}"
 
     def start(self) -> "RecordingServer":
         self._thread.start()

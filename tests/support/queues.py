@@ -1,6 +1,7 @@
 """Both queues filled with one row of every kind their figures count (or leave out)."""
 
 from datetime import timedelta
+from typing import Any
 
 from jobs.models import JobStatus
 from notifications.models import Notification
@@ -9,7 +10,11 @@ from tests.notifications.factories import state_of
 
 
 def make_notification(tenant, **fields) -> Notification:
-    values = {"channels": ["email"], "email_to": ["ann@example.com"], "next_fire_at": NOW}
+    values: dict[str, Any] = {
+        "channels": ["email"],
+        "email_to": ["ann@example.com"],
+        "next_fire_at": NOW,
+    }
     values.update(fields)
     values.setdefault(
         "state",

@@ -2,7 +2,6 @@
 PostgreSQL, which replicas do not hold): a JWT's user and its address's count are read
 there even while the request's reads are routed to a replica."""
 
-import threading
 from contextlib import contextmanager
 
 import pytest
@@ -16,6 +15,7 @@ from tenancy.api.identities import jwt_user
 from tenancy.models import ExternalIdentity
 from tenancy.services import AddressBlocked, FailureLimit
 from tests.conftest import requires_postgres
+from tests.support.concurrency import run_together
 
 # transaction=True: outside a transaction reads follow the request's routing.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -73,15 +73,10 @@ def test_a_subject_another_request_stored_first_is_read_back_on_the_primary(monk
     def stored_first_elsewhere(**fields):
         # The concurrent first request commits the same subject on its own connection ...
         def other_request():
-            try:
-                other = User.objects.create(username="first@example.com", email="first@example.com")
-                create(issuer=fields["issuer"], subject=fields["subject"], user=other)
-            finally:
-                connection.close()
+            other = User.objects.create(username="first@example.com", email="first@example.com")
+            create(issuer=fields["issuer"], subject=fields["subject"], user=other)
 
-        thread = threading.Thread(target=other_request)
-        thread.start()
-        thread.join()
+        run_together([other_request])
         return create(**fields)  # ... so this one breaks the unique constraint
 
     monkeypatch.setattr(ExternalIdentity.objects, "create", stored_first_elsewhere)

@@ -5,56 +5,30 @@ The test holds the tenant's owner rows locked while both requests start, waits u
 wait on that lock (seen in pg_stat_activity: each has passed its role check and is about to
 decide), then lets them go together."""
 
-import threading
-import time
+from functools import partial
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 
 from tenancy.models import Membership, Role
 from tests.conftest import make_member, requires_postgres
+from tests.support.concurrency import Threads, wait_for_lock_waiters
 
 pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True)]
-
-WAIT_SECONDS = 30
-
-
-def _waiting_on_locks() -> int:
-    with connection.cursor() as cursor:
-        # Inside a transaction the activity view is a snapshot unless cleared.
-        cursor.execute("SELECT pg_stat_clear_snapshot()")
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
-        )
-        return cursor.fetchone()[0]
 
 
 def _race(tenant, requests) -> list[int]:
     """Run each (actor, method, path, body) at once behind a lock on the owner rows."""
-    statuses: list[int] = []
-    guard = threading.Lock()
 
-    def send(actor, method, path, body) -> None:
-        try:
-            response = getattr(actor.client(), method)(path, body, format="json")
-            with guard:
-                statuses.append(response.status_code)
-        finally:
-            connection.close()
+    def send(actor, method, path, body) -> int:
+        return getattr(actor.client(), method)(path, body, format="json").status_code
 
-    threads = [threading.Thread(target=send, args=request) for request in requests]
+    racers = Threads([partial(send, *request) for request in requests])
     with transaction.atomic():
         list(Membership.objects.select_for_update().filter(tenant=tenant, role=Role.OWNER))
-        for thread in threads:
-            thread.start()
-        deadline = time.monotonic() + WAIT_SECONDS
-        while _waiting_on_locks() < len(threads):
-            assert time.monotonic() < deadline, "the requests never waited on the owner rows"
-            time.sleep(0.01)
-    for thread in threads:
-        thread.join(timeout=WAIT_SECONDS)
-    return sorted(statuses)
+        racers.start()
+        wait_for_lock_waiters(len(requests))  # each has passed its role check
+    return sorted(racers.join())
 
 
 def _owners(tenant) -> int:

@@ -1,6 +1,7 @@
 """RFC 9457 problem details for every non-2xx status the API produces."""
 
 import io
+from collections.abc import Callable
 
 import pytest
 from django.core.handlers.wsgi import WSGIHandler
@@ -105,9 +106,20 @@ def _chunked(alice, body: bytes):
             "HTTP_IDEMPOTENCY_KEY": "chunked",
         }
     )
-    statuses = []
-    chunks = WSGIHandler()(environ, lambda status, headers: statuses.append(status))
+    statuses: list[str] = []
+
+    def start_response(
+        status: str, headers: list[tuple[str, str]], exc_info: object = None
+    ) -> Callable[[bytes], object]:
+        statuses.append(status)
+        return _unused_write
+
+    chunks = WSGIHandler()(environ, start_response)
     return int(statuses[0].split()[0]), b"".join(chunks)
+
+
+def _unused_write(data: bytes) -> None:
+    raise AssertionError("Django returns its body; it never calls WSGI's write()")
 
 
 @pytest.mark.django_db(transaction=True)

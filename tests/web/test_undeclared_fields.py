@@ -3,6 +3,7 @@ resource's read-only ones, in a 400 that changes nothing."""
 
 import json
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -19,7 +20,7 @@ from web.serializers import READ_ONLY_FIELD, UNKNOWN_FIELD, RejectsUndeclaredFie
 pytestmark = pytest.mark.usefixtures("public_dns", "signup_on")
 
 # A body each endpoint would accept, so the undeclared field is the only thing wrong.
-VALID = {
+VALID: dict[str, dict[str, Any]] = {
     "/v1/projects": {"name": "Relaunch"},
     "/v1/projects/{project}": {"name": "Renamed"},
     "/v1/notifications": {
@@ -45,14 +46,15 @@ VALID = {
 }
 
 
-def _verification() -> dict:
+def _verification() -> dict[str, Any]:
     reference = signup_request_record(
         email="new@example.com", tenant_name="New", address="", now=timezone.now()
     )
+    assert reference is not None, "signup is on and the address is new"
     return {"token": link_token(reference, "new@example.com")}
 
 
-def _invitation_of_alice() -> dict:
+def _invitation_of_alice() -> dict[str, Any]:
     """Accepted with Alice's token, so it must be hers (the fixture's address)."""
     inviter = Tenant.objects.create(name="Inviter")
     issued = invitation_issue(
@@ -65,8 +67,9 @@ def _invitation_of_alice() -> dict:
     return {"token": link_token(issued.link, "alice@example.com")}
 
 
-def _signin_of_alice() -> dict:
+def _signin_of_alice() -> dict[str, Any]:
     issued = signin_link_record(email="alice@example.com", address="", now=timezone.now())
+    assert issued is not None, "Alice is an active user"
     return {"token": link_token(issued.reference, "alice@example.com")}
 
 
@@ -82,7 +85,7 @@ FRESH = {
 }
 
 
-def valid_body(template: str) -> dict:
+def valid_body(template: str) -> dict[str, Any]:
     return FRESH[template]() if template in FRESH else VALID.get(template, {})
 
 

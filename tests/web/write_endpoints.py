@@ -55,7 +55,7 @@ class Write:
         return f"{self.method} {self.template}"
 
 
-WRITES = (
+WRITES: tuple[Write, ...] = (
     Write(
         "POST", "/v1/projects", frozenset({"name", "invite"}), frozenset({"id", "status", "job"})
     ),
@@ -251,6 +251,7 @@ def seed_targets(actor) -> Targets:
     event_type = event_type_create(tenant=actor.tenant, name="fuzzed.type")
     message = publish_message(tenant=actor.tenant, event_type="fuzzed.type", payload={})
     recipient_put(tenant=actor.tenant, key="fuzzed-person", email="p@example.com", now=utc_now())
+    assert job.project_id is not None, "a provision job belongs to its project"
     return Targets(
         event_type=event_type.id,
         message=message.id,
