@@ -46,9 +46,10 @@ def configured_database(database: dict[str, Any]) -> dict[str, Any]:
         if flag("DATABASE_PREPARED_STATEMENTS", True):
             # Server-side binding sends the statement text and its parameters apart, so
             # psycopg can prepare a statement once per connection after a few runs: the
-            # claim and the fenced write-backs are planned once, not on every call. A
-            # transaction-mode PgBouncer older than 1.21 (or without max_prepared_statements)
-            # cannot follow prepared statements across server connections: turn this off.
+            # fenced write-backs are planned once, not on every call (the claim opts out,
+            # dbqueue.claims). A transaction-mode PgBouncer older than 1.21 (or without
+            # max_prepared_statements) cannot follow prepared statements across server
+            # connections: turn this off.
             database.setdefault("OPTIONS", {}).update(
                 {"server_side_binding": True, "prepare_threshold": 2}
             )
