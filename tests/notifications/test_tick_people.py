@@ -9,6 +9,7 @@ import pytest
 from django.core import mail
 from rest_framework.test import APIClient
 
+from notifications import preferences
 from notifications.models import Delivery, Notification, Recipient
 from notifications.recipients import preferences_put, recipient_put
 from notifications.scheduler.tick import run_tick
@@ -326,3 +327,29 @@ def test_an_unsubscribe_with_a_key_keeps_only_the_tokens_digest(backend, tenant)
     assert [answer.status_code for answer in answers] == [204, 204]
     [stored] = OperationKey.objects.filter(key="one-click").values_list("scope", "resource")
     assert token not in "".join(stored)
+
+
+def test_one_statement_reads_every_claimed_rows_recipients_each_in_its_own_tenant(
+    backend, tenant, django_assert_num_queries
+):
+    other = make_tenant()
+    person(tenant, "ada", email="ada@one.example", timezone="Europe/Berlin")
+    person(other, "ada", email="ada@two.example")
+    person(other, "bob", email="bob@two.example")
+    person(tenant, "bob")
+    person(other, "eve")
+    rows = [notify(tenant, "ada", "bob"), notify(other, "ada"), notify(other, "bob", "eve")]
+    Recipient.objects.filter(tenant=tenant, key="bob").delete()
+    Recipient.objects.filter(tenant=other, key="eve").delete()
+    for row in rows:
+        row.refresh_from_db()
+
+    with django_assert_num_queries(1):
+        preferences.prepare(rows, now=SATURDAY)
+
+    # Now `bob` exists in the other tenant only, and `eve` nowhere.
+    assert [row.email_to for row in rows] == [
+        ["ada@one.example"],
+        ["ada@two.example"],
+        ["bob@two.example"],
+    ]
