@@ -1,7 +1,7 @@
 """Sending to people, measured: what recipients cost the tick, and digests at scale.
 
     .venv/bin/python bench/people.py [--db sqlite|postgres] [--recipients N]
-        [--events N] [--digest-recipients N]
+        [--events N] [--digest-recipients N] [--clients N]
 
 On a fresh database (bench/tick_db.py's: a SQLite file, or the PostgreSQL database
 BENCH_TICK_DB names) it prints:
@@ -10,13 +10,15 @@ BENCH_TICK_DB names) it prints:
      same number of plain emails to `email_to` addresses, and the ratio (the issue's bound:
      within 1.10). The email sender is a no-op in the process: the figure is the tick's own.
   2. digest joins per second through the API (POST /v1/notifications in-process, one
-     Idempotency-Key each): --events events over --digest-recipients recipients;
+     Idempotency-Key each, from --clients processes at once, as an API server's workers):
+     --events events over --digest-recipients recipients;
   3. the tick after the windows close: one email per recipient, its time and CPU.
 Defaults are small (1,000 recipients; 5,000 events over 100 recipients); the issue's sizes
 are --recipients 10000 --events 100000 --digest-recipients 1000. Prints; never judges.
 """
 
 import argparse
+import multiprocessing
 import os
 import sys
 import time
@@ -111,22 +113,13 @@ def people_vs_plain(tenant, count: int) -> None:
     )
 
 
-def digests(tenant, token: str, *, events: int, recipients: int) -> None:
+def _join_events(token: str, numbers: range, recipients: int) -> None:
+    """POST one digest event per number in `numbers` through the API (one client)."""
+    from django.db import connections
     from django.test import Client
-    from django.utils import timezone
 
-    from notifications.models import Digest, Recipient
-
-    Recipient.objects.bulk_create(
-        [
-            Recipient(tenant=tenant, key=f"reader-{i}", email=f"reader{i}@example.com")
-            for i in range(recipients)
-        ],
-        batch_size=1000,
-    )
     client = Client(headers={"Authorization": f"Bearer {token}"})
-    started = time.monotonic()
-    for n in range(events):
+    for n in numbers:
         response = client.post(
             "/v1/notifications",
             {
@@ -140,11 +133,41 @@ def digests(tenant, token: str, *, events: int, recipients: int) -> None:
             headers={"Idempotency-Key": str(uuid.uuid4())},
         )
         assert response.status_code == 201, response.content
+    connections.close_all()
+
+
+def digests(tenant, token: str, *, events: int, recipients: int, clients: int) -> None:
+    from django.db import connections
+    from django.utils import timezone
+
+    from notifications.models import Digest, Recipient
+
+    Recipient.objects.bulk_create(
+        [
+            Recipient(tenant=tenant, key=f"reader-{i}", email=f"reader{i}@example.com")
+            for i in range(recipients)
+        ],
+        batch_size=1000,
+    )
+    # Each client is a process of its own, as an API server's workers are: forked with no
+    # connection open, each opens its own.
+    connections.close_all()
+    fork = multiprocessing.get_context("fork")
+    workers = [
+        fork.Process(target=_join_events, args=(token, range(c, events, clients), recipients))
+        for c in range(clients)
+    ]
+    started = time.monotonic()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
     elapsed = time.monotonic() - started
+    assert all(worker.exitcode == 0 for worker in workers), [w.exitcode for w in workers]
     assert Digest.objects.count() == recipients
     print(
         f"2. digest joins through the API: {events / elapsed:.0f}/s ({events} events over "
-        f"{recipients} recipients, {elapsed:.1f} s)"
+        f"{recipients} recipients, {clients} client processes, {elapsed:.1f} s)"
     )
     closed = timezone.now() + timedelta(seconds=61)
     cpu, wall, delivered = timed_tick(closed, recipients)
@@ -161,6 +184,7 @@ def main() -> None:
     parser.add_argument("--recipients", type=int, default=1000)
     parser.add_argument("--events", type=int, default=5000)
     parser.add_argument("--digest-recipients", type=int, default=100)
+    parser.add_argument("--clients", type=int, default=2, help="API client processes")
     args = parser.parse_args()
     tick_db.prepare_environment(args.db)
     # The per-user rate limit is not what is measured.
@@ -181,7 +205,13 @@ def main() -> None:
         token = ApiToken.issue(user=user, name="bench")[1]
         print(f"[{args.db}]")
         people_vs_plain(tenant, args.recipients)
-        digests(tenant, token, events=args.events, recipients=args.digest_recipients)
+        digests(
+            tenant,
+            token,
+            events=args.events,
+            recipients=args.digest_recipients,
+            clients=args.clients,
+        )
     finally:
         tick_db.drop(args.db)
 
