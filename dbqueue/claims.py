@@ -133,9 +133,9 @@ def claim_statement(
         raise ValueError("skip and cap need a ClaimSpec with capped_by")
     if caps and cap is None:
         raise ValueError("caps override a cap: give cap too")
-    skip, cap_items = _padded(list(skip)), _padded(list(caps.items()))
-    capped = None if cap is None else len(cap_items)
-    compiled = compiled_ranking(spec, skipped=len(skip), capped=capped)
+    cap_groups = _padded(_by_cap(caps))
+    capped = None if cap is None else len(cap_groups)
+    compiled = compiled_ranking(spec, skipped=bool(skip), capped=capped)
     lease_until = now + lease
     assignments = _assignments(
         compiled.model,
@@ -143,10 +143,9 @@ def claim_statement(
         now=now,
         lease_until=lease_until,
     )
-    values: dict[str, Any] = {"now": now, "cap": cap}
-    values.update((f"skip{i}", value) for i, value in enumerate(skip))
-    for i, (value, most) in enumerate(cap_items):
-        values[f"cap_value{i}"], values[f"cap{i}"] = value, most
+    values: dict[str, Any] = {"now": now, "cap": cap, "skip": list(skip)}
+    for i, (most, capped_values) in enumerate(cap_groups):
+        values[f"cap{i}"], values[f"cap_values{i}"] = most, capped_values
     build = _postgresql_claim if connection.vendor == "postgresql" else _sqlite_claim
     sql, params = build(compiled, assignments, values=values, limit=limit)
     return compiled.model, sql, params
@@ -210,11 +209,20 @@ def _quoted(model: type[models.Model]) -> tuple[str, str]:
     return quote(model._meta.db_table), quote(column_of(cast(models.Field, model._meta.pk)))
 
 
+def _by_cap(caps: Mapping[Any, int]) -> list[tuple[int, list[Any]]]:
+    """The capped values grouped by their cap, smallest cap first: a statement tests one
+    list per distinct cap, not one value after another."""
+    groups: dict[int, list[Any]] = {}
+    for value, most in caps.items():
+        groups.setdefault(most, []).append(value)
+    return sorted(groups.items(), key=lambda group: group[0])
+
+
 def _padded(items: list) -> list:
-    """`items`, its first repeated up to the next power of two: a claim skipping or capping
-    33 values runs the statement compiled for 64, so a tick whose busy endpoints come and go
-    compiles a handful of shapes, not one per count (skipping a value twice, or capping it
-    twice at the same number, changes nothing)."""
+    """`items`, its first repeated up to the next power of two: a claim with 5 distinct
+    caps runs the statement compiled for 8, so a tick whose endpoints' room comes and goes
+    compiles a handful of shapes, not one per count (a group tested twice changes
+    nothing)."""
     if not items:
         return items
     size = 1 << (len(items) - 1).bit_length()

@@ -4,8 +4,10 @@ A claim ranks the ready rows within their `fair_by` group (the tenant) by the cl
 and takes every group's first row before any group's second; with a cap, at most that many
 rows of one `capped_by` value (a webhook endpoint) are ranked at all. Compiling a queryset
 costs milliseconds of Python, so the compiled parts are kept per shape of claim (queue,
-vendor, ready predicate, how many values are skipped or capped) and only their parameters
-are bound per call (`dbqueue.claims.claim_statement`).
+vendor, ready predicate, whether values are skipped, how many distinct caps) and only their
+parameters are bound per call (`dbqueue.claims.claim_statement`). Skipped and capped values
+are list parameters (`dbtools.compiled.AmongParams`): a tick that knows 2,000 endpoints
+claims with a statement as small as one that knows 2.
 """
 
 from collections import OrderedDict
@@ -16,7 +18,7 @@ from typing import Any, cast
 from django.db import connection, models
 from django.db.models.functions import RowNumber
 
-from dbtools.compiled import Param
+from dbtools.compiled import AmongParams, Param
 
 # Compiled claim statements kept per process (one per queue and shape of claim).
 COMPILED_MAX = 64
@@ -62,19 +64,17 @@ class CompiledRanking:
 _COMPILED: "OrderedDict[tuple, CompiledRanking]" = OrderedDict()
 
 
-def compiled_ranking(spec: ClaimSpec, *, skipped: int, capped: int | None) -> CompiledRanking:
-    """The compiled parts for this shape of claim, compiled on first use. `capped` is
-    None without a cap, else how many values have their own cap. The key holds the ready
-    predicate itself (its constants, e.g. a setting, included), so a different predicate
-    is never served another's statement."""
+def compiled_ranking(spec: ClaimSpec, *, skipped: bool, capped: int | None) -> CompiledRanking:
+    """The compiled parts for this shape of claim, compiled on first use. `skipped`: whether
+    the list parameter `skip` names values to leave alone; `capped` is None without a cap,
+    else how many distinct own caps there are (`cap_values{i}` are the values capped at
+    `cap{i}`). The key holds the ready predicate itself (its constants, e.g. a setting,
+    included), so a different predicate is never served another's statement."""
     ready = spec.ready(Param("now", models.DateTimeField()))
     model = ready.model
     if skipped:
         target = _field(model, spec.capped_name)
-        excluded = models.Q()
-        for i in range(skipped):
-            excluded |= models.Q(**{spec.capped_name: Param(f"skip{i}", target)})
-        ready = ready.exclude(excluded)
+        ready = ready.exclude(AmongParams(spec.capped_name, "skip", target))
     key = (
         connection.alias,
         connection.vendor,
@@ -151,7 +151,7 @@ def _ranked(spec: ClaimSpec, ready: models.QuerySet, capped: int | None) -> mode
         if capped:
             whens = [
                 models.When(
-                    **{name: Param(f"cap_value{i}", target)}, then=Param(f"cap{i}", integer)
+                    AmongParams(name, f"cap_values{i}", target), then=Param(f"cap{i}", integer)
                 )
                 for i in range(capped)
             ]

@@ -1,6 +1,7 @@
 """A claim statement is compiled once per shape of claim and only its parameters are bound
 per call: a cached statement must claim exactly what a freshly compiled one would."""
 
+import uuid
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
@@ -147,28 +148,57 @@ def test_the_statement_cache_stays_bounded():
     assert len(ranking._COMPILED) == ranking.COMPILED_MAX
 
 
-def test_counts_of_skipped_and_capped_endpoints_share_a_shape_per_power_of_two():
+def test_any_number_of_skipped_endpoints_is_one_shape_and_caps_a_shape_per_distinct_cap():
     tenant = make_tenant()
     endpoints = [make_endpoint(tenant=tenant, url=f"https://e{n}.example.com/") for n in range(9)]
     for endpoint in endpoints:
         make_notifications(2, tenant=tenant, endpoint=endpoint, next_fire_at=NOW)
+    make_notifications(
+        2, tenant=tenant, channels=["email"], email_to=["a@example.com"], next_fire_at=NOW
+    )
 
-    for count in range(9):  # 0, 1, 2, 3-4, 5-8 skipped: five shapes
+    for count in range(9):  # none skipped, then 1 to 8 in one list: two shapes
         with transaction.atomic():
             skipped = [endpoint.pk for endpoint in endpoints[:count]]
             claimed = claimed_pks(skip=skipped)
-            assert len(claimed) == 18 - 2 * count
+            # The two email rows name no endpoint: never skipped.
+            assert len(claimed) == 18 - 2 * count + 2
             transaction.set_rollback(True)
-    assert len(ranking._COMPILED) == 5
+    assert len(ranking._COMPILED) == 2
 
-    with transaction.atomic():  # three endpoints capped below the default, as for four
+    with transaction.atomic():  # three endpoints capped at 1 and two at 0: two distinct caps
         caps = {endpoint.pk: 1 for endpoint in endpoints[:3]}
-        rows = claims.claim(DUE, now=NOW, lease=LEASE, limit=18, skip=(), cap=2, caps=caps)
+        caps |= {endpoint.pk: 0 for endpoint in endpoints[3:5]}
+        rows = claims.claim(DUE, now=NOW, lease=LEASE, limit=30, skip=(), cap=2, caps=caps)
         transaction.set_rollback(True)
     assert Counter(row.webhook_endpoint_id for row in rows) == {
-        endpoint.pk: 1 if endpoint.pk in caps else 2 for endpoint in endpoints
+        None: 2,
+        **{endpoint.pk: caps.get(endpoint.pk, 2) for endpoint in endpoints[:3] + endpoints[5:]},
     }
-    assert len(ranking._COMPILED) == 6
+    assert len(ranking._COMPILED) == 3
+
+
+def test_a_claim_naming_thousands_of_endpoints_compiles_once_and_takes_what_it_should():
+    tenant = make_tenant()
+    endpoints = [make_endpoint(tenant=tenant, url=f"https://e{n}.example.com/") for n in range(3)]
+    for endpoint in endpoints:
+        make_notifications(3, tenant=tenant, endpoint=endpoint, next_fire_at=NOW)
+    # Endpoints a tick has seen: thousands, most with no due row left.
+    seen = [uuid.uuid4() for _ in range(2000)]
+    caps = {value: 1 + n % 2 for n, value in enumerate(seen)} | {endpoints[0].pk: 1}
+
+    with transaction.atomic():
+        rows = claims.claim(
+            DUE, now=NOW, lease=LEASE, limit=30, skip=[*seen, endpoints[2].pk], cap=3, caps=caps
+        )
+        transaction.set_rollback(True)
+
+    assert Counter(row.webhook_endpoint_id for row in rows) == {
+        endpoints[0].pk: 1,
+        endpoints[1].pk: 3,
+    }
+    # One ranking compiled, whatever the number of values (its size is in parameters).
+    assert len(ranking._COMPILED) == 1
 
 
 def test_skip_and_cap_need_a_capped_field():
