@@ -121,6 +121,14 @@ def _drain(label: str, db: str, rows: int, log: Path) -> None:
     )
 
 
+def _delete_all(model) -> None:
+    """Every row of `model` and what cascades from it, in chunks: one delete of 100,000
+    rows binds more parameters than PostgreSQL takes (65,535)."""
+    ids = list(model.objects.values_list("pk", flat=True))
+    for start in range(0, len(ids), 10_000):
+        model.objects.filter(pk__in=ids[start : start + 10_000]).delete()
+
+
 def drain(db: str, *, messages: int, per_message: int, tenants: int) -> None:
     from django.utils import timezone
 
@@ -161,7 +169,7 @@ def drain(db: str, *, messages: int, per_message: int, tenants: int) -> None:
     log.unlink(missing_ok=True)
     sink, url = start_recording_sink(log)
     try:
-        Notification.objects.all().delete()
+        _delete_all(Notification)
         Notification._meta.get_field("webhook_endpoint").related_model.objects.update(url=url)
         due = timezone.now()
         endpoints = list(
