@@ -51,7 +51,7 @@ class _Slot:
 
 @dataclass(frozen=True)
 class _ListSlot(_Slot):
-    """Where a ParamList's values go: one parameter, however many values (an array on
+    """Where an AmongParams list goes: one parameter, however many values (an array on
     PostgreSQL, a JSON list for SQLite's json_each)."""
 
     def bind(self, values: Mapping[str, Any], connection: BaseDatabaseWrapper) -> Any:
