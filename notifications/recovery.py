@@ -10,9 +10,11 @@ schedule (its failed occurrence is in the delivery log).
 The recovery is a task, a row of the jobs outbox (kind `recover_endpoint`), so it survives a
 crash of its worker. Its `perform` walks the window in chunks ordered by (created_at, id);
 each chunk re-queues its rows and moves the task's cursor and `done` count in one
-transaction, fenced on the job's claim. A worker that dies mid-way leaves the cursor at the
-last committed chunk; the next claimant resumes there, so no delivery is queued twice even
-when a re-queued one has failed again meanwhile.
+transaction, fenced on the job's claim and holding the endpoint enabled (a task whose
+endpoint was disabled meanwhile stops, dead-lettered with category `endpoint_disabled`).
+A worker that dies mid-way leaves the cursor at the last committed chunk; the next claimant
+resumes there, so no delivery is queued twice even when a re-queued one has failed again
+meanwhile.
 """
 
 from datetime import datetime, timedelta
@@ -131,6 +133,7 @@ def recover_chunk(job: Job, *, now: datetime) -> bool:
         payload["cursor"],
     )
     with transaction.atomic():
+        _hold_enabled(UUID(payload["endpoint_id"]))
         chunk = list(rows.values_list("id", "claim_token", "created_at")[:CHUNK_SIZE])
         if not chunk:
             return False
@@ -147,6 +150,24 @@ def recover_chunk(job: Job, *, now: datetime) -> bool:
             # Raised inside the block: the chunk's re-queue is rolled back with it.
             raise JobError("the task was claimed again", category=ErrorCategory.INTERNAL)
     return len(chunk) == CHUNK_SIZE
+
+
+def _hold_enabled(endpoint_id: UUID) -> None:
+    """Lock the endpoint's row for the chunk's transaction, or raise a permanent JobError
+    when it was disabled since the task started: rows queued again for a disabled endpoint
+    would only be parked again. Under the lock, a retirement waits for the chunk to commit
+    and then parks what it queued; a retirement that committed first stops the task."""
+    enabled = (
+        WebhookEndpoint.objects.select_for_update(no_key=True)
+        .filter(pk=endpoint_id, enabled=True)
+        .exists()
+    )
+    if not enabled:
+        raise JobError(
+            "the endpoint was disabled: enable it, then recover again",
+            category=ErrorCategory.ENDPOINT_DISABLED,
+            permanent=True,
+        )
 
 
 def _after_cursor(rows: QuerySet[Notification], cursor: list[str] | None) -> Any:

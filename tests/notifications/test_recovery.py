@@ -287,12 +287,28 @@ def test_a_chunk_is_a_fixed_number_of_statements(alice, endpoint, django_assert_
     _dead(endpoint, 40, created_at=since + timedelta(minutes=1))
     job = _claimed_task(alice, endpoint, since=since)
 
-    # Select the chunk, re-queue it, advance the fenced cursor (plus the savepoint pair
-    # of the test's transaction).
-    with django_assert_num_queries(5):
+    # Hold the endpoint enabled, select the chunk, re-queue it, advance the fenced cursor
+    # (plus the savepoint pair of the test's transaction).
+    with django_assert_num_queries(6):
         recover_chunk(job, now=timezone.now())
 
     assert job.payload["done"] == 40
+
+
+def test_an_endpoint_disabled_after_the_task_started_stops_it_and_queues_nothing(alice, endpoint):
+    since = timezone.now() - timedelta(hours=1)
+    dead = _dead(endpoint, 3, created_at=since + timedelta(minutes=1))
+    task = endpoint_recover(tenant=alice.tenant, endpoint_id=endpoint.pk, since=since)
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(enabled=False)
+
+    _drain()
+
+    task = alice.client().get(f"/v1/tasks/{task.pk}").json()
+    assert (task["status"], task["done"]) == ("dead_lettered", 0)
+    assert "endpoint was disabled" in task["last_error"]
+    assert not Notification.objects.filter(
+        pk__in=[row.pk for row in dead], next_fire_at__isnull=False
+    ).exists()
 
 
 def test_the_window_is_checked_by_the_service(alice, endpoint):
