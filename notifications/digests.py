@@ -2,13 +2,14 @@
 
 A notification created with `digest: {key, window_seconds}` does not go out on its own: it
 joins the recipient's open digest for that key (`digest_join`), one upsert (INSERT … ON
-CONFLICT DO UPDATE on the open row of (tenant, recipient, key)) that appends the event and
-counts it, so parallel joins never make two rows or lose an event. The join that opens a
-digest also creates, in the same transaction, the one-shot email notification that
-delivers it, due when the window closes: the tick claims, leases, fences, retries and
-logs it like any other row. When the tick claims it (`render_claimed`), the digest is
-closed (the next join opens a new one) and the email's body is rendered from its items:
-the first MAX_SHOWN and "and N more". A retry renders the same closed digest, the same bytes.
+CONFLICT DO UPDATE on the open row of (tenant, recipient, key)) that counts the event and
+keeps it while fewer than MAX_SHOWN are kept, so parallel joins never make two rows or
+lose an event. The join that opens a digest also creates, in the same transaction, the
+one-shot email notification that delivers it, due when the window closes: the tick
+claims, leases, fences, retries and logs it like any other row. When the tick claims it
+(`render_claimed`), the digest is closed (the next join opens a new one) and the email's
+body is rendered from its items: the first MAX_SHOWN and "and N more". A retry renders
+the same closed digest, the same bytes.
 """
 
 import json
@@ -24,9 +25,9 @@ from notifications.models import Channel, Digest, Notification
 from notifications.states import Move, after
 from tenancy.models import Tenant
 
+# Events an email lists, and so the events a digest keeps (all are counted): every join
+# rewrites the row, so a window of a noisy key must stay one small row.
 MAX_SHOWN = 10
-# Events kept per digest (all are counted): a window of a noisy key stays one small row.
-MAX_KEPT = 1000
 MAX_WINDOW_SECONDS = 7 * 86_400
 _ITEM_BODY_CHARS = 500
 
@@ -92,7 +93,7 @@ def digest_join(
         _prep("notification", proposed),
         _prep("created_at", now),
         _prep("updated_at", now),
-        MAX_KEPT,
+        MAX_SHOWN,
     ]
     with transaction.atomic():
         with connection.cursor() as cursor:

@@ -16,10 +16,6 @@ from django.utils.html import format_html, format_html_join
 from notifications.models import Digest, Recipient
 from web.admin import ReadOnlyModelAdmin, pretty_json
 
-# The items a digest's change page lists by subject: a digest keeps up to
-# digests.MAX_KEPT (1,000), more than a page can usefully show.
-SHOWN_ITEMS = 50
-
 
 def preferences_summary(preferences: Mapping[str, Any]) -> str:
     """What a recipient turned off, in one line ("" when nothing): the channels, then each
@@ -181,11 +177,11 @@ class DigestAdmin(ReadOnlyModelAdmin):
 
     @admin.display(description="items kept (first subjects)")
     def kept_items(self, digest: Digest) -> str:
-        subjects = [(item.get("subject", ""),) for item in digest.items[:SHOWN_ITEMS]]
+        subjects = [(item.get("subject", ""),) for item in digest.items]
         if not subjects:
             return "none"
         listed = format_html("<ol>{}</ol>", format_html_join("", "<li>{}</li>", subjects))
-        rest = len(digest.items) - len(subjects)
+        rest = digest.count - len(subjects)
         return format_html("{}<p>and {} more</p>", listed, rest) if rest else listed
 
     @admin.display(description="notification")

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from notifications import unsubscribe
-from notifications.digests import digest_join
+from notifications.digests import MAX_SHOWN, digest_join
 from notifications.models import Digest, Notification
 from notifications.recipients import preferences_put, recipient_put
 from tests.notifications.factories import make_tenant
@@ -153,6 +153,17 @@ def test_a_digests_page_shows_its_items_and_its_notifications_lease(admin_client
     assert f"/admin/notifications/notification/{digest.notification_id}/change/" in html
     assert "Claim token:" in html and '<div class="readonly">7</div>' in html
     assert 'name="is_open"' not in html and 'name="_save"' not in html
+
+
+def test_a_digests_page_counts_the_events_it_does_not_keep(admin_client, tenant, ada):
+    for n in range(MAX_SHOWN + 5):
+        _join(tenant, n)
+    digest = Digest.objects.get()
+
+    html = _html(admin_client.get(f"{DIGESTS}{digest.pk}/change/"))
+
+    assert html.count("<li>Comment ") == MAX_SHOWN
+    assert "<p>and 5 more</p>" in html
 
 
 def test_no_page_shows_an_unsubscribe_token_or_the_key_that_signs_it(admin_client, tenant, ada):

@@ -11,7 +11,7 @@ import pytest
 from django.core import mail
 from django.db import connection
 
-from notifications.digests import digest_body, digest_join
+from notifications.digests import MAX_SHOWN, digest_body, digest_join
 from notifications.models import Delivery, Digest, Notification
 from notifications.recipients import recipient_put
 from notifications.scheduler.tick import run_tick
@@ -163,9 +163,8 @@ def test_twenty_parallel_joins_make_one_row_with_twenty_events():
     run_together([partial(join, tenant, n) for n in range(20)])  # raises what a join raised
 
     [digest] = Digest.objects.all()
-    assert (digest.count, len(digest.items)) == (20, 20)
-    assert sorted(item["subject"] for item in digest.items) == sorted(
-        f"Comment {n}" for n in range(20)
-    )
+    assert (digest.count, len(digest.items)) == (20, MAX_SHOWN)
+    kept = {item["subject"] for item in digest.items}
+    assert len(kept) == MAX_SHOWN and kept <= {f"Comment {n}" for n in range(20)}
     assert Notification.objects.get().pk == digest.notification_id
     assert connection.vendor == "postgresql"
