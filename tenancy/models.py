@@ -191,8 +191,10 @@ class OperationKey(models.Model):
     A key of a request made outside any tenant (a user's own tokens) has no tenant and is
     scoped by `scope` instead (`user:<id>`)."""
 
+    # No index of its own: the unique (tenant, key) index leads with it. With one, a cached
+    # generic plan of the lookup could read every key of a tenant through it.
     tenant = models.ForeignKey(
-        Tenant, on_delete=models.CASCADE, related_name="operation_keys", null=True
+        Tenant, on_delete=models.CASCADE, related_name="operation_keys", null=True, db_index=False
     )
     scope = models.CharField(max_length=64, default="", blank=True)
     key = models.CharField(max_length=255)

@@ -147,9 +147,12 @@ class Idempotency:
         )
 
     def stored(self) -> OperationKey | None:
-        return OperationKey.objects.filter(
-            tenant=self.tenant, scope=self.scope, key=self.key
-        ).first()
+        # At most one row matches (the unique keys); no ORDER BY, which would let the
+        # primary key's index compete with the unique one.
+        try:
+            return OperationKey.objects.get(tenant=self.tenant, scope=self.scope, key=self.key)
+        except OperationKey.DoesNotExist:
+            return None
 
     def is_live(self, row: OperationKey) -> bool:
         return row.expires_at > self.now
