@@ -73,7 +73,7 @@ def prepare(rows: Iterable[Notification], *, now: datetime) -> None:
     if not rows:
         return
     wanted = {(row.tenant_id, key) for row in rows for key in row.recipients}
-    found = _people(sorted(wanted, key=lambda pair: (str(pair[0]), pair[1])))
+    found = _people(sorted(wanted))
     opening_of = _openings(now)
     for row in rows:
         people = [found[key] for k in row.recipients if (key := (row.tenant_id, k)) in found]
@@ -93,22 +93,26 @@ def _people(wanted: list[tuple[Any, str]]) -> dict[tuple[Any, str], "Person"]:
     with connection.cursor() as cursor:
         cursor.execute(_PEOPLE[connection.vendor], params)
         found = cursor.fetchall()
+    decoded = _Decoded()
     return {
         (tenant.to_python(tenant_id), key): Person(
-            key,
-            email,
-            zone,
-            _decoded(send_window),
-            _decoded(prefs) or {},
+            key, email, zone, decoded(send_window), decoded(prefs) or {}
         )
         for tenant_id, key, email, zone, send_window, prefs in found
     }
 
 
-def _decoded(value: Any) -> Any:
-    """A JSON column as read by a cursor: text on SQLite and, through Django's loader, on
-    PostgreSQL (the fields have no custom decoder)."""
-    return json.loads(value) if isinstance(value, (str, bytes)) else value
+class _Decoded(dict):
+    """JSON columns as read by a cursor (text on SQLite and, through Django's loader, on
+    PostgreSQL: the fields have no custom decoder), each distinct text decoded once: most
+    recipients share a few windows and preferences. The values are shared, read only."""
+
+    def __call__(self, value: Any) -> Any:
+        if not isinstance(value, (str, bytes)):
+            return value
+        if value not in self:
+            self[value] = json.loads(value)
+        return self[value]
 
 
 def _openings(now: datetime) -> Callable[[list["Person"]], datetime | None]:
@@ -153,8 +157,12 @@ def _apply(
 ) -> datetime | None:
     critical = is_critical(row.category)
     skipped: dict[str, str] = {}
-    webhook_wanted = any(_takes(p, Channel.WEBHOOK, row.category) for p in people)
-    if _pending(row, Channel.WEBHOOK) and people and not critical and not webhook_wanted:
+    if (
+        _pending(row, Channel.WEBHOOK)
+        and people
+        and not critical
+        and not any(_takes(p, Channel.WEBHOOK, row.category) for p in people)
+    ):
         skipped[Channel.WEBHOOK] = PREFERENCE
     opening = None
     if _pending(row, Channel.EMAIL):
