@@ -238,11 +238,12 @@ def deliver_row(
 ) -> RowDelivery:
     """Run the row's pending channels but the `deferred` ones and those sent `elsewhere`
     (an email in a batch) in parallel on `pool`; a channel still running at the deadline
-    (its own timeout plus a small grace) is recorded as a timeout."""
+    (its own timeout plus a small grace) is recorded as a timeout. A webhook alone runs in
+    this thread: its transport bounds the whole exchange itself."""
     started = time.monotonic()
     deferred = deferred or {}
     results: dict[str, DeliveryResult] = {}
-    pending: dict[str, Future[DeliveryResult]] = {}
+    calls: dict[str, tuple[Sender, Any]] = {}
     for channel in pending_channels(notification):
         if channel in deferred or channel in elsewhere:
             continue
@@ -250,8 +251,14 @@ def deliver_row(
         if isinstance(call, DeliveryResult):
             results[channel] = call
         else:
-            pending[channel] = pool.submit(_call, call[0], call[1], timeout)
-    results.update(_await_channels(pending, timeout=timeout, started=started))
+            calls[channel] = call
+    if list(calls) == [Channel.WEBHOOK]:
+        # The webhook transport bounds its own exchange (outbound.deadline): alone, it runs
+        # here, without a hand-off to the channel pool and back.
+        results[Channel.WEBHOOK] = _call(*calls[Channel.WEBHOOK], timeout)
+    else:
+        pending = {channel: pool.submit(_call, *call, timeout) for channel, call in calls.items()}
+        results.update(_await_channels(pending, timeout=timeout, started=started))
     ordered = {c: results[c] for c in notification.channels if c in results}
     return RowDelivery(
         notification=notification, results=ordered, attempted_at=now, deferred=deferred
@@ -280,10 +287,10 @@ def _await_channels(
 
 
 class RowWorkers:
-    """The row lane's workers: at most `concurrency` rows in flight, each calling its
-    channels on a pool of its own (a channel that overran its deadline may still hold a
-    thread, so the channel pool is not shared with the row workers; two channels a row at
-    most)."""
+    """The row lane's workers: at most `concurrency` rows in flight. A row's webhook alone
+    runs on its row worker; otherwise its channels run on a pool of their own (a channel
+    that overran its deadline may still hold a thread, so the channel pool is not shared
+    with the row workers; two channels a row at most)."""
 
     def __init__(
         self, *, concurrency: int, senders: Senders, timeout: float, executor: Callable[..., Any]
