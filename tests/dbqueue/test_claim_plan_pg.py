@@ -16,6 +16,7 @@ from tenancy.models import Tenant
 from tests.conftest import requires_postgres
 from tests.dbqueue.fair_queues import LEASE, NOW
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
+from tests.support.plans import plan_nodes
 
 pytestmark = [requires_postgres, pytest.mark.django_db]
 
@@ -29,13 +30,6 @@ def seconds_ago(seconds: int) -> datetime:
 
 def endpoint(tenant: Tenant) -> WebhookEndpoint:
     return make_endpoint(tenant=tenant, url="https://hooks.example.com/in")
-
-
-def plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    nodes = [plan]
-    for child in plan.get("Plans", ()):
-        nodes += plan_nodes(child)
-    return nodes
 
 
 def most_rows_of_one_node(**claim_args: Any) -> int:

@@ -8,7 +8,6 @@ import json
 import re
 import uuid
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.db import connection
@@ -19,6 +18,7 @@ from tenancy.api.idempotency import Idempotency
 from tenancy.models import OperationKey
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_tenant
+from tests.support.plans import plan_nodes
 
 KEYS = 2_000
 
@@ -46,13 +46,6 @@ def tenant_with_many_keys():
 
 def lookup(tenant) -> Idempotency:
     return Idempotency(tenant=tenant, key="key-1999", fingerprint="f" * 64, now=timezone.now())
-
-
-def plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    nodes = [plan]
-    for child in plan.get("Plans", ()):
-        nodes += plan_nodes(child)
-    return nodes
 
 
 @pytest.mark.django_db
