@@ -43,19 +43,16 @@ def allows(preferences: Mapping[str, Any], *, channel: str, category: str) -> bo
     )
 
 
-def is_critical(category: str) -> bool:
-    return bool(category) and category in settings.CRITICAL_CATEGORIES
-
-
 # The claimed rows' recipients by (tenant, key) pairs, one round trip. Plain SQL rather than
 # a queryset: this runs for every claim of rows naming recipients, and compiling an OR of
 # per-tenant IN lists cost the tick four times what reading the rows did. The pairs go as
 # one JSON text, on PostgreSQL too: dumping two typed arrays cost the driver more per pair;
 # each pair is looked up through an index (LATERAL, kept a subquery by its LIMIT: the key
-# is unique), never by a hash join over the whole table.
+# is unique), never by a hash join over the whole table. The tenant comes back as the text
+# it was asked with, which maps back to the rows' own tenant ids without parsing a UUID.
 _PEOPLE = {
     "postgresql": """
-        SELECT r.tenant_id, r."key", r.email, r.timezone, r.send_window, r.preferences
+        SELECT r.tenant_id::text, r."key", r.email, r.timezone, r.send_window, r.preferences
         FROM jsonb_array_elements(%s::jsonb) AS wanted
         CROSS JOIN LATERAL (
             SELECT * FROM notifications_recipient
@@ -78,29 +75,45 @@ def prepare(rows: Iterable[Notification], *, now: datetime) -> None:
     rows = [row for row in rows if row.recipients]
     if not rows:
         return
-    wanted = {(row.tenant_id, key) for row in rows for key in row.recipients}
-    found = _people(sorted(wanted))
-    opening_of = _openings(now)
+    wanted: dict[Any, set[str]] = {}
     for row in rows:
-        people = [found[key] for k in row.recipients if (key := (row.tenant_id, k)) in found]
-        row.email_wait = _apply(row, people, opening_of=opening_of)
+        wanted.setdefault(row.tenant_id, set()).update(row.recipients)
+    found = _people(wanted)
+    rules = _Rules(
+        critical=frozenset(settings.CRITICAL_CATEGORIES),
+        unsubscribe_url=settings.UNSUBSCRIBE_URL,
+        opening_of=_openings(now),
+    )
+    nobody: dict[str, Person] = {}
+    for row in rows:
+        of_tenant = found.get(row.tenant_id, nobody)
+        people = [person for key in row.recipients if (person := of_tenant.get(key))]
+        row.email_wait = _apply(row, people, rules=rules)
 
 
-def _people(wanted: list[tuple[Any, str]]) -> dict[tuple[Any, str], "Person"]:
-    """The recipients among `wanted` (tenant id, key) pairs that exist, by that pair."""
+def _people(wanted: Mapping[Any, set[str]]) -> dict[Any, dict[str, "Person"]]:
+    """The recipients that exist among `wanted` keys by tenant id: {tenant id: {key:
+    person}}."""
     connection = connections[router.db_for_read(Recipient)]
     tenant = concrete_field(Recipient, "tenant")
-    pairs = [[str(tenant.get_db_prep_value(t, connection)), key] for t, key in wanted]
+    tenant_of = {str(tenant.get_db_prep_value(t, connection)): t for t in wanted}
+    pairs = [[text, key] for text, t in tenant_of.items() for key in sorted(wanted[t])]
     with connection.cursor() as cursor:
         cursor.execute(_PEOPLE[connection.vendor], [json.dumps(pairs)])
         found = cursor.fetchall()
     decoded = _Decoded()
-    return {
-        (tenant.to_python(tenant_id), key): Person(
-            key, email, zone, decoded(send_window), decoded(prefs) or {}
+    people: dict[Any, dict[str, Person]] = {}
+    for tenant_text, key, email, zone, window, prefs in found:
+        people.setdefault(tenant_of[tenant_text], {})[key] = Person(
+            key, email, zone, decoded(window), decoded(prefs) or {}, (_text(window), zone)
         )
-        for tenant_id, key, email, zone, send_window, prefs in found
-    }
+    return people
+
+
+def _text(value: Any) -> Any:
+    """A JSON column's value as a hashable key: its text as read (PostgreSQL writes equal
+    jsonb values as equal text)."""
+    return value if value is None or isinstance(value, (str, bytes)) else json.dumps(value)
 
 
 class _Decoded(dict):
@@ -122,18 +135,12 @@ def _openings(now: datetime) -> Callable[[list["Person"]], datetime | None]:
     known: dict[tuple, datetime | None] = {}
 
     def opening_of(people: list[Person]) -> datetime | None:
-        shape = tuple((_window_key(p.send_window), p.timezone) for p in people)
+        shape = tuple(p.shape for p in people)
         if shape not in known:
             known[shape] = common_opening(((p.send_window, p.timezone) for p in people), now)
         return known[shape]
 
     return opening_of
-
-
-def _window_key(window: Mapping[str, Any] | None) -> tuple | None:
-    if not window:
-        return None
-    return (tuple(window.get("days", ())), window.get("from"), window.get("until"))
 
 
 def _pending(row: Notification, channel: str) -> bool:
@@ -148,35 +155,44 @@ class Person(NamedTuple):
     timezone: str
     send_window: Mapping[str, Any] | None
     preferences: Mapping[str, Any]
+    # (the send window as stored, the zone): people of one shape share their openings.
+    shape: tuple[Any, str]
 
 
-def _apply(
-    row: Notification,
-    people: list[Person],
-    *,
-    opening_of: Callable[[list[Person]], datetime | None],
-) -> datetime | None:
-    critical = is_critical(row.category)
+class _Rules(NamedTuple):
+    """What one claim's rows are weighed by, read once per claim."""
+
+    critical: frozenset[str]
+    unsubscribe_url: str
+    opening_of: Callable[[list[Person]], datetime | None]
+
+
+def _apply(row: Notification, people: list[Person], *, rules: _Rules) -> datetime | None:
+    category = row.category
+    critical = bool(category) and category in rules.critical
     skipped: dict[str, str] = {}
     if (
         _pending(row, Channel.WEBHOOK)
         and people
         and not critical
-        and not any(_takes(p, Channel.WEBHOOK, row.category) for p in people)
+        and not any(_takes(p, Channel.WEBHOOK, category) for p in people)
     ):
         skipped[Channel.WEBHOOK] = PREFERENCE
     opening = None
     if _pending(row, Channel.EMAIL):
-        taking = [p for p in people if critical or _takes(p, Channel.EMAIL, row.category)]
+        taking = [p for p in people if critical or _takes(p, Channel.EMAIL, category)]
         if not taking:
             skipped[Channel.EMAIL] = PREFERENCE if people else NO_RECIPIENT
         else:
             row.email_to = list(dict.fromkeys(p.email for p in taking))
             if len(taking) == 1 and not critical:
                 row.email_headers = unsubscribe.headers(
-                    tenant_id=row.tenant_id, key=taking[0].key, category=row.category
+                    tenant_id=row.tenant_id,
+                    key=taking[0].key,
+                    category=category,
+                    url=rules.unsubscribe_url,
                 )
-            opening = opening_of(taking)
+            opening = rules.opening_of(taking)
     if skipped:
         row.skipped_channels = skipped
         row.channel_state = {**row.channel_state, **dict.fromkeys(skipped, SKIPPED)}

@@ -12,7 +12,6 @@ caller can have the server mail them a token of another tenant's recipient.
 
 import base64
 import binascii
-import hashlib
 import hmac
 import json
 import re
@@ -32,14 +31,16 @@ ONE_CLICK = "List-Unsubscribe=One-Click"
 _REFERENCE = re.compile(r"\{\{unsubscribe:([A-Za-z0-9_-]{1,2000})\}\}")
 _CONTEXT = b"tickwork.unsubscribe:"
 _MAC_CHARS = 43  # 256 bits, base64url without padding
+_URL_SAFE = bytes.maketrans(b"+/", b"-_")
 
 
 def _b64(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+    """base64url without padding, straight from binascii: the tick encodes two per email."""
+    return binascii.b2a_base64(raw, newline=False).translate(_URL_SAFE).rstrip(b"=").decode()
 
 
 def _mac(payload: str, secret: str) -> str:
-    return _b64(hmac.new(secret.encode(), _CONTEXT + payload.encode(), hashlib.sha256).digest())
+    return _b64(hmac.digest(secret.encode(), _CONTEXT + payload.encode(), "sha256"))
 
 
 # json.dumps with any argument builds a new encoder per call; the tick builds a payload
@@ -51,11 +52,13 @@ def _payload(tenant_id: Any, key: str, category: str) -> str:
     return _b64(_COMPACT_JSON.encode([str(tenant_id), key, category]).encode())
 
 
-def headers(*, tenant_id: Any, key: str, category: str) -> tuple[tuple[str, str], ...]:
+def headers(
+    *, tenant_id: Any, key: str, category: str, url: str | None = None
+) -> tuple[tuple[str, str], ...]:
     """The RFC 8058 headers of an email to recipient `key`, as stored: a reference where
-    the token goes."""
+    the token goes. `url` is UNSUBSCRIBE_URL (the tick reads it once per claim)."""
     reference = "{{unsubscribe:" + _payload(tenant_id, key, category) + "}}"
-    url = settings.UNSUBSCRIBE_URL.replace("{token}", reference)
+    url = (url or settings.UNSUBSCRIBE_URL).replace("{token}", reference)
     return ((LIST_UNSUBSCRIBE, f"<{url}>"), (LIST_UNSUBSCRIBE_POST, ONE_CLICK))
 
 
@@ -68,7 +71,8 @@ def render(value: str, *, secret: str) -> str:
 
 def rendered_headers(pairs: Mapping[str, str]) -> dict[str, str]:
     """Headers as they go out: tokens rendered with SECRET_KEY."""
-    return {name: render(value, secret=settings.SECRET_KEY) for name, value in pairs.items()}
+    secret = settings.SECRET_KEY
+    return {name: render(value, secret=secret) for name, value in pairs.items()}
 
 
 def verify(token: str, *, secret: str) -> tuple[str, str, str] | None:
