@@ -15,6 +15,11 @@ BENCH_TICK_DB names) it prints:
   3. the tick after the windows close: one email per recipient, its time and CPU.
 Defaults are small (1,000 recipients; 5,000 events over 100 recipients); the issue's sizes
 are --recipients 10000 --events 100000 --digest-recipients 1000. Prints; never judges.
+
+With --instructions, part 1 counts the tick's instructions (bench/instructions.py: valgrind's
+callgrind, one round of each kind, fifty times slower) instead of timing its CPU, and parts
+2 and 3 are left out: CPU time on a small shared machine varies by ±10% from round to
+round, the count by a few percent.
 """
 
 import argparse
@@ -49,16 +54,50 @@ def no_op_senders():
     return Senders(email=sent, webhook=sent)
 
 
-def timed_tick(now, rows: int) -> tuple[float, float, int]:
-    """(CPU seconds, wall seconds, delivered) of one tick draining `rows` due rows."""
+def drained(now, rows: int) -> int:
+    """Rows delivered by one tick draining `rows` due rows."""
     from notifications.scheduler.tick import run_tick
 
+    return run_tick(now=now, max_rows=rows, time_budget=3600, senders=no_op_senders()).delivered
+
+
+def timed_tick(now, rows: int) -> tuple[float, float, int]:
+    """(CPU seconds, wall seconds, delivered) of one tick draining `rows` due rows."""
     cpu, wall = time.process_time(), time.monotonic()
-    summary = run_tick(now=now, max_rows=rows, time_budget=3600, senders=no_op_senders())
-    return time.process_time() - cpu, time.monotonic() - wall, summary.delivered
+    delivered = drained(now, rows)
+    return time.process_time() - cpu, time.monotonic() - wall, delivered
 
 
-def people_vs_plain(tenant, count: int) -> None:
+class CpuTime:
+    """Part 1's measure: the tick process's CPU time, every thread (five rounds)."""
+
+    rounds = 5
+    unit = "µs of CPU"
+    scale = 1e6
+
+    def __call__(self, label: str, now, rows: int) -> tuple[float, int]:
+        cpu, _, delivered = timed_tick(now, rows)
+        return cpu, delivered
+
+
+class Instructions:
+    """Part 1's measure under --instructions: the tick's instructions (one round)."""
+
+    rounds = 1
+    unit = "instructions"
+    scale = 1
+
+    def __init__(self) -> None:
+        from bench.instructions import Counter
+
+        self.counter = Counter()
+
+    def __call__(self, label: str, now, rows: int) -> tuple[float, int]:
+        delivered, count = self.counter.count(label, lambda: drained(now, rows))
+        return count, delivered
+
+
+def people_vs_plain(tenant, count: int, measure: CpuTime | Instructions) -> None:
     from django.utils import timezone
 
     from notifications.models import Notification, Recipient
@@ -79,7 +118,7 @@ def people_vs_plain(tenant, count: int) -> None:
         batch_size=1000,
     )
 
-    def burst(named: bool) -> tuple[float, float, int]:
+    def burst(named: bool, round_number: int) -> tuple[float, int]:
         Notification.objects.bulk_create(
             [
                 Notification(
@@ -100,23 +139,23 @@ def people_vs_plain(tenant, count: int) -> None:
         )
         _analyze()  # as autovacuum would have by then
         try:
-            return timed_tick(now, count)
+            return measure(f"{'people' if named else 'plain'}-{round_number}", now, count)
         finally:
             _empty_the_queue()
 
     # The machine is shared and noisy: alternate, five rounds, and take the median of each
     # kind and of each round's ratio. Every burst starts from empty queue tables, or the
     # later ones would pay for the rows of the earlier.
-    rounds = [(burst(named=False), burst(named=True)) for _ in range(5)]
-    assert all(plain[2] == people[2] == count for plain, people in rounds), rounds
-    plain_cpu = statistics.median(plain[0] for plain, _ in rounds) / count * 1e6
-    people_cpu = statistics.median(people[0] for _, people in rounds) / count * 1e6
+    rounds = [(burst(False, n), burst(True, n)) for n in range(measure.rounds)]
+    assert all(plain[1] == people[1] == count for plain, people in rounds), rounds
+    plain_cost = statistics.median(plain[0] for plain, _ in rounds) / count * measure.scale
+    people_cost = statistics.median(people[0] for _, people in rounds) / count * measure.scale
     ratios = [people[0] / plain[0] for plain, people in rounds]
     print(
-        f"1. tick CPU per delivered email (medians of 5 rounds): plain {plain_cpu:.0f} µs, to "
-        f"recipients with preferences and windows {people_cpu:.0f} µs ({count} emails); "
-        f"ratio {statistics.median(ratios):.2f} (rounds: "
-        f"{', '.join(f'{ratio:.2f}' for ratio in ratios)})"
+        f"1. tick {measure.unit} per delivered email (medians of {measure.rounds} rounds): "
+        f"plain {plain_cost:,.0f}, to recipients with preferences and windows "
+        f"{people_cost:,.0f} ({count} emails); ratio {statistics.median(ratios):.3f} "
+        f"(rounds: {', '.join(f'{ratio:.3f}' for ratio in ratios)})"
     )
 
 
@@ -214,7 +253,16 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=5000)
     parser.add_argument("--digest-recipients", type=int, default=100)
     parser.add_argument("--clients", type=int, default=2, help="API client processes")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="part 1 only, counting instructions under callgrind (needs valgrind)",
+    )
     args = parser.parse_args()
+    if args.instructions:
+        from bench.instructions import rerun_under_callgrind
+
+        rerun_under_callgrind()
     tick_db.prepare_environment(args.db)
     # The per-user rate limit is not what is measured.
     os.environ["THROTTLE_RATE_USER"] = "100000000/min"
@@ -233,7 +281,10 @@ def main() -> None:
         Membership.objects.create(user=user, tenant=tenant, role="owner")
         token = ApiToken.issue(user=user, name="bench")[1]
         print(f"[{args.db}]")
-        people_vs_plain(tenant, args.recipients)
+        measure = Instructions() if args.instructions else CpuTime()
+        people_vs_plain(tenant, args.recipients, measure)
+        if args.instructions:
+            return
         digests(
             tenant,
             token,
