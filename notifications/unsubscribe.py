@@ -12,6 +12,7 @@ caller can have the server mail them a token of another tenant's recipient.
 
 import base64
 import binascii
+import functools
 import hmac
 import json
 import re
@@ -39,8 +40,18 @@ def _b64(raw: bytes) -> str:
     return binascii.b2a_base64(raw, newline=False).translate(_URL_SAFE).rstrip(b"=").decode()
 
 
+@functools.lru_cache(maxsize=4)
+def _keyed(secret: str) -> hmac.HMAC:
+    """HMAC-SHA256 keyed with `secret` over the context, copied for each token: the
+    one-shot hmac.digest() lets go of the GIL on every call, which in the tick hands the
+    interpreter to another thread once per email."""
+    return hmac.new(secret.encode(), _CONTEXT, "sha256")
+
+
 def _mac(payload: str, secret: str) -> str:
-    return _b64(hmac.digest(secret.encode(), _CONTEXT + payload.encode(), "sha256"))
+    mac = _keyed(secret).copy()
+    mac.update(payload.encode())
+    return _b64(mac.digest())
 
 
 # json.dumps with any argument builds a new encoder per call; the tick builds a payload
