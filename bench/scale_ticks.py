@@ -53,8 +53,8 @@ def seed_tenants(count: int) -> list:
 
 
 def fresh_burst(endpoints: list, *, rows_per_tenant: int, url: str) -> int:
-    """Empty queue and delivery log, every endpoint pointed at `url`, and `rows_per_tenant`
-    rows due now for each; returns the row count."""
+    """Empty queue and delivery log (and what references them: digests), every endpoint
+    pointed at `url`, and `rows_per_tenant` rows due now for each; returns the row count."""
     from django.db import connection
     from django.utils import timezone
 
@@ -62,7 +62,7 @@ def fresh_burst(endpoints: list, *, rows_per_tenant: int, url: str) -> int:
 
     tables = ", ".join(model._meta.db_table for model in (Notification, Delivery))
     with connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE {tables}")
+        cursor.execute(f"TRUNCATE {tables} CASCADE")
     WebhookEndpoint.objects.update(url=url)
     due = timezone.now()
     for endpoint in endpoints:
