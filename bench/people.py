@@ -146,7 +146,7 @@ def people_vs_plain(tenant, count: int, measure: CpuTime | Instructions) -> None
         try:
             return measure(f"{'people' if named else 'plain'}-{round_number}", now, count)
         finally:
-            _empty_the_queue()
+            tick_db.empty_queue()
 
     # The machine is shared and noisy: alternate, five rounds, and take the median of each
     # kind and of each round's ratio. Every burst starts from empty queue tables, or the
@@ -162,20 +162,6 @@ def people_vs_plain(tenant, count: int, measure: CpuTime | Instructions) -> None
         f"{people_cost:,.0f} ({count} emails); ratio {statistics.median(ratios):.3f} "
         f"(rounds: {', '.join(f'{ratio:.3f}' for ratio in ratios)})"
     )
-
-
-def _empty_the_queue() -> None:
-    """Remove every notification and delivery-log row (TRUNCATE on PostgreSQL, which leaves
-    no dead rows behind)."""
-    from django.db import connection
-
-    tables = ["notifications_delivery", "notifications_notification"]
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
-        else:
-            for table in tables:
-                cursor.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
 
 
 def _analyze() -> None:

@@ -58,11 +58,10 @@ def fresh_burst(endpoints: list, *, rows_per_tenant: int, url: str) -> int:
     from django.db import connection
     from django.utils import timezone
 
-    from notifications.models import Delivery, Notification, WebhookEndpoint
+    from bench import tick_db
+    from notifications.models import WebhookEndpoint
 
-    tables = ", ".join(model._meta.db_table for model in (Notification, Delivery))
-    with connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE {tables} CASCADE")
+    tick_db.empty_queue()
     WebhookEndpoint.objects.update(url=url)
     due = timezone.now()
     for endpoint in endpoints:

@@ -44,6 +44,20 @@ def drop(db: str) -> None:
             Path(f"{SQLITE_PATH}{suffix}").unlink(missing_ok=True)
 
 
+def empty_queue() -> None:
+    """Remove every notification and delivery-log row, and what references them (digests):
+    TRUNCATE … CASCADE on PostgreSQL, which leaves no dead rows behind."""
+    from django.db import connection
+
+    tables = ["notifications_delivery", "notifications_notification"]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
+        else:
+            for table in ["notifications_digest", *tables]:
+                cursor.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
+
+
 def add_due_rows(*, tenant, endpoint, count: int, due_at: datetime) -> None:
     from notifications.models import Notification
 
