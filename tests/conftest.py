@@ -22,6 +22,7 @@ from tenancy import link_tokens
 from tenancy.models import Role, Tenant
 from tenancy.plans import forget_plans
 from tenancy.services import member_add, tenant_create
+from tests.support.static_files import static_files_walked_once
 
 # No deadline per example: a busy machine (CI runs the suite beside other work, in parallel)
 # makes an example slow, never wrong. Each test's example count still bounds its run.
@@ -114,6 +115,14 @@ def forget_throttle_counts() -> None:
     """Forget every rate-limit count (its database rows, and the cache for good measure)."""
     cache.clear()
     RateWindow.objects.all().delete()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _static_files_walked_once():
+    """Every test client loads the middleware anew; WhiteNoise's walk of the static files
+    is done once per process, as a server does (tests/support/static_files.py)."""
+    with static_files_walked_once():
+        yield
 
 
 @pytest.fixture(autouse=True)
