@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import sqlite_only
-from tests.support.demo import Demo, free_port, running_demo
+from tests.support.demo import DATABASE, Demo, free_port, running_demo
 from tests.support.processes import ROOT
 
 KEY_HEADER = re.compile(r'-H "Idempotency-Key: (\$\([^"]*\))"')
@@ -69,7 +69,7 @@ def printed_lines(output: str) -> tuple[list[str], list[str]]:
 
 
 def demo_set_up(tmp_path: Path, *extra: str) -> str:
-    env = {**os.environ, "DEBUG": "true", "DATABASE_URL": f"sqlite:///{tmp_path / 'd.db'}"}
+    env = {**os.environ, "DEBUG": "true", "DATABASE_URL": f"sqlite:///{tmp_path / DATABASE}"}
     result = subprocess.run(
         [sys.executable, "manage.py", "demo", "--no-serve", *extra],
         cwd=ROOT,
@@ -86,6 +86,7 @@ def defined(assignments: list[str]) -> set[str]:
     return {command.partition("=")[0] for command in assignments}
 
 
+@pytest.mark.usefixtures("demo_database")
 def test_every_post_sends_an_idempotency_key_made_by_python3_never_uuidgen(tmp_path):
     _, demo_calls = printed_lines(demo_set_up(tmp_path))
 
@@ -114,6 +115,7 @@ def test_the_key_is_fresh_each_time_a_pasted_line_runs(tmp_path):
     assert all(uuid.UUID(key) for key in keys)
 
 
+@pytest.mark.usefixtures("demo_database")
 def test_the_calls_use_only_the_variables_the_demo_prints(tmp_path):
     assignments, demo_calls = printed_lines(demo_set_up(tmp_path))
 
@@ -124,6 +126,7 @@ def test_the_calls_use_only_the_variables_the_demo_prints(tmp_path):
     assert 'H="Authorization: Bearer $TOKEN"' in assignments[1]
 
 
+@pytest.mark.usefixtures("demo_database")
 def test_the_receiver_url_is_the_same_every_run(tmp_path):
     first, second = demo_set_up(tmp_path), demo_set_up(tmp_path)
 
@@ -259,6 +262,7 @@ def test_a_second_run_on_the_same_database_delivers_to_an_endpoint_of_the_first(
     assert "hook | rejected" not in second.output
 
 
+@pytest.mark.usefixtures("demo_database")
 def test_a_taken_receiver_port_falls_back_to_a_free_one_and_says_so(tmp_path):
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))

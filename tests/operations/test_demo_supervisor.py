@@ -1,5 +1,6 @@
 """The process supervisor behind `manage.py demo`, and the demo end to end: a real launcher
-with its server and both workers on a fresh SQLite file, stopped by Ctrl-C or SIGTERM."""
+with its server and both workers on a SQLite file of its own (migrated already), stopped by
+Ctrl-C or SIGTERM."""
 
 import io
 import os
@@ -156,6 +157,7 @@ def assert_clean_stop(demo: Demo, pids: dict[str, int]) -> None:
 
 
 @sqlite_only  # the demo runs on a SQLite file of its own
+@pytest.mark.usefixtures("demo_database")
 def test_demo_runs_a_project_through_its_job_and_invitation_then_stops_on_ctrl_c(tmp_path):
     with running_demo(tmp_path, free_port()) as demo:
         token = demo.wait_for(r"API token \(shown once\): (\S+)", timeout=WAIT)[1]
@@ -186,6 +188,7 @@ def test_demo_runs_a_project_through_its_job_and_invitation_then_stops_on_ctrl_c
 
 
 @sqlite_only  # the demo runs on a SQLite file of its own
+@pytest.mark.usefixtures("demo_database")
 def test_sigterm_to_the_launcher_alone_stops_every_process(tmp_path):
     with running_demo(tmp_path, free_port()) as demo:
         pids = started_pids(demo.wait_for(r"demo \| started .*", timeout=WAIT)[0])
@@ -197,6 +200,7 @@ def test_sigterm_to_the_launcher_alone_stops_every_process(tmp_path):
 
 
 @sqlite_only  # the demo runs on a SQLite file of its own
+@pytest.mark.usefixtures("demo_database")
 def test_the_demo_receiver_prints_each_verified_webhook_delivery(tmp_path):
     with running_demo(tmp_path, free_port()) as demo:
         token = demo.wait_for(r"API token \(shown once\): (\S+)", timeout=WAIT)[1]
@@ -234,6 +238,7 @@ def test_the_demo_receiver_prints_each_verified_webhook_delivery(tmp_path):
 
 
 @sqlite_only  # the demo runs on a SQLite file of its own
+@pytest.mark.usefixtures("demo_database")
 def test_the_children_die_with_a_sigkilled_launcher_and_free_the_port(tmp_path):
     port = free_port()
     with running_demo(tmp_path, port) as demo:
