@@ -3,9 +3,10 @@
 A test module lists its routes as `RouteSpec`s and parametrizes one test over
 `matrix_cases(ROUTES)`:
 
+    @pytest.mark.django_db
     @pytest.mark.parametrize(("route", "principal", "target"), matrix_cases(ROUTES))
-    def test_matrix(route, principal, target, alice, bob, charlie):
-        check_case(route, principal, target, build_world(alice, bob, charlie))
+    def test_matrix(route, principal, target, actors):  # (alice, bob, charlie)
+        check_case(route, principal, target, build_world(*actors))
 
 Callers: anonymous, a bad, an expired and a revoked token (all 401), Alice (owner of A),
 Bob (member of A), Charlie (owner of B). A `public` route (signup, accept) answers an

@@ -11,9 +11,11 @@ configuration serves, so a new endpoint cannot ship without its row."""
 
 import re
 import uuid
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
@@ -29,7 +31,7 @@ from onboarding.signins import signin_link_record
 from onboarding.signups import signup_request_record
 from tenancy.models import ApiToken, Tenant
 from tests.authz import RouteSpec, build_world, check_case, matrix_cases
-from tests.conftest import link_token, make_member
+from tests.conftest import Actor, link_token, make_member, make_owner
 from tests.jobs.factories import make_job
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_project
@@ -407,9 +409,23 @@ ROUTES += [
 ]
 
 
+@pytest.fixture(scope="module")
+def actors(django_db_setup, django_db_blocker) -> Iterator[tuple[Actor, Actor, Actor]]:
+    """Alice (owner of A), Bob (member of A) and Charlie (owner of B), made once for the
+    matrix's thousand cells: they live in a transaction around the module, and each cell runs
+    in a savepoint of its own (pytest-django's `db`), so what one cell writes is gone before
+    the next. Addresses of their own: the module's other tests make the usual three."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        alice = make_owner("Tenant A", "alice@matrix.example.com")
+        bob = make_member(alice.tenant, "bob@matrix.example.com")
+        yield alice, bob, make_owner("Tenant B", "charlie@matrix.example.com")
+        transaction.set_rollback(True)
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize(("route", "principal", "target"), matrix_cases(ROUTES))
-def test_authorization_matrix(route, principal, target, alice, bob, charlie):
-    check_case(route, principal, target, build_world(alice, bob, charlie))
+def test_authorization_matrix(route, principal, target, actors):
+    check_case(route, principal, target, build_world(*actors))
 
 
 def _served_routes(patterns, prefix: str = ""):
