@@ -24,6 +24,7 @@ def _configuration(middleware: WhiteNoiseMiddleware) -> tuple:
         middleware.allow_all_origins,
         middleware.charset,
         middleware.add_headers_function,
+        middleware.index_file,
         tuple(settings.INSTALLED_APPS),
         tuple(map(str, getattr(settings, "STATICFILES_DIRS", ()))),
         tuple(settings.STATICFILES_FINDERS),
@@ -51,8 +52,8 @@ def _walk_once(walk: Callable[[WhiteNoiseMiddleware], None]) -> Callable[..., No
 @contextmanager
 def static_files_walked_once() -> Iterator[None]:
     original = WhiteNoiseMiddleware.add_files_from_finders
-    WhiteNoiseMiddleware.add_files_from_finders = _walk_once(original)  # type: ignore[method-assign]
+    WhiteNoiseMiddleware.add_files_from_finders = _walk_once(original)
     try:
         yield
     finally:
-        WhiteNoiseMiddleware.add_files_from_finders = original  # type: ignore[method-assign]
+        WhiteNoiseMiddleware.add_files_from_finders = original
