@@ -5,8 +5,11 @@ A test module lists its routes as `RouteSpec`s and parametrizes one test over
 
     @pytest.mark.django_db
     @pytest.mark.parametrize(("route", "principal", "target"), matrix_cases(ROUTES))
-    def test_matrix(route, principal, target, actors):  # (alice, bob, charlie)
+    def test_matrix(route, principal, target, actors):
         check_case(route, principal, target, build_world(*actors))
+
+where `actors` is (alice, bob, charlie), made once for the module's cells (the `actors`
+fixture of tests/test_authorization_matrix.py shows how).
 
 Callers: anonymous, a bad, an expired and a revoked token (all 401), Alice (owner of A),
 Bob (member of A), Charlie (owner of B). A `public` route (signup, accept) answers an
