@@ -4,6 +4,7 @@ never see anything of A's."""
 import os
 import socket
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import psycopg
@@ -22,6 +23,7 @@ from tenancy import link_tokens
 from tenancy.models import Role, Tenant
 from tenancy.plans import forget_plans
 from tenancy.services import member_add, tenant_create
+from tests.support.sqlite_files import migrated_file
 from tests.support.static_files import static_files_walked_once
 
 # No deadline per example: a busy machine (CI runs the suite beside other work, in parallel)
@@ -123,6 +125,13 @@ def _static_files_walked_once():
     is done once per process, as a server does (tests/support/static_files.py)."""
     with static_files_walked_once():
         yield
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory) -> Path:
+    """One migrated SQLite file per test process, for tests whose processes run on a file of
+    their own: each copies it (tests/support/sqlite_files.py) instead of migrating."""
+    return migrated_file(tmp_path_factory.mktemp("migrated") / "db.sqlite3")
 
 
 @pytest.fixture(autouse=True)

@@ -18,6 +18,7 @@ from jobs.models import Job
 from tenancy.services import tenant_create
 from tests.jobs.factories import make_job
 from tests.support.http_server import Reply, recording_server
+from tests.support.sqlite_files import copy_of
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = (
@@ -40,9 +41,10 @@ def manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     )
 
 
-def prepared_database(tmp_path: Path) -> tuple[dict[str, str], str, object]:
+def prepared_database(request, tmp_path: Path) -> tuple[dict[str, str], str, object]:
     """An environment whose database the worker process can see, with one ready job; returns
-    (env, job id, a function reading the job's status)."""
+    (env, job id, a function reading the job's status). On SQLite: a copy of the migrated
+    file (tests/support/sqlite_files.py)."""
     env = {**os.environ, "JOB_LEASE_SECONDS": "60"}
     if connection.vendor == "postgresql":
         db = settings.DATABASES["default"]
@@ -50,9 +52,8 @@ def prepared_database(tmp_path: Path) -> tuple[dict[str, str], str, object]:
         tenant = tenant_create(name="T", owner_email="o@example.com").tenant
         job_id = str(make_job(tenant, now=timezone.now()).id)
         return env, job_id, lambda: Job.objects.get(pk=job_id).status
-    path = tmp_path / "worker.sqlite3"
+    path = copy_of(request.getfixturevalue("migrated_sqlite"), tmp_path / "worker.sqlite3")
     env["DATABASE_URL"] = f"sqlite:///{path}"
-    manage("migrate", "--no-input", env=env)
     job_id = manage("shell", "-c", SEED, env=env).stdout.strip().splitlines()[-1]
 
     def status() -> str:
@@ -63,8 +64,8 @@ def prepared_database(tmp_path: Path) -> tuple[dict[str, str], str, object]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_sigterm_finishes_the_job_in_flight_then_exits_0(tmp_path):
-    env, job_id, job_status = prepared_database(tmp_path)
+def test_sigterm_finishes_the_job_in_flight_then_exits_0(request, tmp_path):
+    env, job_id, job_status = prepared_database(request, tmp_path)
     in_flight = threading.Event()
 
     def slow_provisioning(request):

@@ -4,7 +4,6 @@ SQLite file of its own, its output collected, and a free port to give it."""
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -36,26 +35,6 @@ def gone(pid: int) -> bool:
     except (ProcessLookupError, FileNotFoundError):
         return True
     return stat.rpartition(")")[2].split()[0] == "Z"
-
-
-def migrated_database(folder: Path) -> Path:
-    """A SQLite file in `folder` with every migration applied, as the demo's own first run
-    leaves it (a fresh file costs the demo seconds of migrations before anything starts)."""
-    path = folder / DATABASE
-    env = {**os.environ, "DEBUG": "true", "DATABASE_URL": f"sqlite:///{path}"}
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--verbosity", "0"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        timeout=300,
-    )
-    return path
-
-
-def copy_database(migrated: Path, folder: Path) -> Path:
-    """The migrated file copied where a demo in `folder` looks for its database."""
-    return Path(shutil.copyfile(migrated, folder / DATABASE))
 
 
 def free_port() -> int:

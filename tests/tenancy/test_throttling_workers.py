@@ -12,6 +12,7 @@ from django.db import connection
 
 from tests.conftest import requires_postgres, sqlite_only
 from tests.support.gunicorn import app_env, gunicorn, manage, spread_requests
+from tests.support.sqlite_files import copy_of
 
 LIMITS = {"THROTTLE_RATE_USER": "10/hour", "THROTTLE_RATE_AUTH_FAILURES": "5/hour"}
 
@@ -37,9 +38,8 @@ def app(request, tmp_path):
     if request.param == "postgres":
         # The test database must exist (and be named) before its URL is read.
         return app_env(postgres_url(), **LIMITS)
-    env = app_env(f"sqlite:///{tmp_path / 'db.sqlite3'}", **LIMITS)
-    manage(env, "migrate", "--verbosity=0")
-    return env
+    database = copy_of(request.getfixturevalue("migrated_sqlite"), tmp_path / "db.sqlite3")
+    return app_env(f"sqlite:///{database}", **LIMITS)
 
 
 def bearer(env: dict[str, str]) -> dict[str, str]:
