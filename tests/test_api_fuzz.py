@@ -5,13 +5,14 @@ import json
 import re
 import uuid
 import zlib
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 import schemathesis
 from django.contrib.auth import get_user_model
 from django.core.signals import request_finished, request_started
-from django.db import close_old_connections
+from django.db import close_old_connections, transaction
 from django.test import RequestFactory
 from django.urls import URLResolver, get_resolver
 from django.utils import timezone
@@ -32,7 +33,7 @@ from notifications.recovery import endpoint_recover
 from onboarding.invitations import invitation_issue
 from projects.models import Project
 from tenancy.models import ApiToken, Invitation, Membership, SigninLink, SignupRequest, Tenant
-from tests.conftest import forget_throttle_counts, make_member
+from tests.conftest import Actor, forget_throttle_counts, make_member, make_owner
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
 
@@ -120,7 +121,24 @@ def _keep_test_transaction():
 
 @pytest.fixture
 def seeded(alice) -> dict[str, str | int]:
-    """One existing row behind each `{id}` route, keyed by the route's collection."""
+    return seed_rows(alice, people="example.com")
+
+
+@pytest.fixture(scope="module")
+def tables(django_db_setup, django_db_blocker) -> Iterator[tuple[Actor, dict[str, str | int]]]:
+    """Alice and her seeded rows, made once for the table tests' few hundred requests: they
+    live in a transaction around the module, and each test runs in a savepoint of its own
+    (pytest-django's `db`), so what one test writes is gone before the next. Addresses of
+    their own: the fuzzer's operations make the usual Alice beside them."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        alice = make_owner("Tenant A", "alice@tables.example.com")
+        yield alice, seed_rows(alice, people="tables.example.com")
+        transaction.set_rollback(True)
+
+
+def seed_rows(alice: Actor, *, people: str) -> dict[str, str | int]:
+    """One existing row behind each `{id}` route, keyed by the route's collection; the
+    member and the invitee have addresses at the domain `people`."""
     job = make_job(alice, status=JobStatus.DEAD_LETTERED)
     endpoint = make_endpoint(tenant=alice.tenant, url="https://hooks.example.com/in")
     notification = make_notification(
@@ -140,7 +158,7 @@ def seeded(alice) -> dict[str, str | int]:
     )
     invitation = invitation_issue(
         tenant=alice.tenant,
-        email="fuzzed@example.com",
+        email=f"fuzzed@{people}",
         role="member",
         invited_by=alice.user,
         now=timezone.now(),
@@ -155,19 +173,19 @@ def seeded(alice) -> dict[str, str | int]:
         "messages": str(message.id),
         # Integer ids: a member to re-role or remove, and a token of Alice's other than the
         # one the fuzzer authenticates with.
-        "members": make_member(alice.tenant, "fuzzed@example.com").user.id,
+        "members": make_member(alice.tenant, f"fuzzed@{people}").user.id,
         "tokens": ApiToken.issue(user=alice.user, name="fuzzed")[0].id,
         "invitations": str(invitation.id),
         "tasks": str(task.id),
         # The tenant's own key of a person, and the token of an unsubscribe link to them.
         "recipients": SEEDED_RECIPIENT,
-        "unsubscribe": _unsubscribe_token(alice),
+        "unsubscribe": _unsubscribe_token(alice, people=people),
     }
 
 
-def _unsubscribe_token(alice) -> str:
+def _unsubscribe_token(alice: Actor, *, people: str) -> str:
     recipient_put(
-        tenant=alice.tenant, key=SEEDED_RECIPIENT, email="person@example.com", now=timezone.now()
+        tenant=alice.tenant, key=SEEDED_RECIPIENT, email=f"person@{people}", now=timezone.now()
     )
     (_, header), _ = unsubscribe.headers(
         tenant_id=alice.tenant.id, key=SEEDED_RECIPIENT, category=""
@@ -365,8 +383,9 @@ def _rows() -> list[tuple]:
 )
 @pytest.mark.parametrize(("method", "path"), TOKEN_OPERATIONS, ids=" ".join)
 def test_every_operation_answers_401_without_a_valid_token(
-    client, alice, seeded, method, path, authorization
+    client, tables, method, path, authorization
 ):
+    alice, seeded = tables
     headers = {"X-Tenant-ID": str(alice.tenant.id), "Idempotency-Key": "k1"}
     if authorization is not None:
         headers["Authorization"] = authorization
@@ -416,7 +435,8 @@ def test_the_public_operations_are_the_front_doors():
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(("method", "path"), UNDECLARED_METHODS, ids=" ".join)
-def test_every_undeclared_method_answers_405_with_allow(client, alice, seeded, method, path):
+def test_every_undeclared_method_answers_405_with_allow(client, tables, method, path):
+    alice, seeded = tables
     before = _rows()
 
     response = client.generic(
@@ -446,7 +466,8 @@ LIST_PATHS = [
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("path", LIST_PATHS)
-def test_every_list_names_a_query_parameter_it_does_not_take(client, alice, seeded, path):
+def test_every_list_names_a_query_parameter_it_does_not_take(client, tables, path):
+    alice, seeded = tables
     # The fuzzer adds no undeclared parameters (its negative cases would add undeclared
     # headers too, which HTTP servers rightly ignore), so each list is asked here.
     response = client.get(
