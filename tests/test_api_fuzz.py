@@ -326,6 +326,11 @@ UNDECLARED_METHODS = [
 ]
 
 
+def _named(operations: list[tuple[str, str]]) -> list[str]:
+    """Test ids such as "GET /v1/projects" (an `ids` callable sees one value at a time)."""
+    return [f"{method} {path}" for method, path in operations]
+
+
 def _api_routes(patterns: list, prefix: str = "") -> list[str]:
     """Every URL route Django serves, as OpenAPI path templates."""
     routes = []
@@ -381,7 +386,7 @@ def _rows() -> list[tuple]:
     [None, "Bearer tkw_not-a-real-token", "Basic YWxpY2U6c2VjcmV0"],
     ids=["no-header", "unknown-token", "basic-scheme"],
 )
-@pytest.mark.parametrize(("method", "path"), TOKEN_OPERATIONS, ids=" ".join)
+@pytest.mark.parametrize(("method", "path"), TOKEN_OPERATIONS, ids=_named(TOKEN_OPERATIONS))
 def test_every_operation_answers_401_without_a_valid_token(
     client, tables, method, path, authorization
 ):
@@ -404,7 +409,7 @@ def test_every_operation_answers_401_without_a_valid_token(
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("method", "path"), PUBLIC_OPERATIONS, ids=" ".join)
+@pytest.mark.parametrize(("method", "path"), PUBLIC_OPERATIONS, ids=_named(PUBLIC_OPERATIONS))
 def test_a_public_operation_answers_a_wrong_token_401_and_writes_nothing(client, method, path):
     before = _rows()
 
@@ -434,7 +439,7 @@ def test_the_public_operations_are_the_front_doors():
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("method", "path"), UNDECLARED_METHODS, ids=" ".join)
+@pytest.mark.parametrize(("method", "path"), UNDECLARED_METHODS, ids=_named(UNDECLARED_METHODS))
 def test_every_undeclared_method_answers_405_with_allow(client, tables, method, path):
     alice, seeded = tables
     before = _rows()
