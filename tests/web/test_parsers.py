@@ -3,13 +3,23 @@ problem on every write endpoint, and its text checks agree with the parsed docum
 
 import io
 import json
+from collections.abc import Iterator
 
 import pytest
+from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework.exceptions import ParseError
 
-from tests.web.write_endpoints import WRITES, assert_problem, seed_targets, send, stored_state
+from tests.conftest import Actor, make_owner
+from tests.web.write_endpoints import (
+    WRITES,
+    Targets,
+    assert_problem,
+    seed_targets,
+    send,
+    stored_state,
+)
 from web.parsers import MAX_JSON_DEPTH, StrictJSONParser, nested_at_most
 
 pytestmark = pytest.mark.usefixtures("public_dns", "signup_on")
@@ -161,10 +171,22 @@ _REFUSED = {
 }
 
 
+@pytest.fixture(scope="module")
+def aimed(django_db_setup, django_db_blocker) -> Iterator[tuple[Actor, Targets]]:
+    """An owner and the rows the writes aim at, made once for the ~160 refused writes: they
+    live in a transaction around the module, and each test runs in a savepoint of its own
+    (pytest-django's `db`). An address of its own: other tests here make the usual Alice."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        owner = make_owner("Tenant A", "alice@parsers.example.com")
+        yield owner, seed_targets(owner)
+        transaction.set_rollback(True)
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("write", WRITES, ids=lambda write: write.name)
 @pytest.mark.parametrize("case", sorted(_REFUSED))
-def test_every_write_answers_a_400_problem_and_writes_nothing(alice, write, case):
-    targets = seed_targets(alice)
+def test_every_write_answers_a_400_problem_and_writes_nothing(aimed, write, case):
+    alice, targets = aimed
     before = stored_state(targets)
 
     response = send(alice, write.method, targets.path(write), _REFUSED[case].encode())
