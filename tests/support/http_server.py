@@ -136,7 +136,11 @@ class RecordingServer:
             do_POST = do_GET = do_PUT = do_DELETE = _handle
 
         self._httpd = _Server(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # shutdown() waits for the serving loop's next poll: the default half second was
+        # spent at the end of every test with a server (90 of them).
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def url(self) -> str:
