@@ -179,6 +179,13 @@ sqlite_only = pytest.mark.skipif(
     reason="SQLite only (whatever DATABASE_URL says): the SQLite pass runs it",
 )
 
+# Start-up checks whose processes get a DATABASE_URL of their own and never reach the pass's
+# database: the SQLite pass runs them, the PostgreSQL pass would only run them again.
+runs_without_the_pass_database = pytest.mark.skipif(
+    _configured_vendor() != "sqlite",
+    reason="never uses the pass's database (whatever DATABASE_URL says): the SQLite pass runs it",
+)
+
 
 # --- Through a transaction pooler (README: Scale) -------------------------------------------
 # With TEST_PGBOUNCER_URL=postgres://user@host:port (a PgBouncer in transaction mode in front

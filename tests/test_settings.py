@@ -7,6 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import runs_without_the_pass_database
+
+# Every process here gets a DATABASE_URL of its own (or none).
+pytestmark = runs_without_the_pass_database
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -10,6 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import runs_without_the_pass_database
+
+# Every command here gets a DATABASE_URL of its own: a closed port, or no known scheme.
+pytestmark = runs_without_the_pass_database
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
