@@ -137,7 +137,7 @@ class RecordingServer:
 
         self._httpd = _Server(("127.0.0.1", 0), Handler)
         # shutdown() waits for the serving loop's next poll: the default half second was
-        # spent at the end of every test with a server (90 of them).
+        # spent at the end of every test that starts one.
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
