@@ -8,7 +8,8 @@ BENCH_TICK_DB names, that it creates and drops) it prints:
   1. deliveries/s of one tick over N due one-shot webhook rows, and the ratio to a bare loop
      posting the same requests through the same send_webhook, on connections kept alive as
      the tick keeps them, with the same concurrency and no database;
-  2. SQL statements per delivered row (CaptureQueriesContext, in-process);
+  2. SQL statements per delivered row (CaptureQueriesContext, in-process, in a tick of its
+     own: the capture is not timed);
   3. tick time over --filler-due due rows with --filler parked and future rows in the table,
      divided by the same tick with none;
 and then bench/recurrence.py's figure when that module is present. Prints; never judges.
@@ -63,8 +64,12 @@ def bare_loop(*, url: str, secret: str, rows: int, concurrency: int) -> float:
     return rows / elapsed
 
 
-def timed_tick(*, tenant, endpoint, rows: int, concurrency: int):
-    """Run one tick over `rows` fresh due rows; returns (summary, statements captured)."""
+def timed_tick(*, tenant, endpoint, rows: int, concurrency: int, count_statements=False):
+    """Run one tick over `rows` fresh due rows; returns (summary, statements captured).
+    Statements are captured only when asked: Django's capture renders every statement with
+    its parameters, which costs the tick about a twentieth of its CPU."""
+    from contextlib import nullcontext
+
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
@@ -74,10 +79,11 @@ def timed_tick(*, tenant, endpoint, rows: int, concurrency: int):
     tick_db.add_due_rows(
         tenant=tenant, endpoint=endpoint, count=rows, due_at=timezone.now() - timedelta(1)
     )
-    with CaptureQueriesContext(connection) as captured:
+    capture = CaptureQueriesContext(connection) if count_statements else nullcontext()
+    with capture:
         summary = run_tick(max_rows=rows, time_budget=3600, concurrency=concurrency)
     assert summary.delivered == rows, summary.line()
-    return summary, captured.captured_queries
+    return summary, capture.captured_queries if count_statements else []
 
 
 def run_one(args: argparse.Namespace) -> None:
@@ -110,10 +116,17 @@ def run_one(args: argparse.Namespace) -> None:
                     url=url, secret=endpoint.secret, rows=args.rows, concurrency=args.concurrency
                 ),
             )
-            summary, queries = timed_tick(
+            summary, _ = timed_tick(
                 tenant=tenant, endpoint=endpoint, rows=args.rows, concurrency=args.concurrency
             )
             tick_rate = max(tick_rate, summary.delivered / summary.duration)
+        summary, queries = timed_tick(
+            tenant=tenant,
+            endpoint=endpoint,
+            rows=args.rows,
+            concurrency=args.concurrency,
+            count_statements=True,
+        )
         work = [q for q in queries if not q["sql"].upper().startswith(TRANSACTION_CONTROL)]
         print(
             f"[{args.db}] 1. tick: {tick_rate:.0f} deliveries/s over {args.rows} rows "
