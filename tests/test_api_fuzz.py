@@ -12,7 +12,7 @@ import pytest
 import schemathesis
 from django.contrib.auth import get_user_model
 from django.core.signals import request_finished, request_started
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections
 from django.test import RequestFactory
 from django.urls import URLResolver, get_resolver
 from django.utils import timezone
@@ -36,6 +36,7 @@ from tenancy.models import ApiToken, Invitation, Membership, SigninLink, SignupR
 from tests.conftest import Actor, forget_throttle_counts, make_member, make_owner
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
+from tests.support.module_rows import rows_for_the_module
 
 # Webhook endpoint URLs are resolved for the SSRF check: one public address, no resolver.
 # Signup is exercised like every route: on (it is off by default).
@@ -126,10 +127,9 @@ def seeded(django_db_setup, django_db_blocker) -> Iterator[tuple[Actor, dict[str
     all its examples) runs in a savepoint of its own (pytest-django's `db`), so every test
     starts from the same rows and what one writes is gone before the next. An address of
     her own, so a test here may still make the usual Alice."""
-    with django_db_blocker.unblock(), transaction.atomic():
+    with rows_for_the_module(django_db_blocker):
         alice = make_owner("Tenant A", "alice@fuzz.example.com")
         yield alice, seed_rows(alice)
-        transaction.set_rollback(True)
 
 
 def seed_rows(alice: Actor) -> dict[str, str | int]:

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from django.db import transaction
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
@@ -35,6 +34,7 @@ from tests.conftest import Actor, link_token, make_member, make_owner
 from tests.jobs.factories import make_job
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_project
+from tests.support.module_rows import rows_for_the_module
 
 # Webhook endpoint URLs are resolved for the SSRF check: one public address, no resolver.
 # Signup is exercised like every route: on (it is off by default).
@@ -415,11 +415,10 @@ def actors(django_db_setup, django_db_blocker) -> Iterator[tuple[Actor, Actor, A
     matrix's thousand cells: they live in a transaction around the module, and each cell runs
     in a savepoint of its own (pytest-django's `db`), so what one cell writes is gone before
     the next. Addresses of their own: the module's other tests make the usual three."""
-    with django_db_blocker.unblock(), transaction.atomic():
+    with rows_for_the_module(django_db_blocker):
         alice = make_owner("Tenant A", "alice@matrix.example.com")
         bob = make_member(alice.tenant, "bob@matrix.example.com")
         yield alice, bob, make_owner("Tenant B", "charlie@matrix.example.com")
-        transaction.set_rollback(True)
 
 
 @pytest.mark.django_db

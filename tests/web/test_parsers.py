@@ -6,12 +6,12 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework.exceptions import ParseError
 
 from tests.conftest import Actor, make_owner
+from tests.support.module_rows import rows_for_the_module
 from tests.web.write_endpoints import (
     WRITES,
     Targets,
@@ -176,10 +176,9 @@ def aimed(django_db_setup, django_db_blocker) -> Iterator[tuple[Actor, Targets]]
     """An owner and the rows the writes aim at, made once for the ~160 refused writes: they
     live in a transaction around the module, and each test runs in a savepoint of its own
     (pytest-django's `db`). An address of its own: other tests here make the usual Alice."""
-    with django_db_blocker.unblock(), transaction.atomic():
+    with rows_for_the_module(django_db_blocker):
         owner = make_owner("Tenant A", "alice@parsers.example.com")
         yield owner, seed_targets(owner)
-        transaction.set_rollback(True)
 
 
 @pytest.mark.django_db
