@@ -1,19 +1,21 @@
 """CompiledQuery: one compilation, the ORM's own instances (or named rows), each run's
-values bound; insert_together: all rows or none, one statement on PostgreSQL."""
+values bound; insert_together: all rows or none, one statement on PostgreSQL; insert_rows
+and raw_instances: what bulk_create and raw() give, for the hot paths."""
 
 import uuid
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import IntegrityError, models
+from django.db import IntegrityError, connection, models
 from django.db.models import FilteredRelation, Q
 from django.db.models.functions import Upper
 from django.db.models.sql.compiler import SQLCompiler
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from dbtools.compiled import CompiledQuery, Param, insert_together
-from notifications.models import Notification
+from dbtools.compiled import CompiledQuery, Param, insert_rows, insert_together, raw_instances
+from notifications.models import Delivery, DeliveryOutcome, Notification
 from projects.models import Project, ProjectStatus
 from tenancy.models import ApiToken, Membership, Role, Tenant
 from tests.conftest import make_member, requires_postgres
@@ -166,3 +168,95 @@ def test_on_postgresql_the_rows_are_one_statement_without_a_transaction(
 
     assert context.captured_queries[0]["sql"].startswith("WITH ")
     assert Project.objects.get().tenant_id == tenant.id
+
+
+def delivery_logs(tenant: Tenant, count: int) -> list[Delivery]:
+    """Delivery-log rows as the tick makes them: some columns NULL in every row (skipped_*),
+    some only in some (http_status, late_ms), an enum member, a long error text."""
+    at = timezone.now()
+    return [
+        Delivery(
+            notification_id=uuid.uuid4(),
+            tenant_id=tenant.id,
+            occurrence=index,
+            endpoint_id=uuid.uuid4() if index % 2 else None,
+            attempt=1,
+            channel="webhook",
+            outcome=DeliveryOutcome.FAILED if index % 3 else DeliveryOutcome.DELIVERED,
+            http_status=500 if index % 3 else None,
+            error="x" * 500 if index % 3 else "",
+            duration_ms=index,
+            attempted_at=at,
+            late_ms=index * 1000 if index % 2 else None,
+        )
+        for index in range(count)
+    ]
+
+
+def stored(model: type[models.Model], order_by: str) -> list[dict]:
+    names = [f.attname for f in model._meta.concrete_fields if not f.primary_key]
+    return list(model._default_manager.order_by(order_by).values(*names))
+
+
+def test_insert_rows_stores_what_bulk_create_stores(db):
+    tenant = Tenant.objects.create(name="T")
+    logs = delivery_logs(tenant, 7)
+
+    insert_rows(Delivery, logs)
+    ours = stored(Delivery, "occurrence")
+    Delivery.objects.all().delete()
+    Delivery.objects.bulk_create(delivery_logs_like(logs))
+
+    assert ours == stored(Delivery, "occurrence")
+    assert len(ours) == 7
+    assert all(not log._state.adding and log._state.db == "default" for log in logs)
+
+
+def delivery_logs_like(logs: list[Delivery]) -> list[Delivery]:
+    names = [f.attname for f in Delivery._meta.concrete_fields if not f.primary_key]
+    return [Delivery(**{name: getattr(log, name) for name in names}) for log in logs]
+
+
+def test_insert_rows_applies_defaults_and_pre_save(db):
+    tenant = Tenant.objects.create(name="T")
+    minimal = Delivery(notification_id=uuid.uuid4(), tenant_id=tenant.id, occurrence=0)
+
+    insert_rows(Delivery, [minimal])
+    insert_rows(Notification, [])  # nothing to do: no statement, no error
+
+    row = Delivery.objects.get()
+    assert (row.channel, row.error, row.skipped_count, row.late_ms) == ("", "", 0, None)
+    assert row.created_at == minimal.created_at
+
+
+def test_insert_rows_is_one_statement_for_any_number_of_rows_on_postgresql(db):
+    tenant = Tenant.objects.create(name="T")
+    statements = []
+    for count in (1, 3, 40):
+        with CaptureQueriesContext(connection) as run:
+            insert_rows(Delivery, delivery_logs(tenant, count))
+        statements.append([query["sql"] for query in run.captured_queries])
+    assert Delivery.objects.count() == 44
+    if connection.vendor == "postgresql":
+        # One array per column: one statement, whose text is the same for every size.
+        assert [len(sqls) for sqls in statements] == [1, 1, 1]
+        assert all("SELECT * FROM unnest(" in sqls[0] for sqls in statements)
+
+
+def test_raw_instances_are_the_raw_querysets_instances(db):
+    tenant = Tenant.objects.create(name="T")
+    make_notifications(3, tenant=tenant, next_fire_at=timezone.now(), channels=["email"])
+    table = Notification._meta.db_table
+    sql = f"SELECT *, 41 + 1 AS answer FROM {table} ORDER BY id"  # noqa: S608
+
+    got = raw_instances(Notification, sql, [])
+    expected = list(Notification.objects.raw(sql, []))
+
+    names = [field.attname for field in Notification._meta.concrete_fields]
+    assert [[getattr(row, name) for name in names] for row in got] == [
+        [getattr(row, name) for name in names] for row in expected
+    ]
+    assert [row.answer for row in got] == [42, 42, 42]
+    assert got[0].channels == ["email"]  # JSON decoded as the field decodes it
+    assert got[0].next_fire_at.tzinfo is not None
+    assert not got[0]._state.adding
