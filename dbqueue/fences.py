@@ -11,10 +11,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connections, models
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from dbqueue.leases import lease_free
 from dbtools.fields import column_of, concrete_field
+from dbtools.values import preparer
 
 M = TypeVar("M", bound=models.Model)
 
@@ -50,38 +52,100 @@ def _fenced_update_group(
     *,
     release: bool,
 ) -> set[Any]:
-    meta, quote = model._meta, connection.ops.quote_name
-    pk_field = cast(models.Field, meta.pk)
-    keys = [pk_field.get_db_prep_value(key, connection) for key, _, _ in group]
-    assignments: list[str] = ["claimed_until = NULL"] if release else []
-    params: list[Any] = []
+    connection = connections[DEFAULT_DB_ALIAS]
+    pk_field = cast(models.Field, model._meta.pk)
+    prepare_key = preparer(pk_field, connection)
+    keys = [prepare_key(key) for key, _, _ in group]
+    tokens = [token for _, token, _ in group]
+    same: list[tuple[models.Field, Any]] = []
+    varying: list[tuple[models.Field, list[Any]]] = []
     for name in columns:
         field_ = concrete_field(model, name)
-        values = [field_.get_db_prep_save(changes[name], connection) for _, _, changes in group]
-        # PostgreSQL types a CASE from its branches, so NULLs and text need the column type.
+        prepare = preparer(field_, connection)
+        first = group[0][2][name]
+        # Most columns of a write-back hold one value for every row (the time, a state):
+        # compared before they are prepared, they are prepared once.
+        if all(changes[name] == first for _, _, changes in group):
+            same.append((field_, prepare(first)))
+        else:
+            varying.append((field_, [prepare(changes[name]) for _, _, changes in group]))
+    build = _unnest_update if connection.vendor == "postgresql" else _case_update
+    sql, params = build(model, connection, keys, tokens, same, varying, release=release)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {pk_field.to_python(row[0]) for row in cursor.fetchall()}
+
+
+def _unnest_update(
+    model: type[M],
+    connection: BaseDatabaseWrapper,
+    keys: list[Any],
+    tokens: list[int],
+    same: list[tuple[models.Field, Any]],
+    varying: list[tuple[models.Field, list[Any]]],
+    *,
+    release: bool,
+) -> tuple[str, list[Any]]:
+    """PostgreSQL: the rows' keys, tokens and differing values as one array each, joined
+    to the table: a statement whose text depends only on which columns change, so psycopg
+    parses it once rather than once per batch, and a few parameters however many rows."""
+    quote, table = connection.ops.quote_name, quote_table(model, connection)
+    pk_field = cast(models.Field, model._meta.pk)
+    token_field = concrete_field(model, "claim_token")
+    assignments = ["claimed_until = NULL"] if release else []
+    params: list[Any] = []
+    for field_, value in same:
         typed = f"CAST(%s AS {field_.cast_db_type(connection)})"
-        slot = typed if connection.vendor == "postgresql" else "%s"
-        if all(value == values[0] for value in values):
-            assignments.append(f"{quote(column_of(field_))} = {slot}")
-            params.append(values[0])
-            continue
-        whens = " ".join([f"WHEN %s THEN {slot}"] * len(group))
-        assignments.append(
-            f"{quote(column_of(field_))} = CASE {quote(column_of(pk_field))} {whens} END"
-        )
+        assignments.append(f"{quote(column_of(field_))} = {typed}")
+        params.append(value)
+    arrays = [f"%s::{f.cast_db_type(connection)}[]" for f in (pk_field, token_field)]
+    array_params: list[Any] = [keys, tokens]
+    for index, (field_, values) in enumerate(varying):
+        assignments.append(f"{quote(column_of(field_))} = v.c{index}")
+        arrays.append(f"%s::{field_.cast_db_type(connection)}[]")
+        array_params.append(values)
+    names = ", ".join(["k", "t", *(f"c{index}" for index in range(len(varying)))])
+    pk = f"{table}.{quote(column_of(pk_field))}"
+    sql = (
+        f"UPDATE {table} SET {', '.join(assignments)} "
+        f"FROM unnest({', '.join(arrays)}) AS v({names}) "
+        f"WHERE {pk} = v.k AND {table}.claim_token = v.t RETURNING {pk}"
+    )
+    return sql, [*params, *array_params]
+
+
+def _case_update(
+    model: type[M],
+    connection: BaseDatabaseWrapper,
+    keys: list[Any],
+    tokens: list[int],
+    same: list[tuple[models.Field, Any]],
+    varying: list[tuple[models.Field, list[Any]]],
+    *,
+    release: bool,
+) -> tuple[str, list[Any]]:
+    """Elsewhere (SQLite): the rows by key and token, a differing column as a CASE."""
+    quote, table = connection.ops.quote_name, quote_table(model, connection)
+    pk = quote(column_of(cast(models.Field, model._meta.pk)))
+    assignments = ["claimed_until = NULL"] if release else []
+    params: list[Any] = []
+    for field_, value in same:
+        assignments.append(f"{quote(column_of(field_))} = %s")
+        params.append(value)
+    for field_, values in varying:
+        whens = " ".join(["WHEN %s THEN %s"] * len(keys))
+        assignments.append(f"{quote(column_of(field_))} = CASE {pk} {whens} END")
         for key, value in zip(keys, values, strict=True):
             params.extend([key, value])
-    pk = quote(column_of(pk_field))
-    condition = " OR ".join([f"({pk} = %s AND claim_token = %s)"] * len(group))
-    for key, (_, token, _) in zip(keys, group, strict=True):
+    condition = " OR ".join([f"({pk} = %s AND claim_token = %s)"] * len(keys))
+    for key, token in zip(keys, tokens, strict=True):
         params.extend([key, token])
-    table = quote(meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET {', '.join(assignments)} WHERE {condition} RETURNING {pk}",
-            params,
-        )
-        return {pk_field.to_python(row[0]) for row in cursor.fetchall()}
+    sql = f"UPDATE {table} SET {', '.join(assignments)} WHERE {condition} RETURNING {pk}"
+    return sql, params
+
+
+def quote_table(model: type[models.Model], connection: BaseDatabaseWrapper) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
 
 
 def guarded_update(rows: models.QuerySet, *, token: int, now: datetime, **values: Any) -> bool:
