@@ -31,7 +31,7 @@ from typing import Any, cast
 from django.db import connection, models
 
 from dbqueue.ranking import ClaimSpec, CompiledRanking, compiled_ranking
-from dbtools.compiled import bind
+from dbtools.compiled import bind, raw_instances
 from dbtools.fields import column_of, concrete_field
 
 # How many ready rows a PostgreSQL claim ranks per row it takes; the rest cover rows that
@@ -86,7 +86,7 @@ def claim(
         spec, now=now, lease=lease, limit=limit, skip=skip, cap=cap, caps=caps
     )
     with _planned_for_its_values():
-        rows = list(model._default_manager.raw(sql, params))
+        rows = raw_instances(model, sql, params)
     if connection.vendor != "postgresql":
         # One writer at a time: every row the claim ranked, it took.
         return Claimed(rows, candidates=len(rows))

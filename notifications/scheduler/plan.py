@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from dbqueue.backoff import retry_delay
+from dbtools.instances import fresh
 from notifications.circuits import Signal
 from notifications.models import (
     WHOLE_OCCURRENCE,
@@ -590,7 +591,8 @@ def delivery_row(notification: Notification, *, at: datetime, **fields: Any) -> 
     `error_count` counts the failed attempts before this one)."""
     channel = fields.get("channel")
     endpoint_id = None if channel == Channel.EMAIL else notification.webhook_endpoint_id
-    return Delivery(
+    return fresh(
+        Delivery,
         notification_id=notification.id,
         tenant_id=notification.tenant_id,
         occurrence=notification.occurrence,

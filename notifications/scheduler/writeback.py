@@ -32,6 +32,7 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 
 from dbqueue.fences import fenced_update_many
+from dbtools.compiled import insert_rows
 from notifications import circuits, digests, preferences
 from notifications.circuits import Signal, circuit_of
 from notifications.lifecycle import endpoints_retire
@@ -300,7 +301,7 @@ def write_back(
         logs = [log for plan in plans for log in plan.logs]
         logs += [p.skipped for p in plans if p.skipped is not None and p.pk in applied]
         if logs:
-            Delivery.objects.bulk_create(logs)
+            insert_rows(Delivery, logs)
         gone = {p.gone_endpoint_id for p in plans if p.gone_endpoint_id is not None}
         if gone:
             WebhookEndpoint.objects.filter(pk__in=gone).update(
