@@ -11,12 +11,14 @@ and all.
 """
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
 
 from django.db import models
 from django.db.models import signals
 from django.db.models.base import ModelState
+from django.db.models.fields import NOT_PROVIDED
 
 M = TypeVar("M", bound=models.Model)
 
@@ -38,11 +40,14 @@ def fresh(model: type[M], **values: Any) -> M:
     every other field takes its default."""
     if _initialised(model):
         return model(**values)
-    attributes = {}
-    for attname, default in _defaults(model):
-        attributes[attname] = values.pop(attname) if attname in values else default()
-    if values:
-        raise TypeError(f"{model.__name__} has no field {', '.join(sorted(values))}")
+    defaults = _defaults(model)
+    unknown = values.keys() - defaults.constant.keys() - defaults.called.keys()
+    if unknown:
+        raise TypeError(f"{model.__name__} has no field {', '.join(sorted(unknown))}")
+    attributes = {**defaults.constant, **values}
+    for attname, default in defaults.called.items():
+        if attname not in values:
+            attributes[attname] = default()
     instance = model.__new__(model)
     instance.__dict__.update(attributes)
     instance._state = ModelState()
@@ -54,6 +59,23 @@ def _initialised(model: type[models.Model]) -> bool:
     return signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model)
 
 
+@dataclass(frozen=True)
+class _Defaults:
+    """A model's field defaults: the values (shared by every instance, as Django shares a
+    default that is not a callable) and the callables, called for each instance."""
+
+    constant: dict[str, Any]
+    called: dict[str, Callable[[], Any]]
+
+
 @cache
-def _defaults(model: type[models.Model]) -> tuple[tuple[str, Callable[[], Any]], ...]:
-    return tuple((field.attname, field.get_default) for field in model._meta.concrete_fields)
+def _defaults(model: type[models.Model]) -> _Defaults:
+    constant, called = {}, {}
+    for field in model._meta.concrete_fields:
+        if field.has_default() and callable(field.default):
+            called[field.attname] = field.default
+        elif field.db_default is not NOT_PROVIDED:
+            called[field.attname] = field.get_default  # a new DatabaseDefault each time
+        else:
+            constant[field.attname] = field.get_default()
+    return _Defaults(constant=constant, called=called)

@@ -5,6 +5,7 @@ it leaves behind when it stops before the queue is empty."""
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import ClassVar, Protocol
 
 from django.conf import settings
@@ -165,7 +166,7 @@ class TickConfig:
         known: the lease less the row's own delivery and a 5 s margin (30 s by default)."""
         return self.lease.total_seconds() - self.channel_timeout - 5
 
-    @property
+    @cached_property  # asked before every delivery
     def start_cover(self) -> timedelta:
         """The lease a row must still have when its delivery starts: its channel timeout,
         the channel's grace and the write-back (START_MARGIN_SECONDS)."""

@@ -121,6 +121,8 @@ class EndpointGate:
         self.in_flight: Counter = Counter()
         self.waiting: dict[Any, deque] = {}
         self.durations: dict[Any, deque] = {}
+        # depth_of each endpoint, asked several times a delivery: known until its pace moves.
+        self.depths: dict[Any, int] = {}
         # Endpoints whose last claim took all it might: more of their rows may be due.
         self.backlogged: set[Any] = set()
         # When this tick's recent deliveries finished (its own pace, all endpoints).
@@ -156,7 +158,12 @@ class EndpointGate:
         unknown; once known, the waves of its slots that fit in `window` at the pace of
         its slowest recent delivery, less one wave of slack (never below `depth`, never
         above `most`)."""
-        recent = self.durations.get(endpoint_id)
+        depth = self.depths.get(endpoint_id)
+        if depth is None:
+            depth = self.depths[endpoint_id] = self._depth(self.durations.get(endpoint_id))
+        return depth
+
+    def _depth(self, recent: deque | None) -> int:
         if not recent or self.window <= 0:
             return self.depth
         waves = int(self.window / max(max(recent), FASTEST_PACE)) - 1
@@ -249,6 +256,7 @@ class EndpointGate:
         self.finishes.append(now)
         if seconds is not None:
             self.durations.setdefault(endpoint_id, deque(maxlen=PACE_SAMPLES)).append(seconds)
+            self.depths.pop(endpoint_id, None)
         signal = circuits.signal_of(ok=ok, category=category, backpressure=backpressure)
         if signal is None:
             return None
@@ -299,8 +307,9 @@ class EndpointSlots:
         # Since when (the tick's elapsed seconds) this tick has held more of an endpoint's
         # slots than it uses.
         self.surplus_since: dict[Any, float] = {}
-        # The endpoint of each slot scope this tick has used.
+        # The endpoint of each slot scope this tick has used, and the other way round.
         self.endpoint_of: dict[str, Any] = {}
+        self.scope_of: dict[Any, str] = {}
         # When (elapsed seconds) the tick last tried to take more slots of an endpoint.
         self.grown_at: dict[Any, float] = {}
         self.gate = EndpointGate(
@@ -470,8 +479,11 @@ class EndpointSlots:
         self.blocked_until[endpoint_id] = now + timedelta(seconds=seconds)
 
     def _scope(self, endpoint_id: Any) -> str:
-        scope = slot_scope(endpoint_id)
-        self.endpoint_of[scope] = endpoint_id
+        # Asked several times a delivery: a UUID is formatted once an endpoint.
+        scope = self.scope_of.get(endpoint_id)
+        if scope is None:
+            scope = self.scope_of[endpoint_id] = slot_scope(endpoint_id)
+            self.endpoint_of[scope] = endpoint_id
         return scope
 
 

@@ -235,14 +235,19 @@ def plan_delivery(
     else:
         plan = _finish(row, token, verdict_of, failed, now=now, policy=policy)
     gone = any(r.gone for r in delivery.results.values())
-    return dataclasses.replace(
-        plan,
+    return RowPlan(
+        pk=plan.pk,
+        token=plan.token,
+        move=plan.move,
+        bucket=plan.bucket,
+        changes=plan.changes,
         logs=(
             *_channel_logs(delivery),
             *_deferral_logs(delivery),
             *_skip_logs(delivery),
             *plan.logs,
         ),
+        skipped=plan.skipped,
         gone_endpoint_id=row.webhook_endpoint_id if gone else None,
         endpoint_signal=endpoint_signal,
     )
