@@ -494,22 +494,12 @@ class Endpoints:
         self.tick, self.gate = tick, gate
         self.rows: dict[Any, WebhookEndpoint] = {}
 
-    def load(self, ids: set) -> bool:
-        """The endpoints' rows: one query for those this tick has not loaded yet, their
-        circuits as the database has them. False when the connection was lost."""
-        missing = ids - self.rows.keys()
-        if not missing:
-            return True
-        try:
-            loaded = WebhookEndpoint.objects.in_bulk(missing)
-        except DatabaseError as exc:
-            if self.tick.lose(exc):
-                return False
-            raise
+    def know(self, loaded: Mapping[Any, WebhookEndpoint]) -> None:
+        """Endpoints a claim loaded (rowlane.fetch_claim), with their circuits as the
+        database has them."""
         self.rows.update(loaded)
         for endpoint in loaded.values():
             self.gate.know(endpoint.pk, circuit_of(endpoint))
-        return True
 
     def get(self, endpoint_id: Any) -> WebhookEndpoint | None:
         return self.rows.get(endpoint_id)

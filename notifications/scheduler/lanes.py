@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from dbqueue.claims import Claimed
 from notifications.scheduler.batchlane import BatchLane
+from notifications.scheduler.claimer import Claimer
 from notifications.scheduler.context import Tick
 from notifications.scheduler.deliver import Senders
 from notifications.scheduler.mail import TenantPace
@@ -60,9 +61,11 @@ def build_lanes(
     buffer: WriteBackBuffer,
     claim: Callable[..., Claimed],
     executor: Callable[..., Any],
+    claimer: Claimer | None = None,
 ) -> list[Lane]:
     """The tick's lanes, sharing one joiner that writes rows back through `buffer`;
-    `claim` claims due rows (notification_claim), `executor` makes their thread pools."""
+    `claim` claims due rows (notification_claim), `executor` makes their thread pools,
+    `claimer` runs the row lane's claims (claimer.py; inline by default)."""
     joiner = Joiner(tick, buffer)
     pace = TenantPace()
     batched = []
@@ -91,5 +94,6 @@ def build_lanes(
         carriers={lane.channel: lane for lane in batched},
         leave=leave,
         pace=pace,
+        claimer=claimer,
     )
     return [rows, *batched]

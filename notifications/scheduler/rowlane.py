@@ -20,6 +20,7 @@ take more.
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -28,7 +29,9 @@ from django.db.models import Q
 
 from dbqueue.claims import Claimed
 from dbqueue.pacing import take_slot
+from notifications import digests, preferences
 from notifications.models import Channel, Notification, WebhookEndpoint
+from notifications.scheduler.claimer import Claimer, InlineClaimer
 from notifications.scheduler.context import Tick
 from notifications.scheduler.deliver import (
     Deferral,
@@ -51,7 +54,6 @@ from notifications.scheduler.writeback import (
     WriteBackBuffer,
     may_start,
     quiet_hours,
-    recipients_applied,
     release,
     without_crashed,
 )
@@ -76,9 +78,11 @@ class RowLane:
         carriers: Mapping[str, Carrier],
         leave: Q | None,
         pace: TenantPace | None = None,
+        claimer: Claimer | None = None,
     ) -> None:
         """`carriers`: the lanes that carry a channel instead of a row worker; `leave`: the
-        rows this lane does not claim (those carriers claim them)."""
+        rows this lane does not claim (those carriers claim them); `claimer`: where claims
+        run (claimer.py; inline by default)."""
         self.tick, self.joiner, self.buffer = tick, joiner, buffer
         self.carriers = carriers
         self.slots = EndpointSlots(tick)
@@ -97,10 +101,14 @@ class RowLane:
         self.queued: deque[Notification] = deque()
         # Rows about to start whose endpoint's slot is still to be taken (at step's end).
         self.wanting: list[Notification] = []
+        self.claimer = claimer or InlineClaimer()
+        # The claim running on the claimer, while it runs (one at a time).
+        self.claiming: Future | None = None
 
     @property
     def futures(self) -> Collection[Future]:
-        return self.workers.in_flight.keys()
+        running = self.workers.in_flight.keys()
+        return running if self.claiming is None else [*running, self.claiming]
 
     @property
     def drained(self) -> bool:
@@ -111,29 +119,48 @@ class RowLane:
         return self.slots.pause(now=self.tick.clock.now()) if self.futures else None
 
     def close(self) -> None:
+        self.claimer.close()
         self.slots.close()
         self.workers.close()
 
     def _free_slots(self) -> int:
-        return self.tick.config.concurrency - len(self.futures) - len(self.queued)
+        return self.tick.config.concurrency - len(self.workers.in_flight) - len(self.queued)
 
     def wants_claim(self) -> bool:
-        return self.claims.wanted(
-            free=self._free_slots(), running=len(self.futures), queued=len(self.queued)
+        return self.claiming is None and self.claims.wanted(
+            free=self._free_slots(), running=len(self.workers.in_flight), queued=len(self.queued)
         )
 
     def claim(self) -> None:
+        """Claim on the claimer; the rows start when it is back (at once when inline)."""
         self.buffer.flush_releases()
-        claimed = self.claims.take(free=self._free_slots(), queued=len(self.queued))
-        if claimed is None:
-            return
-        tick, now = self.tick, self.tick.clock.now()
-        endpoints = {row.webhook_endpoint_id for row in claimed} - {None}
-        if self.endpoints.load(endpoints) and recipients_applied(claimed, tick=tick, now=now):
-            for row in without_crashed(claimed, tick=tick, buffer=self.buffer, now=now):
-                self.start(row)
+        request = self.claims.request(
+            free=self._free_slots(), queued=len(self.queued), known=frozenset(self.endpoints.rows)
+        )
+        self.claiming = self.claimer.submit(fetch_claim, self.claims, request)
+        if self.claiming.done():
+            self._claimed(self.claiming)
+
+    def _claimed(self, claiming: Future) -> None:
+        """Start the rows the claim brought, with their endpoints and recipients."""
+        self.claiming = None
+        tick = self.tick
+        try:
+            fetched: FetchedClaim = claiming.result()
+        except DatabaseError as exc:
+            if tick.lose(exc):
+                return
+            raise
+        self.claims.note(fetched.claimed, fetched.request)
+        if fetched.failed is not None:
+            if not tick.lose(fetched.failed):
+                raise fetched.failed
+            tick.summary.errors += len(fetched.claimed)
         else:
-            tick.summary.errors += len(claimed)
+            self.endpoints.know(fetched.endpoints)
+            now = tick.clock.now()
+            for row in without_crashed(fetched.claimed, tick=tick, buffer=self.buffer, now=now):
+                self.start(row)
         self.claims.started()
 
     def start(self, row: Notification) -> None:
@@ -141,7 +168,7 @@ class RowLane:
         endpoint's gate says."""
         now = self.tick.clock.now()
         if not may_start(row, tick=self.tick, buffer=self.buffer, now=now):
-            self.claims.left_for_later = True
+            self.claims.gave_back()
             return
         paced = self.pace.wait(row, now=now)
         if paced is not None:
@@ -219,6 +246,7 @@ class RowLane:
 
     def collect(self, done: set[Future]) -> None:
         now = self.tick.clock.now()
+        claiming = self.claiming
         for row, endpoint_id, outcome in self.workers.back(done):
             delivery = outcome if isinstance(outcome, RowDelivery) else None
             if not isinstance(outcome, RowDelivery):
@@ -234,6 +262,8 @@ class RowLane:
                 self.joiner.settle(
                     row, results=delivery.results, deferred=delivery.deferred, signal=signal
                 )
+        if claiming is not None and claiming in done:
+            self._claimed(claiming)
 
     def send(self) -> None:
         while self.queued and not self.workers.full:
@@ -273,7 +303,7 @@ class RowLane:
 
     def _give_back(self, row: Notification) -> None:
         release(row, buffer=self.buffer)
-        self.claims.left_for_later = True
+        self.claims.gave_back()
 
     def _start_waiting(self, endpoint_id: Any, *, now: datetime) -> None:
         while (row := self.gate.next_waiting(endpoint_id, now=now)) is not None:
@@ -306,6 +336,8 @@ class RowClaims:
         self.left_for_later = False
         # The endpoints the last claim took a full share of: more of their rows may be due.
         self.capped: set[Any] = set()
+        # A row went back since the running claim was asked for.
+        self.gave_back_since_request = False
 
     def wanted(self, *, free: int, running: int, queued: int) -> bool:
         """Whether to claim now, with `free` workers, `running` rows in flight and `queued`
@@ -319,31 +351,45 @@ class RowClaims:
             )
         )
 
-    def take(self, *, free: int, queued: int) -> Claimed | None:
-        """Claim what the free workers and the fast endpoints' queues have room for (no more
-        of one endpoint's rows than it can start or hold waiting); None when the connection
-        was lost."""
+    def request(self, *, free: int, queued: int, known: frozenset) -> "ClaimRequest":
+        """What the next claim asks for: what the free workers and the fast endpoints'
+        queues have room for (no more of one endpoint's rows than it can start or hold
+        waiting); `known`: the endpoints whose rows the lane has already."""
         tick, now = self.tick, self.tick.clock.now()
         limits = self.gate.claim_limits(now=now)
         extra = 0 if queued else limits.extra
-        wanted = tick.claim_room(min(max(free, 0) + extra, tick.config.batch))
-        try:
-            claimed = self.notification_claim(
-                now=now,
-                lease=tick.config.lease,
-                limit=wanted,
-                skip_endpoints=limits.skip,
-                per_endpoint=tick.config.endpoint_share,
-                endpoint_caps=limits.caps,
-                only=~self.leave if self.leave is not None else None,
-            )
-        except DatabaseError as exc:
-            if tick.lose(exc):
-                return None
-            raise
-        self._note(claimed, wanted=wanted, limits=limits)
-        tick.summary.claimed += len(claimed)
-        return claimed
+        self.gave_back_since_request = False
+        return ClaimRequest(
+            now=now,
+            wanted=tick.claim_room(min(max(free, 0) + extra, tick.config.batch)),
+            limits=limits,
+            known=known,
+        )
+
+    def claim(self, request: "ClaimRequest") -> Claimed:
+        """Run the claim (on the claimer's thread and connection)."""
+        tick, limits = self.tick, request.limits
+        return self.notification_claim(
+            now=request.now,
+            lease=tick.config.lease,
+            limit=request.wanted,
+            skip_endpoints=limits.skip,
+            per_endpoint=tick.config.endpoint_share,
+            endpoint_caps=limits.caps,
+            only=~self.leave if self.leave is not None else None,
+        )
+
+    def note(self, claimed: Claimed, request: "ClaimRequest") -> None:
+        """What the claim brought says whether to claim again soon."""
+        self._note(claimed, wanted=request.wanted, limits=request.limits)
+        if self.gave_back_since_request:
+            # Rows given back while the claim ran were not there for it to see.
+            self.exhausted, self.left_for_later = False, True
+        self.tick.summary.claimed += len(claimed)
+
+    def gave_back(self) -> None:
+        """A claimed row went back unattempted: coming up short then says nothing."""
+        self.left_for_later = self.gave_back_since_request = True
 
     def started(self) -> None:
         """The claimed rows started: short of rows, yet an endpoint that took its full share
@@ -374,3 +420,41 @@ class RowClaims:
         self.exhausted = short and claimed.drained
         self.capped = self.gate.claimed(per_endpoint, limits, full=not short)
         self.left_for_later = bool(limits.skip or self.capped)
+
+
+@dataclass(frozen=True)
+class ClaimRequest:
+    """One claim as the lane asks for it: at `now`, `wanted` rows within `limits`;
+    `known` endpoints need no loading."""
+
+    now: datetime
+    wanted: int
+    limits: ClaimLimits
+    known: frozenset
+
+
+@dataclass(frozen=True)
+class FetchedClaim:
+    """What a claim brought: its rows, their endpoints not known before, and the database
+    error that cut it short after the rows were claimed (they then stay claimed until their
+    leases expire)."""
+
+    request: ClaimRequest
+    claimed: Claimed
+    endpoints: dict[Any, WebhookEndpoint]
+    failed: DatabaseError | None = None
+
+
+def fetch_claim(claims: RowClaims, request: ClaimRequest) -> FetchedClaim:
+    """Claim, load the new endpoints and apply the rows' recipients (digests, preferences):
+    all on the claimer's connection, nothing of the lane's state touched. A database error
+    in the claim itself is raised (nothing was claimed)."""
+    claimed = claims.claim(request)
+    endpoints = {row.webhook_endpoint_id for row in claimed} - {None} - request.known
+    try:
+        loaded = WebhookEndpoint.objects.in_bulk(endpoints) if endpoints else {}
+        digests.render_claimed(claimed, now=request.now)
+        preferences.prepare(claimed, now=request.now)
+    except DatabaseError as exc:
+        return FetchedClaim(request=request, claimed=claimed, endpoints={}, failed=exc)
+    return FetchedClaim(request=request, claimed=claimed, endpoints=loaded)

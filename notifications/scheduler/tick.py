@@ -27,6 +27,7 @@ from dbqueue.clock import Clock
 from dbqueue.database import connection_lost
 from dbqueue.worker import ConnectionLost, Worker
 from notifications.models import Notification
+from notifications.scheduler.claimer import claimer_for_this_tick
 from notifications.scheduler.context import TickConfig, TickSummary, due_rows_left
 from notifications.scheduler.deliver import Senders, default_senders
 from notifications.scheduler.lanes import build_lanes
@@ -119,6 +120,7 @@ class _Tick:
             buffer=self.buffer,
             claim=notification_claim,
             executor=ThreadPoolExecutor,
+            claimer=claimer_for_this_tick(),
         )
         try:
             while self._step():

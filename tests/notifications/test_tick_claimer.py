@@ -1,0 +1,92 @@
+"""Where the row lane's claims run (notifications/scheduler/claimer.py): on PostgreSQL outside
+a transaction, on a thread and connection of their own, so deliveries go on while a claim
+runs; inline in a transaction (a test's) and on SQLite, where a second connection would not
+see the tick's rows or would fight it for the one writer."""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from notifications.models import Delivery, Notification
+from notifications.scheduler import rowlane
+from notifications.scheduler.claimer import InlineClaimer, ThreadClaimer, claimer_for_this_tick
+from notifications.scheduler.tick import run_tick
+from tests.conftest import requires_postgres
+from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
+from tests.support.http_server import Reply, recording_server
+
+ROWS = 24
+SLOTS = 2
+
+
+def test_in_a_transaction_claims_run_inline(db):
+    claimer = claimer_for_this_tick()
+    assert isinstance(claimer, InlineClaimer)
+    assert claimer.submit(lambda: threading.current_thread()).result() is threading.current_thread()
+
+
+@requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_deliveries_go_on_while_a_claim_runs(monkeypatch, settings):
+    """The second claim is held until every row of the first has reached the receiver,
+    which holds its first answers until that claim is held: the first claim's rows beyond
+    the endpoint's slots can only start while the second claim runs. Inline, the tick
+    itself would be the one held, and they never would (the hold gives up after 30 s)."""
+    settings.WEBHOOK_ENDPOINT_CONCURRENCY = SLOTS
+    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
+    held, first_batch_in = threading.Event(), threading.Event()
+    first_claim: list[int] = []
+    received_when: list[int] = []
+
+    def responder(request) -> Reply:
+        held.wait(30)
+        if len(server.received()) >= first_claim[0]:
+            first_batch_in.set()
+        return Reply(200)
+
+    claim = rowlane.RowClaims.claim
+    threads = []
+
+    def second_claim_held(self, request):
+        threads.append(threading.current_thread().name)
+        if len(threads) == 2:
+            received_when.append(len(server.received()))
+            held.set()
+            first_batch_in.wait(30)
+            received_when.append(len(server.received()))
+        claimed = claim(self, request)
+        first_claim.append(len(claimed))
+        return claimed
+
+    monkeypatch.setattr(rowlane.RowClaims, "claim", second_claim_held)
+    with recording_server(responder) as server:
+        tenant = make_tenant()
+        endpoint = make_endpoint(tenant=tenant, url=server.url)
+        make_notifications(
+            ROWS, tenant=tenant, endpoint=endpoint, next_fire_at=timezone.now() - timedelta(1)
+        )
+
+        summary = run_tick(max_rows=ROWS, time_budget=120)
+
+    assert first_claim[0] > SLOTS  # some of its rows had to wait for a slot
+    assert received_when[0] <= SLOTS
+    assert received_when[1] == first_claim[0]  # all of them, while the claim was held
+    assert all(name.startswith("tick-claim") for name in threads)
+    assert summary.delivered == ROWS
+    assert Delivery.objects.filter(outcome="delivered").count() == ROWS
+    assert not Notification.objects.exclude(state="completed").exists()
+
+
+@requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_claims_thread_closes_its_connection():
+    claimer = claimer_for_this_tick()
+    assert isinstance(claimer, ThreadClaimer)
+    opened = claimer.submit(lambda: connection.cursor().close() or connection.connection).result()
+
+    claimer.close()
+
+    assert opened.closed
