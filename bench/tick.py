@@ -8,8 +8,8 @@ BENCH_TICK_DB names, that it creates and drops) it prints:
   1. deliveries/s of one tick over N due one-shot webhook rows, and the ratio to a bare loop
      posting the same requests through the same send_webhook, on connections kept alive as
      the tick keeps them, with the same concurrency and no database;
-  2. SQL statements per delivered row (CaptureQueriesContext, in-process, in a tick of its
-     own: the capture is not timed);
+  2. SQL statements per delivered row, on every connection the tick uses (counted by an
+     execute wrapper, in a tick of its own: the counting is not timed);
   3. tick time over --filler-due due rows with --filler parked and future rows in the table,
      divided by the same tick with none;
 and then bench/recurrence.py's figure when that module is present. Prints; never judges.
@@ -64,14 +64,46 @@ def bare_loop(*, url: str, secret: str, rows: int, concurrency: int) -> float:
     return rows / elapsed
 
 
+class EveryStatement:
+    """The SQL statements of every database connection in use meanwhile, the tick's own and
+    those it opens (its claims run on a connection of their own on PostgreSQL), recorded by
+    an execute wrapper on each (transaction control, which Django sends outside them, is
+    not seen)."""
+
+    def __init__(self) -> None:
+        self.sql: list[str] = []
+        self.connections: set[int] = set()
+
+    def __call__(self, execute, sql, params, many, context):
+        self.connections.add(id(context["connection"]))
+        self.sql.append(sql)
+        return execute(sql, params, many, context)
+
+    def __enter__(self) -> "EveryStatement":
+        from django.db import connection
+        from django.db.backends.signals import connection_created
+
+        connection.execute_wrappers.append(self)
+        connection_created.connect(self._opened)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from django.db import connection
+        from django.db.backends.signals import connection_created
+
+        connection_created.disconnect(self._opened)
+        connection.execute_wrappers.remove(self)
+
+    def _opened(self, sender, connection, **kwargs) -> None:
+        if self not in connection.execute_wrappers:
+            connection.execute_wrappers.append(self)
+
+
 def timed_tick(*, tenant, endpoint, rows: int, concurrency: int, count_statements=False):
-    """Run one tick over `rows` fresh due rows; returns (summary, statements captured).
-    Statements are captured only when asked: Django's capture renders every statement with
-    its parameters, which costs the tick about a twentieth of its CPU."""
+    """Run one tick over `rows` fresh due rows; returns (summary, the statements it ran, or
+    None when not asked to count them: counting costs the tick CPU)."""
     from contextlib import nullcontext
 
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
 
     from notifications.scheduler.tick import run_tick
@@ -79,11 +111,11 @@ def timed_tick(*, tenant, endpoint, rows: int, concurrency: int, count_statement
     tick_db.add_due_rows(
         tenant=tenant, endpoint=endpoint, count=rows, due_at=timezone.now() - timedelta(1)
     )
-    capture = CaptureQueriesContext(connection) if count_statements else nullcontext()
-    with capture:
+    counter = EveryStatement() if count_statements else nullcontext()
+    with counter:
         summary = run_tick(max_rows=rows, time_budget=3600, concurrency=concurrency)
     assert summary.delivered == rows, summary.line()
-    return summary, capture.captured_queries if count_statements else []
+    return summary, counter if count_statements else None
 
 
 def run_one(args: argparse.Namespace) -> None:
@@ -120,14 +152,14 @@ def run_one(args: argparse.Namespace) -> None:
                 tenant=tenant, endpoint=endpoint, rows=args.rows, concurrency=args.concurrency
             )
             tick_rate = max(tick_rate, summary.delivered / summary.duration)
-        summary, queries = timed_tick(
+        summary, statements = timed_tick(
             tenant=tenant,
             endpoint=endpoint,
             rows=args.rows,
             concurrency=args.concurrency,
             count_statements=True,
         )
-        work = [q for q in queries if not q["sql"].upper().startswith(TRANSACTION_CONTROL)]
+        work = [sql for sql in statements.sql if not sql.upper().startswith(TRANSACTION_CONTROL)]
         print(
             f"[{args.db}] 1. tick: {tick_rate:.0f} deliveries/s over {args.rows} rows "
             f"(concurrency {args.concurrency}); bare loop: {bare_rate:.0f}/s; "
@@ -135,8 +167,8 @@ def run_one(args: argparse.Namespace) -> None:
         )
         print(
             f"[{args.db}] 2. SQL statements per delivered row: "
-            f"{len(work) / summary.delivered:.3f} ({len(work)} statements; "
-            f"{len(queries)} with transaction control)"
+            f"{len(work) / summary.delivered:.3f} ({len(work)} statements, savepoints left "
+            f"out, over {len(statements.connections)} connection(s))"
         )
 
         def best_tick() -> float:
