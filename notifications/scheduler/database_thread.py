@@ -1,12 +1,16 @@
-"""Where the row lane's claims run: on a thread of their own, with a database connection of
-their own, so the tick goes on starting and collecting deliveries while PostgreSQL ranks
-the due rows; or inline, in the tick's own thread and transaction.
+"""Where the tick's claims and write-backs run: in order on a thread of their own, with a
+database connection of their own, so the tick goes on starting and collecting deliveries
+while PostgreSQL ranks the due rows or writes outcomes back; or inline, in the tick's own
+thread and transaction.
 
 A claim ranks every due row (fairness needs them all): over a 10,000-row burst about 13 ms
-each, a fifth of the tick's time. Run inline, those are milliseconds in which no finished
-delivery is collected and no waiting row starts, so an endpoint with a few slots sat idle
-through each claim. On its own connection the claim is what a second tick process's claim
-already is: the rows it takes are fenced like any other.
+each, a fifth of the tick's time; a write-back is a short transaction of a few statements.
+Run inline, those are milliseconds in which no finished delivery is collected and no waiting
+row starts, so an endpoint with a few slots sat idle through each of them. On a connection
+of its own a claim is what a second tick process's claim already is (its rows are fenced
+like any other), and a write-back is fenced on its claim token wherever it runs. One thread
+runs both, one at a time in the order they were asked for: rows given back are written
+before the next claim looks for due rows, as they were inline.
 
 Inline is kept where a second connection would not see what the tick's own connection
 sees or would fight it for the database: SQLite (one writer at a time) and a tick run
@@ -20,19 +24,19 @@ from typing import Any, Protocol
 from django.db import connection, connections
 
 
-class Claimer(Protocol):
-    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future: ...
+class TickDatabase(Protocol):
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future: ...
 
     def close(self) -> None: ...
 
 
-class InlineClaimer:
-    """Runs a claim at once in the calling thread: its future is done when submit returns."""
+class InlineDatabase:
+    """Runs the work at once in the calling thread: its future is done when submit returns."""
 
-    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future:
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         future: Future = Future()
         try:
-            future.set_result(fn(*args))
+            future.set_result(fn(*args, **kwargs))
         except BaseException as exc:  # handed to whoever reads the future, as a pool does
             future.set_exception(exc)
         return future
@@ -41,15 +45,15 @@ class InlineClaimer:
         pass
 
 
-class ThreadClaimer:
-    """Runs claims one at a time on a thread with its own database connection, closed
-    with it."""
+class DatabaseThread:
+    """Runs the work one piece at a time, in order, on a thread with its own database
+    connection, closed with it."""
 
     def __init__(self) -> None:
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix="tick-claim")
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="tick-database")
 
-    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future:
-        return self.pool.submit(fn, *args)
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        return self.pool.submit(fn, *args, **kwargs)
 
     def close(self) -> None:
         # Django's connections are per thread: this thread's is closed by itself.
@@ -57,8 +61,8 @@ class ThreadClaimer:
         self.pool.shutdown(wait=True)
 
 
-def claimer_for_this_tick() -> Claimer:
+def database_for_this_tick() -> TickDatabase:
     """A thread of its own on PostgreSQL outside a transaction, else inline."""
     if connection.vendor == "postgresql" and not connection.in_atomic_block:
-        return ThreadClaimer()
-    return InlineClaimer()
+        return DatabaseThread()
+    return InlineDatabase()

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from dbqueue.claims import Claimed
 from notifications.scheduler.batchlane import BatchLane
-from notifications.scheduler.claimer import Claimer
 from notifications.scheduler.context import Tick
+from notifications.scheduler.database_thread import TickDatabase
 from notifications.scheduler.deliver import Senders
 from notifications.scheduler.mail import TenantPace
 from notifications.scheduler.rowlane import RowLane
@@ -61,11 +61,11 @@ def build_lanes(
     buffer: WriteBackBuffer,
     claim: Callable[..., Claimed],
     executor: Callable[..., Any],
-    claimer: Claimer | None = None,
+    database: TickDatabase | None = None,
 ) -> list[Lane]:
     """The tick's lanes, sharing one joiner that writes rows back through `buffer`;
     `claim` claims due rows (notification_claim), `executor` makes their thread pools,
-    `claimer` runs the row lane's claims (claimer.py; inline by default)."""
+    `database` runs the row lane's claims (database_thread.py; inline by default)."""
     joiner = Joiner(tick, buffer)
     pace = TenantPace()
     batched = []
@@ -94,6 +94,6 @@ def build_lanes(
         carriers={lane.channel: lane for lane in batched},
         leave=leave,
         pace=pace,
-        claimer=claimer,
+        database=database,
     )
     return [rows, *batched]

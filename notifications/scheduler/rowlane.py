@@ -31,8 +31,8 @@ from dbqueue.claims import Claimed
 from dbqueue.pacing import take_slot
 from notifications import digests, preferences
 from notifications.models import Channel, Notification, WebhookEndpoint
-from notifications.scheduler.claimer import Claimer, InlineClaimer
 from notifications.scheduler.context import Tick
+from notifications.scheduler.database_thread import InlineDatabase, TickDatabase
 from notifications.scheduler.deliver import (
     Deferral,
     DeferralReason,
@@ -78,11 +78,11 @@ class RowLane:
         carriers: Mapping[str, Carrier],
         leave: Q | None,
         pace: TenantPace | None = None,
-        claimer: Claimer | None = None,
+        database: TickDatabase | None = None,
     ) -> None:
         """`carriers`: the lanes that carry a channel instead of a row worker; `leave`: the
-        rows this lane does not claim (those carriers claim them); `claimer`: where claims
-        run (claimer.py; inline by default)."""
+        rows this lane does not claim (those carriers claim them); `database`: where its
+        claims run (database_thread.py; inline by default)."""
         self.tick, self.joiner, self.buffer = tick, joiner, buffer
         self.carriers = carriers
         self.slots = EndpointSlots(tick)
@@ -101,8 +101,8 @@ class RowLane:
         self.queued: deque[Notification] = deque()
         # Rows about to start whose endpoint's slot is still to be taken (at step's end).
         self.wanting: list[Notification] = []
-        self.claimer = claimer or InlineClaimer()
-        # The claim running on the claimer, while it runs (one at a time).
+        self.database = database or InlineDatabase()
+        # The claim running on the database thread, while it runs (one at a time).
         self.claiming: Future | None = None
 
     @property
@@ -119,7 +119,6 @@ class RowLane:
         return self.slots.pause(now=self.tick.clock.now()) if self.futures else None
 
     def close(self) -> None:
-        self.claimer.close()
         self.slots.close()
         self.workers.close()
 
@@ -132,12 +131,12 @@ class RowLane:
         )
 
     def claim(self) -> None:
-        """Claim on the claimer; the rows start when it is back (at once when inline)."""
+        """Claim on the database thread; the rows start when it is back (at once inline)."""
         self.buffer.flush_releases()
         request = self.claims.request(
             free=self._free_slots(), queued=len(self.queued), known=frozenset(self.endpoints.rows)
         )
-        self.claiming = self.claimer.submit(fetch_claim, self.claims, request)
+        self.claiming = self.database.submit(fetch_claim, self.claims, request)
         if self.claiming.done():
             self._claimed(self.claiming)
 
@@ -367,7 +366,7 @@ class RowClaims:
         )
 
     def claim(self, request: "ClaimRequest") -> Claimed:
-        """Run the claim (on the claimer's thread and connection)."""
+        """Run the claim (on the database thread and its connection)."""
         tick, limits = self.tick, request.limits
         return self.notification_claim(
             now=request.now,
@@ -447,7 +446,7 @@ class FetchedClaim:
 
 def fetch_claim(claims: RowClaims, request: ClaimRequest) -> FetchedClaim:
     """Claim, load the new endpoints and apply the rows' recipients (digests, preferences):
-    all on the claimer's connection, nothing of the lane's state touched. A database error
+    all on the database thread's connection, nothing of the lane's state touched. A database error
     in the claim itself is raised (nothing was claimed)."""
     claimed = claims.claim(request)
     endpoints = {row.webhook_endpoint_id for row in claimed} - {None} - request.known

@@ -2,8 +2,10 @@
 lanes, write their outcomes back in short fenced batches, and report a summary.
 
 A tick drains: it claims until nothing is due, its time budget is spent or its optional cap
-is reached. The main thread does all database work; worker threads only call the channels.
-The tick itself is a thin driver: each lane (lanes.py) owns one kind of work — rows
+is reached. The main thread decides everything; the row lane's claims and every write-back
+run on the tick's database thread (database_thread.py: its own connection on PostgreSQL,
+inline elsewhere), the rest of the database work on the main thread, and worker threads
+only call the channels. The tick itself is a thin driver: each lane (lanes.py) owns one kind of work — rows
 delivered one by one (rowlane.py), emails sent in paced Resend batches (batchlane.py) — and
 says when it wants to claim, what it has in flight and what to do when that comes back; the
 joiner writes a row back once every lane that carried a channel of it is done, through the
@@ -27,8 +29,8 @@ from dbqueue.clock import Clock
 from dbqueue.database import connection_lost
 from dbqueue.worker import ConnectionLost, Worker
 from notifications.models import Notification
-from notifications.scheduler.claimer import claimer_for_this_tick
 from notifications.scheduler.context import TickConfig, TickSummary, due_rows_left
+from notifications.scheduler.database_thread import database_for_this_tick
 from notifications.scheduler.deliver import Senders, default_senders
 from notifications.scheduler.lanes import build_lanes
 from notifications.scheduler.writeback import WriteBackBuffer, write_back
@@ -111,7 +113,9 @@ class _Tick:
         self.config, self.clock, self.stop = config, clock, stop
         self.summary = TickSummary()
         self.lost: DatabaseError | None = None
-        self.buffer = WriteBackBuffer(self, write=write_back)
+        # Claims and write-backs run here: on a thread of their own on PostgreSQL.
+        self.database = database_for_this_tick()
+        self.buffer = WriteBackBuffer(self, write=write_back, database=self.database)
 
     def run(self, senders: Senders) -> TickSummary:
         self.lanes = build_lanes(
@@ -120,16 +124,18 @@ class _Tick:
             buffer=self.buffer,
             claim=notification_claim,
             executor=ThreadPoolExecutor,
-            claimer=claimer_for_this_tick(),
+            database=self.database,
         )
         try:
             while self._step():
                 pass
             self.buffer.flush()
+            self.buffer.written()
             self._count_left_behind()
         finally:
             for lane in self.lanes:
                 lane.close()
+            self.database.close()
         self.summary.duration = self.clock.elapsed()
         if self.lost is not None:
             raise ConnectionLost(self.summary) from self.lost
@@ -147,8 +153,12 @@ class _Tick:
         if claimed:
             self._send()
             self.buffer.flush()
-        elif futures := [future for lane in self.lanes for future in lane.futures]:
+        elif futures := [
+            *(future for lane in self.lanes for future in lane.futures),
+            *self.buffer.futures,
+        ]:
             done, _ = wait(futures, timeout=self._pause(), return_when=FIRST_COMPLETED)
+            self.buffer.collect(done)
             for lane in self.lanes:
                 lane.collect(done)
             self._send()

@@ -23,7 +23,8 @@ happens here.
 """
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -39,6 +40,7 @@ from notifications.lifecycle import endpoints_retire
 from notifications.messages import messages_exhausted
 from notifications.models import Channel, Delivery, Notification, WebhookEndpoint
 from notifications.scheduler.context import FLUSH_SECONDS, Tick
+from notifications.scheduler.database_thread import InlineDatabase, TickDatabase
 from notifications.scheduler.deliver import Deferral, DeferralReason, RowDelivery
 from notifications.scheduler.plan import (
     Bucket,
@@ -58,10 +60,20 @@ WriteBack = Callable[..., list[RowPlan]]  # write(plans, now=, circuit_failures=
 
 
 class WriteBackBuffer:
-    def __init__(self, tick: Tick, *, write: WriteBack) -> None:
+    def __init__(
+        self, tick: Tick, *, write: WriteBack, database: TickDatabase | None = None
+    ) -> None:
+        """`database`: where the write-backs run (database_thread.py; inline by default)."""
         self.tick, self.write = tick, write
+        self.database = database or InlineDatabase()
         self.plans: list[RowPlan] = []
         self.since: datetime | None = None  # when the oldest of them finished
+        # Write-backs running on the database thread, with their plans.
+        self.writing: dict[Future, list[RowPlan]] = {}
+
+    @property
+    def futures(self) -> Collection[Future]:
+        return self.writing.keys()
 
     def add(self, plan: RowPlan) -> None:
         if not self.plans:
@@ -79,14 +91,17 @@ class WriteBackBuffer:
         return max(0.0, FLUSH_SECONDS - waited)
 
     def flush_releases(self) -> None:
-        """Write back now when rows given back unattempted wait here: a claim made before
-        they are written would not see them, and could take the queue for drained."""
+        """Write back now, and wait until it is written, when rows given back unattempted
+        wait here: a claim made before they are written would not see them, and could take
+        the queue for drained."""
         if any(plan.bucket is Bucket.RELEASED for plan in self.plans):
             self.flush()
+            self.written()
 
     def flush(self) -> None:
-        """Write back every plan that waits. When the write fails (or the connection was
-        lost before) the rows count as errors: they stay claimed until their leases expire."""
+        """Write back every plan that waits (on the database thread: counted once written,
+        `collect`). When the write fails (or the connection was lost before) the rows count
+        as errors: they stay claimed until their leases expire."""
         plans, self.plans, self.since = self.plans, [], None
         if not plans:
             return
@@ -94,10 +109,28 @@ class WriteBackBuffer:
         if tick.lost is not None:
             tick.summary.errors += len(plans)
             return
+        writing = self.database.submit(
+            self.write, plans, now=tick.clock.now(), circuit_failures=tick.config.circuit_failures
+        )
+        self.writing[writing] = plans
+        if writing.done():
+            self.collect({writing})
+
+    def collect(self, done: Collection[Future]) -> None:
+        """Count the write-backs among `done` that ended."""
+        for writing in [future for future in done if future in self.writing]:
+            self._written(self.writing.pop(writing), writing)
+
+    def written(self) -> None:
+        """Wait for every write-back running, and count them."""
+        if self.writing:
+            wait(self.writing)
+            self.collect(set(self.writing))
+
+    def _written(self, plans: list[RowPlan], writing: Future) -> None:
+        tick = self.tick
         try:
-            fenced = self.write(
-                plans, now=tick.clock.now(), circuit_failures=tick.config.circuit_failures
-            )
+            fenced = writing.result()
         except DatabaseError as exc:
             logger.error("write-back of %d rows failed: %s", len(plans), type(exc).__name__)
             tick.summary.errors += len(plans)

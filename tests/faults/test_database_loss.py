@@ -97,7 +97,9 @@ def test_tick_whose_database_session_is_terminated_stops_and_loses_nothing(worke
         first_seconds=first.seconds,
         seconds=seconds,
     )
-    assert terminated == 2  # the tick's own session and its claims' (scheduler/claimer.py)
+    assert (
+        terminated == 2
+    )  # the tick's own session, and its claims' and write-backs' (scheduler/database_thread.py)
     assert_one_clear_error(first, "run_tick")
     # It stopped claiming: only its first batch was ever claimed, and all of it stays
     # claimed (its write-back could not land) until the lease ends.
