@@ -17,8 +17,9 @@ offers its lanes, what it is told and what it reports are in context.py.
 import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
+from queue import Empty, SimpleQueue
 from typing import Any
 
 from django.db import DatabaseError
@@ -116,6 +117,7 @@ class _Tick:
         # Claims and write-backs run here: on a thread of their own on PostgreSQL.
         self.database = database_for_this_tick()
         self.buffer = WriteBackBuffer(self, write=write_back, database=self.database)
+        self.completions = Completions()
 
     def run(self, senders: Senders) -> TickSummary:
         self.lanes = build_lanes(
@@ -147,28 +149,35 @@ class _Tick:
         claimed = False
         for lane in self.lanes:
             if lane.wants_claim():
-                # New rows start first; finished ones are written back while they run.
                 lane.claim()
                 claimed = True
         if claimed:
             self._send()
-            self.buffer.flush()
+            # New rows started first; finished ones are written back while they run.
+            self._write_back(after_claim=True)
         elif futures := [
             *(future for lane in self.lanes for future in lane.futures),
             *self.buffer.futures,
         ]:
-            done, _ = wait(futures, timeout=self._pause(), return_when=FIRST_COMPLETED)
+            done = self.completions.wait(futures, timeout=self._pause())
             self.buffer.collect(done)
             for lane in self.lanes:
                 lane.collect(done)
             self._send()
-            if self.buffer.wait() == 0:
-                self.buffer.flush()
+            self._write_back(after_claim=False)
         elif (pause := self._lanes_pause()) is not None:
             self.stop.wait(pause)
         else:
             return False
         return True
+
+    def _write_back(self, *, after_claim: bool) -> None:
+        """Write back once a claim's worth of rows waits or the oldest has waited
+        FLUSH_SECONDS, and after a claim unless a write-back is still running: the rows
+        that finish meanwhile wait for the next one rather than go in a write-back of a few
+        rows each (inline, nothing is ever still running)."""
+        if self.buffer.wait() == 0 or (after_claim and not self.buffer.writing):
+            self.buffer.flush()
 
     def _send(self) -> None:
         for lane in self.lanes:
@@ -215,6 +224,34 @@ class _Tick:
         except DatabaseError as exc:
             if not self.lose(exc):
                 raise
+
+
+class Completions:
+    """The futures of a tick as they complete: each tells a queue once, when it is done, so
+    a wait costs the same however many futures are in flight. (concurrent.futures.wait sets
+    up and removes a waiter on every future it is given, each time: with a finished delivery
+    or write-back every few hundred microseconds, that was a tenth of a tick's CPU.)"""
+
+    def __init__(self) -> None:
+        self.finished: SimpleQueue[Future] = SimpleQueue()
+        self.watched: set[Future] = set()
+
+    def wait(self, futures: Iterable[Future], *, timeout: float | None) -> set[Future]:
+        """The futures done since the last wait, at least one unless `timeout` passed
+        first (None: no timeout)."""
+        for future in futures:
+            if future not in self.watched:
+                self.watched.add(future)
+                future.add_done_callback(self.finished.put)
+        done = set()
+        try:
+            done.add(self.finished.get(timeout=timeout))
+            while True:
+                done.add(self.finished.get_nowait())
+        except Empty:
+            pass
+        self.watched -= done
+        return done
 
 
 def tick_worker(
