@@ -490,8 +490,8 @@ class EndpointSlots:
 class Endpoints:
     """The webhook endpoints of one tick's row lane."""
 
-    def __init__(self, tick: Tick, gate: EndpointGate) -> None:
-        self.tick, self.gate = tick, gate
+    def __init__(self, gate: EndpointGate) -> None:
+        self.gate = gate
         self.rows: dict[Any, WebhookEndpoint] = {}
 
     def know(self, loaded: Mapping[Any, WebhookEndpoint]) -> None:

@@ -87,7 +87,7 @@ class RowLane:
         self.carriers = carriers
         self.slots = EndpointSlots(tick)
         self.gate = self.slots.gate
-        self.endpoints = Endpoints(tick, self.gate)
+        self.endpoints = Endpoints(self.gate)
         self.pace = pace or TenantPace()
         self.claims = RowClaims(tick, gate=self.gate, claim=claim, leave=leave)
         config = tick.config
