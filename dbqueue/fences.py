@@ -89,7 +89,7 @@ def _unnest_update(
     """PostgreSQL: the rows' keys, tokens and differing values as one array each, joined
     to the table: a statement whose text depends only on which columns change, so psycopg
     parses it once rather than once per batch, and a few parameters however many rows."""
-    quote, table = connection.ops.quote_name, quote_table(model, connection)
+    quote, table = connection.ops.quote_name, _quoted_table(model, connection)
     pk_field = cast(models.Field, model._meta.pk)
     token_field = concrete_field(model, "claim_token")
     assignments = ["claimed_until = NULL"] if release else []
@@ -125,7 +125,7 @@ def _case_update(
     release: bool,
 ) -> tuple[str, list[Any]]:
     """Elsewhere (SQLite): the rows by key and token, a differing column as a CASE."""
-    quote, table = connection.ops.quote_name, quote_table(model, connection)
+    quote, table = connection.ops.quote_name, _quoted_table(model, connection)
     pk = quote(column_of(cast(models.Field, model._meta.pk)))
     assignments = ["claimed_until = NULL"] if release else []
     params: list[Any] = []
@@ -144,7 +144,7 @@ def _case_update(
     return sql, params
 
 
-def quote_table(model: type[models.Model], connection: BaseDatabaseWrapper) -> str:
+def _quoted_table(model: type[models.Model], connection: BaseDatabaseWrapper) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 
 
