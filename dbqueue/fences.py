@@ -8,6 +8,7 @@ that a worker whose lease ran out cannot overwrite it afterwards.
 """
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
@@ -55,10 +56,11 @@ def _fenced_update_group(
     connection = connections[DEFAULT_DB_ALIAS]
     pk_field = cast(models.Field, model._meta.pk)
     prepare_key = preparer(pk_field, connection)
-    keys = [prepare_key(key) for key, _, _ in group]
-    tokens = [token for _, token, _ in group]
-    same: list[tuple[models.Field, Any]] = []
-    varying: list[tuple[models.Field, list[Any]]] = []
+    change = _GroupChange(
+        keys=[prepare_key(key) for key, _, _ in group],
+        tokens=[token for _, token, _ in group],
+        release=release,
+    )
     for name in columns:
         field_ = concrete_field(model, name)
         prepare = preparer(field_, connection)
@@ -66,25 +68,31 @@ def _fenced_update_group(
         # Most columns of a write-back hold one value for every row (the time, a state):
         # compared before they are prepared, they are prepared once.
         if all(changes[name] == first for _, _, changes in group):
-            same.append((field_, prepare(first)))
+            change.same.append((field_, prepare(first)))
         else:
-            varying.append((field_, [prepare(changes[name]) for _, _, changes in group]))
+            values = [prepare(changes[name]) for _, _, changes in group]
+            change.varying.append((field_, values))
     build = _unnest_update if connection.vendor == "postgresql" else _case_update
-    sql, params = build(model, connection, keys, tokens, same, varying, release=release)
+    sql, params = build(model, connection, change)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return {pk_field.to_python(row[0]) for row in cursor.fetchall()}
 
 
+@dataclass
+class _GroupChange:
+    """One shape of change, prepared: the rows' keys and tokens, the columns holding one
+    value for every row and those that differ (a value per row, in the rows' order)."""
+
+    keys: list[Any]
+    tokens: list[int]
+    release: bool
+    same: list[tuple[models.Field, Any]] = field(default_factory=list)
+    varying: list[tuple[models.Field, list[Any]]] = field(default_factory=list)
+
+
 def _unnest_update(
-    model: type[M],
-    connection: BaseDatabaseWrapper,
-    keys: list[Any],
-    tokens: list[int],
-    same: list[tuple[models.Field, Any]],
-    varying: list[tuple[models.Field, list[Any]]],
-    *,
-    release: bool,
+    model: type[M], connection: BaseDatabaseWrapper, change: "_GroupChange"
 ) -> tuple[str, list[Any]]:
     """PostgreSQL: the rows' keys, tokens and differing values as one array each, joined
     to the table: a statement whose text depends only on which columns change, so psycopg
@@ -92,19 +100,19 @@ def _unnest_update(
     quote, table = connection.ops.quote_name, _quoted_table(model, connection)
     pk_field = cast(models.Field, model._meta.pk)
     token_field = concrete_field(model, "claim_token")
-    assignments = ["claimed_until = NULL"] if release else []
+    assignments = ["claimed_until = NULL"] if change.release else []
     params: list[Any] = []
-    for field_, value in same:
+    for field_, value in change.same:
         typed = f"CAST(%s AS {field_.cast_db_type(connection)})"
         assignments.append(f"{quote(column_of(field_))} = {typed}")
         params.append(value)
     arrays = [f"%s::{f.cast_db_type(connection)}[]" for f in (pk_field, token_field)]
-    array_params: list[Any] = [keys, tokens]
-    for index, (field_, values) in enumerate(varying):
+    array_params: list[Any] = [change.keys, change.tokens]
+    for index, (field_, values) in enumerate(change.varying):
         assignments.append(f"{quote(column_of(field_))} = v.c{index}")
         arrays.append(f"%s::{field_.cast_db_type(connection)}[]")
         array_params.append(values)
-    names = ", ".join(["k", "t", *(f"c{index}" for index in range(len(varying)))])
+    names = ", ".join(["k", "t", *(f"c{index}" for index in range(len(change.varying)))])
     pk = f"{table}.{quote(column_of(pk_field))}"
     sql = (
         f"UPDATE {table} SET {', '.join(assignments)} "
@@ -115,30 +123,23 @@ def _unnest_update(
 
 
 def _case_update(
-    model: type[M],
-    connection: BaseDatabaseWrapper,
-    keys: list[Any],
-    tokens: list[int],
-    same: list[tuple[models.Field, Any]],
-    varying: list[tuple[models.Field, list[Any]]],
-    *,
-    release: bool,
+    model: type[M], connection: BaseDatabaseWrapper, change: "_GroupChange"
 ) -> tuple[str, list[Any]]:
     """Elsewhere (SQLite): the rows by key and token, a differing column as a CASE."""
     quote, table = connection.ops.quote_name, _quoted_table(model, connection)
     pk = quote(column_of(cast(models.Field, model._meta.pk)))
-    assignments = ["claimed_until = NULL"] if release else []
+    assignments = ["claimed_until = NULL"] if change.release else []
     params: list[Any] = []
-    for field_, value in same:
+    for field_, value in change.same:
         assignments.append(f"{quote(column_of(field_))} = %s")
         params.append(value)
-    for field_, values in varying:
-        whens = " ".join(["WHEN %s THEN %s"] * len(keys))
+    for field_, values in change.varying:
+        whens = " ".join(["WHEN %s THEN %s"] * len(change.keys))
         assignments.append(f"{quote(column_of(field_))} = CASE {pk} {whens} END")
-        for key, value in zip(keys, values, strict=True):
+        for key, value in zip(change.keys, values, strict=True):
             params.extend([key, value])
-    condition = " OR ".join([f"({pk} = %s AND claim_token = %s)"] * len(keys))
-    for key, token in zip(keys, tokens, strict=True):
+    condition = " OR ".join([f"({pk} = %s AND claim_token = %s)"] * len(change.keys))
+    for key, token in zip(change.keys, change.tokens, strict=True):
         params.extend([key, token])
     sql = f"UPDATE {table} SET {', '.join(assignments)} WHERE {condition} RETURNING {pk}"
     return sql, params
