@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from notifications.models import Delivery, Notification
 from notifications.scheduler import rowlane, tick
+from notifications.scheduler.context import TickSummary
 from notifications.scheduler.database_thread import (
     DatabaseThread,
     InlineDatabase,
@@ -25,6 +26,22 @@ from tests.support.http_server import Reply, recording_server
 
 ROWS = 24
 SLOTS = 2
+
+
+def tick_over_due_rows(url: str) -> TickSummary:
+    """One tick over ROWS due webhook rows of one tenant's endpoint at `url`."""
+    tenant = make_tenant()
+    endpoint = make_endpoint(tenant=tenant, url=url)
+    make_notifications(
+        ROWS, tenant=tenant, endpoint=endpoint, next_fire_at=timezone.now() - timedelta(1)
+    )
+    return tick.run_tick(max_rows=ROWS, time_budget=120)
+
+
+def assert_every_row_delivered(summary: TickSummary) -> None:
+    assert summary.delivered == ROWS
+    assert Delivery.objects.filter(outcome="delivered").count() == ROWS
+    assert not Notification.objects.exclude(state="completed").exists()
 
 
 def test_in_a_transaction_the_database_work_runs_inline(db):
@@ -68,21 +85,13 @@ def test_deliveries_go_on_while_a_claim_runs(monkeypatch, settings):
 
     monkeypatch.setattr(rowlane.RowClaims, "claim", second_claim_held)
     with recording_server(responder) as server:
-        tenant = make_tenant()
-        endpoint = make_endpoint(tenant=tenant, url=server.url)
-        make_notifications(
-            ROWS, tenant=tenant, endpoint=endpoint, next_fire_at=timezone.now() - timedelta(1)
-        )
-
-        summary = tick.run_tick(max_rows=ROWS, time_budget=120)
+        summary = tick_over_due_rows(server.url)
 
     assert first_claim[0] > SLOTS  # some of its rows had to wait for a slot
     assert received_when[0] <= SLOTS
     assert received_when[1] == first_claim[0]  # all of them, while the claim was held
     assert all(name.startswith("tick-database") for name in threads)
-    assert summary.delivered == ROWS
-    assert Delivery.objects.filter(outcome="delivered").count() == ROWS
-    assert not Notification.objects.exclude(state="completed").exists()
+    assert_every_row_delivered(summary)
 
 
 @requires_postgres
@@ -133,16 +142,8 @@ def test_deliveries_are_collected_while_a_write_back_runs(monkeypatch, settings)
     monkeypatch.setattr(WriteBackBuffer, "add", noting_add)
     monkeypatch.setattr(tick, "write_back", first_write_held)
     with recording_server(responder) as server:
-        tenant = make_tenant()
-        endpoint = make_endpoint(tenant=tenant, url=server.url)
-        make_notifications(
-            ROWS, tenant=tenant, endpoint=endpoint, next_fire_at=timezone.now() - timedelta(1)
-        )
-
-        summary = tick.run_tick(max_rows=ROWS, time_budget=120)
+        summary = tick_over_due_rows(server.url)
 
     assert writes[0] == ("tick-database_0", True)  # collected while it was held
     assert all(name.startswith("tick-database") for name, _ in writes)
-    assert summary.delivered == ROWS
-    assert Delivery.objects.filter(outcome="delivered").count() == ROWS
-    assert not Notification.objects.exclude(state="completed").exists()
+    assert_every_row_delivered(summary)
