@@ -70,6 +70,8 @@ GROW_SECONDS = 0.5
 # endpoints brings each of them a row every moment, and freeing and taking slots row by
 # row would cost two statements a row.
 LINGER_SECONDS = 1.0
+# The circuit of an endpoint the tick has no word of: closed (asked several times a row).
+_CLOSED = Circuit()
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,7 @@ class EndpointGate:
         self.circuits[endpoint_id] = circuit
 
     def circuit(self, endpoint_id: Any) -> Circuit:
-        return self.circuits.get(endpoint_id, Circuit())
+        return self.circuits.get(endpoint_id, _CLOSED)
 
     def admit(self, endpoint_id: Any, *, now: datetime) -> Admission:
         """Whether a delivery to the endpoint may start now (on a slot held, or one the
@@ -275,11 +277,15 @@ class EndpointGate:
         if not queue:
             return None
         circuit = self.circuit(endpoint_id)
-        half_open = self.half_open(endpoint_id, now=now)
-        held = self.slots.usable(endpoint_id, half_open=half_open, now=now)
+        if circuit.is_open(now):
+            return queue.popleft()
+        half_open = circuit.is_half_open(now, threshold=self.threshold)
+        if self.in_flight[endpoint_id] < self.slots.usable(
+            endpoint_id, half_open=half_open, now=now
+        ):
+            return queue.popleft()
         # With no slot to hope for (another tick holds them all), `admit` releases it.
-        hopeless = self._ceiling(endpoint_id, circuit, now) == 0
-        if circuit.is_open(now) or self.in_flight[endpoint_id] < held or hopeless:
+        if self.slots.ceiling(endpoint_id, half_open=half_open, now=now) == 0:
             return queue.popleft()
         return None
 
