@@ -7,7 +7,9 @@ For each database (a fresh SQLite file, or a PostgreSQL database tw_bench_tick, 
 BENCH_TICK_DB names, that it creates and drops) it prints:
   1. deliveries/s of one tick over N due one-shot webhook rows, and the ratio to a bare loop
      posting the same requests through the same send_webhook, on connections kept alive as
-     the tick keeps them, with the same concurrency and no database;
+     the tick keeps them, with the same concurrency and no database; then the CPU each kind
+     of thread spent per delivered row in both (the main thread, the tick's database thread,
+     the row workers that send): where the tick's time beyond the bare loop's goes;
   2. SQL statements per delivered row, on every connection the tick uses (counted by an
      execute wrapper, in a tick of its own: the counting is not timed);
   3. tick time over --filler-due due rows with --filler parked and future rows in the table,
@@ -19,7 +21,9 @@ import argparse
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
@@ -40,6 +44,79 @@ def start_sink() -> tuple[subprocess.Popen, str]:
     return sink, f"http://127.0.0.1:{port}/hook"
 
 
+# Thread names (their prefix) by the kind of work they do, in the tick and in the bare loop.
+THREAD_KINDS = {
+    "MainThread": "main",
+    "tick-database": "database",
+    "tick-row": "row workers",
+    "bare-row": "row workers",
+}
+
+
+class ThreadCpu:
+    """The CPU time each kind of thread of this process spent meanwhile (THREAD_KINDS; the
+    rest is "other"), read from Linux's per-thread run time (/proc/self/task/*/schedstat)
+    every few milliseconds, so a thread that ends is counted up to its last reading."""
+
+    INTERVAL = 0.005
+
+    def __init__(self) -> None:
+        self.seconds: Counter[str] = Counter()
+        self._start: dict[int, int] = {}
+        self._last: dict[int, int] = {}
+        self._kind: dict[int, str] = {}
+        self._stop = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, name="bench-cpu", daemon=True)
+
+    @staticmethod
+    def supported() -> bool:
+        return os.path.exists(f"/proc/self/task/{threading.get_native_id()}/schedstat")
+
+    def __enter__(self) -> "ThreadCpu":
+        self._start = self._read()
+        self._sampler.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._sampler.join()
+        self._read()
+        for tid, last in self._last.items():
+            kind = self._kind.get(tid, "other")
+            if kind != "bench":
+                self.seconds[kind] += (last - self._start.get(tid, 0)) / 1e9
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.INTERVAL):
+            self._read()
+
+    def _read(self) -> dict[int, int]:
+        for thread in threading.enumerate():
+            if thread.native_id is not None and thread.native_id not in self._kind:
+                self._kind[thread.native_id] = _kind_of(thread.name)
+        for entry in os.scandir("/proc/self/task"):
+            try:
+                with open(f"{entry.path}/schedstat") as stat:
+                    self._last[int(entry.name)] = int(stat.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue  # the thread ended meanwhile: its last reading stands
+        return dict(self._last)
+
+    def per_row(self, rows: int) -> str:
+        kinds = ["main", "database", "row workers", "other"]
+        return ", ".join(
+            f"{kind} {self.seconds[kind] / rows * 1e6:.0f} us"
+            for kind in kinds
+            if kind in self.seconds
+        )
+
+
+def _kind_of(name: str) -> str:
+    if name == "bench-cpu":
+        return "bench"
+    return next((kind for prefix, kind in THREAD_KINDS.items() if name.startswith(prefix)), "other")
+
+
 def bare_loop(*, url: str, secret: str, rows: int, concurrency: int) -> float:
     """Deliveries/s of the same signed POSTs with no database at all, on connections kept
     alive the way a tick keeps them."""
@@ -57,7 +134,8 @@ def bare_loop(*, url: str, secret: str, rows: int, concurrency: int) -> float:
         for i in range(rows)
     ]
     started = time.monotonic()
-    with ThreadPoolExecutor(concurrency) as pool, Connections(per_origin=concurrency) as kept:
+    pool = ThreadPoolExecutor(concurrency, thread_name_prefix="bare-row")
+    with pool, Connections(per_origin=concurrency) as kept:
         results = list(pool.map(lambda m: send_webhook(m, timeout=10, connections=kept), messages))
     elapsed = time.monotonic() - started
     assert all(result.ok for result in results), "the sink refused a bare request"
@@ -99,9 +177,10 @@ class EveryStatement:
             connection.execute_wrappers.append(self)
 
 
-def timed_tick(*, tenant, endpoint, rows: int, concurrency: int, count_statements=False):
+def timed_tick(*, tenant, endpoint, rows: int, concurrency: int, count_statements=False, cpu=None):
     """Run one tick over `rows` fresh due rows; returns (summary, the statements it ran, or
-    None when not asked to count them: counting costs the tick CPU)."""
+    None when not asked to count them: counting costs the tick CPU). With `cpu` (a
+    ThreadCpu), its threads' CPU is measured over the tick alone."""
     from contextlib import nullcontext
 
     from django.utils import timezone
@@ -112,10 +191,25 @@ def timed_tick(*, tenant, endpoint, rows: int, concurrency: int, count_statement
         tenant=tenant, endpoint=endpoint, count=rows, due_at=timezone.now() - timedelta(1)
     )
     counter = EveryStatement() if count_statements else nullcontext()
-    with counter:
+    with counter, cpu or nullcontext():
         summary = run_tick(max_rows=rows, time_budget=3600, concurrency=concurrency)
     assert summary.delivered == rows, summary.line()
     return summary, counter if count_statements else None
+
+
+def cpu_by_thread(*, tenant, endpoint, url: str, args: argparse.Namespace) -> str | None:
+    """The CPU per delivered row of each kind of thread, in one bare loop and one tick of
+    their own (the sampling costs little, but not nothing); None where Linux's per-thread
+    run time cannot be read."""
+    if not ThreadCpu.supported():
+        return None
+    with ThreadCpu() as bare:
+        bare_loop(url=url, secret=endpoint.secret, rows=args.rows, concurrency=args.concurrency)
+    tick = ThreadCpu()
+    timed_tick(
+        tenant=tenant, endpoint=endpoint, rows=args.rows, concurrency=args.concurrency, cpu=tick
+    )
+    return f"tick: {tick.per_row(args.rows)}; bare loop: {bare.per_row(args.rows)}"
 
 
 def run_one(args: argparse.Namespace) -> None:
@@ -152,6 +246,7 @@ def run_one(args: argparse.Namespace) -> None:
                 tenant=tenant, endpoint=endpoint, rows=args.rows, concurrency=args.concurrency
             )
             tick_rate = max(tick_rate, summary.delivered / summary.duration)
+        by_thread = cpu_by_thread(tenant=tenant, endpoint=endpoint, url=url, args=args)
         summary, statements = timed_tick(
             tenant=tenant,
             endpoint=endpoint,
@@ -165,6 +260,8 @@ def run_one(args: argparse.Namespace) -> None:
             f"(concurrency {args.concurrency}); bare loop: {bare_rate:.0f}/s; "
             f"ratio {tick_rate / bare_rate:.2f}"
         )
+        if by_thread:
+            print(f"[{args.db}] 1. CPU per delivered row by thread: {by_thread}")
         print(
             f"[{args.db}] 2. SQL statements per delivered row: "
             f"{len(work) / summary.delivered:.3f} ({len(work)} statements, savepoints left "
