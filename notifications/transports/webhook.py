@@ -27,17 +27,26 @@ logger = logging.getLogger(__name__)
 
 
 def send_webhook(
-    message: WebhookMessage, *, timeout: float, connections: Connections | None = None
+    message: WebhookMessage,
+    *,
+    timeout: float,
+    connections: Connections | None = None,
+    allow_private: bool | None = None,
 ) -> DeliveryResult:
     """Deliver `message.payload` to `message.url` and classify the outcome, on a connection
-    kept in `connections` when given (outbound.connections). Never raises.
+    kept in `connections` when given (outbound.connections). `allow_private` overrides
+    WEBHOOK_ALLOW_PRIVATE_TARGETS (the tick's sending process has no settings). Never raises.
 
     webhook-id is `message.msg_id` (identical on every retry, so receivers deduplicate);
     webhook-timestamp is this attempt's time; the signature covers exactly the bytes sent.
     """
     started = time.monotonic()
     try:
-        result = _deliver(message, timeout=timeout, connections=connections)
+        if allow_private is None:
+            allow_private = settings.WEBHOOK_ALLOW_PRIVATE_TARGETS
+        result = _deliver(
+            message, timeout=timeout, connections=connections, allow_private=allow_private
+        )
     except Exception:
         result = internal_error_result(
             f"webhook to {_origin(message.url)}", logger=logger, secrets=message.secrets
@@ -47,9 +56,8 @@ def send_webhook(
 
 
 def _deliver(
-    message: WebhookMessage, *, timeout: float, connections: Connections | None
+    message: WebhookMessage, *, timeout: float, connections: Connections | None, allow_private: bool
 ) -> DeliveryResult:
-    allow_private = settings.WEBHOOK_ALLOW_PRIVATE_TARGETS
     if not allow_private and urlsplit(message.url).scheme != "https":
         return DeliveryResult(
             ok=False,
