@@ -127,6 +127,17 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def children_of(pid: int) -> list[int]:
+    """The processes `pid` (any of its threads) started that still run, from /proc."""
+    children = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children += [int(child) for child in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # the thread or the process ended meanwhile
+    return children
+
+
 def drive(
     request_once, *, clients: int, seconds: float, cpu: Callable[[], dict]
 ) -> dict[str, float]:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.harness import PYTHON, ROOT, cpu_seconds
+from bench.harness import PYTHON, ROOT, children_of, cpu_seconds
 from bench.load_tick import _endpoint, _rows, arrivals, start_recording_sink
 from bench.scale_db import admin_connection, server_processes
 from bench.scale_report import Burst, print_bursts
@@ -98,7 +98,8 @@ def drain(env: dict[str, str], result: Burst, *, receiver: int) -> Burst:
         return {
             "database": server_processes(admin, database),
             "receiver": [receiver],
-            "ticks": [tick.pid for tick in ticks],
+            # A tick's sending process is the tick's CPU too.
+            "ticks": [pid for tick in ticks for pid in (tick.pid, *children_of(tick.pid))],
             "bench": [os.getpid()],
         }
 

@@ -9,7 +9,8 @@ BENCH_TICK_DB names, that it creates and drops) it prints:
      posting the same requests through the same send_webhook, on connections kept alive as
      the tick keeps them, with the same concurrency and no database; then the CPU each kind
      of thread spent per delivered row in both (the main thread, the tick's database thread,
-     the row workers that send): where the tick's time beyond the bare loop's goes;
+     the row workers that send, and the tick's sending process when it has one): where the
+     tick's time beyond the bare loop's goes;
   2. SQL statements per delivered row, on every connection the tick uses (counted by an
      execute wrapper, in a tick of its own: the counting is not timed);
   3. tick time over --filler-due due rows with --filler parked and future rows in the table,
@@ -19,6 +20,7 @@ and then bench/recurrence.py's figure when that module is present. Prints; never
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import threading
@@ -56,7 +58,8 @@ THREAD_KINDS = {
 class ThreadCpu:
     """The CPU time each kind of thread of this process spent meanwhile (THREAD_KINDS; the
     rest is "other"), read from Linux's per-thread run time (/proc/self/task/*/schedstat)
-    every few milliseconds, so a thread that ends is counted up to its last reading."""
+    every few milliseconds, so a thread that ends is counted up to its last reading; and
+    the CPU of the child processes that ended meanwhile (the tick's sending process)."""
 
     INTERVAL = 0.005
 
@@ -73,6 +76,7 @@ class ThreadCpu:
         return os.path.exists(f"/proc/self/task/{threading.get_native_id()}/schedstat")
 
     def __enter__(self) -> "ThreadCpu":
+        self._children = resource.getrusage(resource.RUSAGE_CHILDREN)
         self._start = self._read()
         self._sampler.start()
         return self
@@ -81,6 +85,12 @@ class ThreadCpu:
         self._stop.set()
         self._sampler.join()
         self._read()
+        # The tick's sending process, ended (and waited for) with the tick.
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        spent = children.ru_utime + children.ru_stime
+        spent -= self._children.ru_utime + self._children.ru_stime
+        if spent:
+            self.seconds["sending process"] += spent
         for tid, last in self._last.items():
             kind = self._kind.get(tid, "other")
             if kind != "bench":
@@ -103,7 +113,7 @@ class ThreadCpu:
         return dict(self._last)
 
     def per_row(self, rows: int) -> str:
-        kinds = ["main", "database", "row workers", "other"]
+        kinds = ["main", "database", "row workers", "other", "sending process"]
         return ", ".join(
             f"{kind} {self.seconds[kind] / rows * 1e6:.0f} us"
             for kind in kinds

@@ -9,6 +9,7 @@ becomes a failed DeliveryResult.
 
 import dataclasses
 import functools
+import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, wait
@@ -21,10 +22,13 @@ from django.db import models
 
 from notifications import unsubscribe
 from notifications.models import Channel, Notification, WebhookEndpoint, message_webhook_id
+from notifications.scheduler.sending_process import SendingProcess
 from notifications.transports.base import DeliveryResult, EmailMessage, WebhookMessage
 from outbound.categories import ErrorCategory
 from outbound.connections import Connections
 from tenancy import link_tokens
+
+logger = logging.getLogger("notifications.scheduler")
 
 Sender = Callable[..., DeliveryResult]  # sender(message, *, timeout=seconds)
 
@@ -293,13 +297,25 @@ class RowWorkers:
     with the row workers; two channels a row at most)."""
 
     def __init__(
-        self, *, concurrency: int, senders: Senders, timeout: float, executor: Callable[..., Any]
+        self,
+        *,
+        concurrency: int,
+        senders: Senders,
+        timeout: float,
+        executor: Callable[..., Any],
+        sending: Callable[[], SendingProcess] | None = None,
     ) -> None:
+        """`sending` starts the tick's sending process (sending_process.py), once this
+        tick has started as many webhooks as it has workers; None: every row is delivered
+        here."""
         self.concurrency, self.senders, self.timeout = concurrency, senders, timeout
         # future -> (row, the endpoint whose slot it holds or None)
         self.in_flight: dict[Future, tuple[Notification, Any]] = {}
         self.rows = executor(concurrency, thread_name_prefix="tick-row")
         self.channels = executor(2 * concurrency, "tick-channel")
+        self.start_sending = sending
+        self.sending: SendingProcess | None = None
+        self.webhooks_here = 0
 
     @property
     def full(self) -> bool:
@@ -315,19 +331,60 @@ class RowWorkers:
         deferred: Mapping[str, Deferral],
         elsewhere: frozenset[str],
     ) -> None:
-        """Deliver the row on a worker; `slot_of`: the endpoint whose slot it holds."""
-        future = self.rows.submit(
-            deliver_row,
-            row,
-            endpoint=endpoint,
-            now=now,
-            senders=self.senders,
-            pool=self.channels,
-            timeout=self.timeout,
-            deferred=deferred,
-            elsewhere=elsewhere,
-        )
+        """Deliver the row on a worker, or a lone webhook in the sending process once the
+        tick has one; `slot_of`: the endpoint whose slot it holds."""
+        future = None
+        if _webhook_alone(row, endpoint=endpoint, deferred=deferred, elsewhere=elsewhere):
+            future = self._send_elsewhere(row, endpoint=endpoint, now=now, deferred=deferred)
+        if future is None:
+            future = self.rows.submit(
+                deliver_row,
+                row,
+                endpoint=endpoint,
+                now=now,
+                senders=self.senders,
+                pool=self.channels,
+                timeout=self.timeout,
+                deferred=deferred,
+                elsewhere=elsewhere,
+            )
         self.in_flight[future] = (row, slot_of)
+
+    def _send_elsewhere(
+        self,
+        row: Notification,
+        *,
+        endpoint: WebhookEndpoint | None,
+        now: datetime,
+        deferred: Mapping[str, Deferral],
+    ) -> Future | None:
+        """The row's webhook handed to the sending process (started once this tick has
+        sent `concurrency` webhooks itself, used once it is up); None while the tick sends
+        them itself."""
+        if self.start_sending is None:
+            return None
+        if self.sending is None:
+            self.webhooks_here += 1
+            if self.webhooks_here <= self.concurrency:
+                return None
+            try:
+                self.sending = self.start_sending()
+            except OSError as exc:  # no process to be had: the tick sends them all itself
+                logger.warning("no sending process (%s): the tick sends its webhooks", exc)
+                self.start_sending = None
+                return None
+        if not self.sending.accepting:
+            return None
+        call = _channel_call(Channel.WEBHOOK, row, endpoint=endpoint, now=now, senders=self.senders)
+        if isinstance(call, DeliveryResult):
+            return None
+        delivered = functools.partial(_webhook_delivery, row, attempted_at=now, deferred=deferred)
+        return self.sending.submit(call[1], timeout=self.timeout, then=delivered)
+
+    def flush(self) -> None:
+        """Hand the sending process the webhooks queued for it this step."""
+        if self.sending is not None:
+            self.sending.flush()
 
     def back(
         self, done: set[Future]
@@ -344,3 +401,33 @@ class RowWorkers:
     def close(self) -> None:
         self.rows.shutdown(wait=False, cancel_futures=True)
         self.channels.shutdown(wait=False, cancel_futures=True)
+        if self.sending is not None:
+            self.sending.close()
+
+
+def _webhook_alone(
+    row: Notification,
+    *,
+    endpoint: WebhookEndpoint | None,
+    deferred: Mapping[str, Deferral],
+    elsewhere: frozenset[str],
+) -> bool:
+    """The row's only channel to run here is a webhook to an endpoint that can be called."""
+    here = [c for c in pending_channels(row) if c not in deferred and c not in elsewhere]
+    return here == [Channel.WEBHOOK] and endpoint is not None and endpoint.enabled
+
+
+def _webhook_delivery(
+    row: Notification,
+    result: DeliveryResult,
+    *,
+    attempted_at: datetime,
+    deferred: Mapping[str, Deferral],
+) -> RowDelivery:
+    """What deliver_row returns for a row whose webhook was its one channel here."""
+    return RowDelivery(
+        notification=row,
+        results={Channel.WEBHOOK: result},
+        attempted_at=attempted_at,
+        deferred=deferred,
+    )

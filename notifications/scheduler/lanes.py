@@ -20,6 +20,7 @@ from notifications.scheduler.database_thread import TickDatabase
 from notifications.scheduler.deliver import Senders
 from notifications.scheduler.mail import TenantPace
 from notifications.scheduler.rowlane import RowLane
+from notifications.scheduler.sending_process import SendingProcess
 from notifications.scheduler.writeback import Joiner, WriteBackBuffer
 
 
@@ -62,10 +63,12 @@ def build_lanes(
     claim: Callable[..., Claimed],
     executor: Callable[..., Any],
     database: TickDatabase | None = None,
+    sending: Callable[[], SendingProcess] | None = None,
 ) -> list[Lane]:
     """The tick's lanes, sharing one joiner that writes rows back through `buffer`;
     `claim` claims due rows (notification_claim), `executor` makes their thread pools,
-    `database` runs the row lane's claims (database_thread.py; inline by default)."""
+    `database` runs the row lane's claims (database_thread.py; inline by default),
+    `sending` starts the row lane's sending process (sending_process.py; None: none)."""
     joiner = Joiner(tick, buffer)
     pace = TenantPace()
     batched = []
@@ -95,5 +98,6 @@ def build_lanes(
         leave=leave,
         pace=pace,
         database=database,
+        sending=sending,
     )
     return [rows, *batched]

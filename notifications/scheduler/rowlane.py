@@ -49,6 +49,7 @@ from notifications.scheduler.gate import (
     EndpointSlots,
 )
 from notifications.scheduler.mail import TenantPace
+from notifications.scheduler.sending_process import SendingProcess
 from notifications.scheduler.writeback import (
     Joiner,
     WriteBackBuffer,
@@ -79,10 +80,12 @@ class RowLane:
         leave: Q | None,
         pace: TenantPace | None = None,
         database: TickDatabase | None = None,
+        sending: Callable[[], SendingProcess] | None = None,
     ) -> None:
         """`carriers`: the lanes that carry a channel instead of a row worker; `leave`: the
         rows this lane does not claim (those carriers claim them); `database`: where its
-        claims run (database_thread.py; inline by default)."""
+        claims run (database_thread.py; inline by default); `sending`: starts the process
+        a burst's webhooks go out from (sending_process.py; None: none)."""
         self.tick, self.joiner, self.buffer = tick, joiner, buffer
         self.carriers = carriers
         self.slots = EndpointSlots(tick)
@@ -96,6 +99,7 @@ class RowLane:
             senders=senders,
             timeout=config.channel_timeout,
             executor=executor,
+            sending=sending,
         )
         # Rows waiting for a free worker (a claim may bring more than there are).
         self.queued: deque[Notification] = deque()
@@ -268,6 +272,7 @@ class RowLane:
         while self.queued and not self.workers.full:
             self.start(self.queued.popleft())
         self._take_slots()
+        self.workers.flush()
         self.slots.tend(queued=self.queued, now=self.tick.clock.now())
 
     def _take_slots(self) -> None:

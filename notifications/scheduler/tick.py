@@ -33,6 +33,7 @@ from notifications.scheduler.context import TickConfig, TickSummary, due_rows_le
 from notifications.scheduler.database_thread import database_for_this_tick
 from notifications.scheduler.deliver import Senders, default_senders
 from notifications.scheduler.lanes import build_lanes
+from notifications.scheduler.sending_process import SendingProcess, sending_for_this_tick
 from notifications.scheduler.writeback import WriteBackBuffer, write_back
 from outbound.connections import Connections
 
@@ -98,9 +99,11 @@ def run_tick(
         max_rows=max_rows, time_budget=time_budget, concurrency=concurrency
     )
     tick = _Tick(config, Clock(now), stop or threading.Event())
+    # Injected senders are called in the tick's threads: no sending process for them.
+    sending = sending_for_this_tick(concurrency=config.concurrency) if senders is None else None
     # Connections are kept alive per endpoint and vetted address for this tick only.
     with Connections(per_origin=config.concurrency, origins=_ORIGINS) as connections:
-        summary = tick.run(senders or default_senders(connections))
+        summary = tick.run(senders or default_senders(connections), sending=sending)
     summary.add_to_totals(now=tick.clock.now())
     return summary
 
@@ -117,7 +120,9 @@ class _Tick:
         self.database = database_for_this_tick()
         self.buffer = WriteBackBuffer(self, write=write_back, database=self.database)
 
-    def run(self, senders: Senders) -> TickSummary:
+    def run(
+        self, senders: Senders, *, sending: Callable[[], SendingProcess] | None = None
+    ) -> TickSummary:
         self.lanes = build_lanes(
             self,
             senders=senders,
@@ -125,6 +130,7 @@ class _Tick:
             claim=notification_claim,
             executor=ThreadPoolExecutor,
             database=self.database,
+            sending=sending,
         )
         try:
             while self._step():

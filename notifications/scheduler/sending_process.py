@@ -1,0 +1,248 @@
+"""The tick's sending process: a burst's webhooks sent from a process of their own.
+
+One Python process runs one thread at a time. A tick's webhook is signing, an HTTP exchange
+and parsing the answer (about two thirds of the tick's CPU), and the rest is the tick's own
+work: claims, gates, plans and write-backs. In one process the two take turns on one core,
+however many the machine has. Once a tick has a burst to send (it has started as many
+webhooks as it has workers), it starts a child process, `python -m
+notifications.scheduler.sending_process`, which sends them on `concurrency` threads of its
+own while the tick goes on claiming, planning and writing back.
+
+What does not change: the child runs `send_webhook` itself, with the same address pinning
+and SSRF vetting, the same deadline, no redirects, and connections kept alive per endpoint
+host and vetted address for the tick's life alone (the child lives as long as the tick's
+row lane). The tick builds each message (payload, secrets, webhook-id) as before; only the
+exchange moves.
+
+Failure: the child owns no row and no database connection. If it dies, every webhook it had
+not answered comes back as a failed attempt of category `internal` that says nothing about
+the endpoint (no circuit signal): the row backs off and is retried, and a receiver may see
+that webhook twice, with the same webhook-id. The tick then sends in its own threads again.
+A webhook the child has not answered within the channel timeout and a grace is failed the
+same way, so a stuck child cannot hold a row past its lease. The child ignores SIGINT and
+SIGTERM (the tick finishes its rows in flight when stopped) and exits when its socket closes:
+when the tick closes it, or when the tick's process dies, even by SIGKILL.
+"""
+
+import contextlib
+import functools
+import itertools
+import logging
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+
+from notifications.transports.base import DeliveryResult, WebhookMessage
+from outbound.categories import ErrorCategory
+
+logger = logging.getLogger("notifications.scheduler")
+
+# The directory that holds the `notifications` package: the child's import root.
+_ROOT = Path(__file__).resolve().parents[2]
+# How long past its deadline a webhook may stay unanswered before it is failed.
+GRACE_SECONDS = 5.0
+# How often the tick looks for overdue webhooks while none comes back.
+_OVERDUE_CHECK_SECONDS = 1.0
+# How long a closed child may take to exit before it is killed.
+_EXIT_SECONDS = 5.0
+
+
+@dataclass
+class _Pending:
+    future: Future
+    then: Callable[[DeliveryResult], Any]
+    overdue_at: float
+
+
+class SendingProcess:
+    """A child process that sends webhooks for the tick. `submit` queues one and `flush`
+    sends what was queued (the tick does both from its main thread, once a step); each
+    future completes, on a reader thread, with `then(result)`."""
+
+    def __init__(self, *, concurrency: int, allow_private: bool) -> None:
+        self.allow_private = allow_private
+        ours, theirs = socket.socketpair()
+        # Our own interpreter and module, and two numbers: no input of anyone else's.
+        self.process = subprocess.Popen(  # noqa: S603
+            [sys.executable, "-m", __name__, str(theirs.fileno()), str(concurrency)],
+            pass_fds=[theirs.fileno()],
+            cwd=_ROOT,
+            stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        self._socket = ours
+        self._connection = Connection(os.dup(ours.fileno()))
+        self._ids = itertools.count()
+        self._pending: dict[int, _Pending] = {}
+        self._lock = threading.Lock()
+        self._outbox: list[tuple[int, WebhookMessage, float, bool]] = []
+        self.alive = True
+        self.handed_over = 0  # webhooks handed to the child
+        # Until the child says it is up (its imports take a moment), the tick sends itself.
+        self.ready = False
+        self._reader = threading.Thread(target=self._read, name="tick-sending", daemon=True)
+        self._reader.start()
+
+    def submit(
+        self, message: WebhookMessage, *, timeout: float, then: Callable[[DeliveryResult], Any]
+    ) -> Future | None:
+        """Queue a webhook; None until the child is up or once it is gone (the caller sends
+        it itself)."""
+        if not self.accepting:
+            return None
+        future: Future = Future()
+        request_id = next(self._ids)
+        overdue_at = time.monotonic() + timeout + GRACE_SECONDS
+        with self._lock:
+            self._pending[request_id] = _Pending(future, then, overdue_at)
+        self._outbox.append((request_id, message, timeout, self.allow_private))
+        self.handed_over += 1
+        return future
+
+    @property
+    def accepting(self) -> bool:
+        """The child is up and not gone: it takes webhooks."""
+        return self.ready and self.alive
+
+    def flush(self) -> None:
+        """Hand the child what was queued, in one write."""
+        if not self._outbox:
+            return
+        batch, self._outbox = self._outbox, []
+        try:
+            self._connection.send(batch)
+        except OSError:
+            self._ended()
+
+    def close(self) -> None:
+        """End the child (it finishes nothing more) and fail what it had not answered."""
+        if self.process.poll() is None:
+            with contextlib.suppress(OSError):  # the child already closed its end
+                self._socket.shutdown(socket.SHUT_RDWR)
+        try:
+            self.process.wait(timeout=_EXIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._reader.join()
+        self._connection.close()
+        self._socket.close()
+        logger.info("sending process %s sent %d webhooks", self.process.pid, self.handed_over)
+
+    def _read(self) -> None:
+        while True:
+            try:
+                if not self._connection.poll(_OVERDUE_CHECK_SECONDS):
+                    self._fail_overdue()
+                    continue
+                answers = self._connection.recv()
+            except (EOFError, OSError):
+                self._ended()
+                return
+            self.ready = True  # its first word is an empty batch: it is up
+            for request_id, result in answers:
+                self._complete(request_id, result)
+
+    def _complete(self, request_id: int, result: DeliveryResult) -> None:
+        with self._lock:
+            pending = self._pending.pop(request_id, None)
+        if pending is None:  # failed as overdue meanwhile
+            return
+        try:
+            pending.future.set_result(pending.then(result))
+        except Exception as exc:  # handed to the tick, as a worker's exception is
+            pending.future.set_exception(exc)
+
+    def _fail_overdue(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            overdue = [i for i, pending in self._pending.items() if pending.overdue_at <= now]
+        for request_id in overdue:
+            self._complete(request_id, _failed("no answer from the sending process in time"))
+
+    def _ended(self) -> None:
+        self.alive = False
+        with self._lock:
+            unanswered = list(self._pending)
+        for request_id in unanswered:
+            self._complete(request_id, _failed("the sending process ended"))
+
+
+def sending_for_this_tick(*, concurrency: int) -> Callable[[], SendingProcess] | None:
+    """What starts the tick's sending process, where it has one: with TICK_SENDING_PROCESS
+    on, on PostgreSQL outside a transaction (where its claims run on a thread of their own
+    too: the deployment it is for). SQLite, a tick inside a transaction (a test's) and
+    injected senders send in the tick's own threads."""
+    if not settings.TICK_SENDING_PROCESS:
+        return None
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        return None
+    allow_private = settings.WEBHOOK_ALLOW_PRIVATE_TARGETS
+    return functools.partial(SendingProcess, concurrency=concurrency, allow_private=allow_private)
+
+
+def _failed(error: str) -> DeliveryResult:
+    # Not the endpoint's doing: `internal` gives no circuit signal; transient, so retried.
+    return DeliveryResult(ok=False, error=error, permanent=False, category=ErrorCategory.INTERNAL)
+
+
+def serve(descriptor: int, concurrency: int) -> None:
+    """The child: send each webhook it is handed on `concurrency` threads and answer with
+    its result, until its socket closes."""
+    from notifications.transports.webhook import send_webhook
+    from outbound.connections import Connections
+
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, signal.SIG_IGN)
+    connection = Connection(descriptor)
+    answers: queue.SimpleQueue = queue.SimpleQueue()
+
+    def answer() -> None:
+        while True:
+            batch = [answers.get()]
+            while not answers.empty():
+                batch.append(answers.get())
+            try:
+                connection.send(batch)
+            except OSError:
+                os._exit(0)
+
+    kept = Connections(per_origin=concurrency, origins=256)
+    pool = ThreadPoolExecutor(concurrency, thread_name_prefix="send")
+    try:
+        connection.send([])  # up: the tick may hand webhooks over
+    except OSError:
+        os._exit(0)  # the tick ended before it needed us
+    threading.Thread(target=answer, name="answers", daemon=True).start()
+
+    def send(request_id: int, message: WebhookMessage, timeout: float, allow_private: bool):
+        result = send_webhook(
+            message, timeout=timeout, connections=kept, allow_private=allow_private
+        )
+        answers.put((request_id, result))
+
+    while True:
+        try:
+            batch = connection.recv()
+        except (EOFError, OSError):
+            os._exit(0)  # the tick is done with us (or gone): nothing is left to answer
+        for request in batch:
+            pool.submit(send, *request)
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]), int(sys.argv[2]))
