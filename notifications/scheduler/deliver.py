@@ -22,7 +22,7 @@ from django.db import models
 
 from notifications import unsubscribe
 from notifications.models import Channel, Notification, WebhookEndpoint, message_webhook_id
-from notifications.scheduler.sending_process import SendingProcess
+from notifications.scheduler.sending_process import WAVES_BEFORE_A_PROCESS, SendingProcess
 from notifications.transports.base import DeliveryResult, EmailMessage, WebhookMessage
 from outbound.categories import ErrorCategory
 from outbound.connections import Connections
@@ -306,8 +306,8 @@ class RowWorkers:
         sending: Callable[[], SendingProcess] | None = None,
     ) -> None:
         """`sending` starts the tick's sending process (sending_process.py), once this
-        tick has started as many webhooks as it has workers; None: every row is delivered
-        here."""
+        tick has sent WAVES_BEFORE_A_PROCESS waves of webhooks itself; None: every row is
+        delivered here."""
         self.concurrency, self.senders, self.timeout = concurrency, senders, timeout
         # future -> (row, the endpoint whose slot it holds or None)
         self.in_flight: dict[Future, tuple[Notification, Any]] = {}
@@ -359,13 +359,13 @@ class RowWorkers:
         deferred: Mapping[str, Deferral],
     ) -> Future | None:
         """The row's webhook handed to the sending process (started once this tick has
-        sent `concurrency` webhooks itself, used once it is up); None while the tick sends
+        sent a few waves of webhooks itself, used once it is up); None while the tick sends
         them itself."""
         if self.start_sending is None:
             return None
         if self.sending is None:
             self.webhooks_here += 1
-            if self.webhooks_here <= self.concurrency:
+            if self.webhooks_here <= WAVES_BEFORE_A_PROCESS * self.concurrency:
                 return None
             try:
                 self.sending = self.start_sending()

@@ -3,10 +3,12 @@
 One Python process runs one thread at a time. A tick's webhook is signing, an HTTP exchange
 and parsing the answer (about two thirds of the tick's CPU), and the rest is the tick's own
 work: claims, gates, plans and write-backs. In one process the two take turns on one core,
-however many the machine has. Once a tick has a burst to send (it has started as many
-webhooks as it has workers), it starts a child process, `python -m
-notifications.scheduler.sending_process`, which sends them on `concurrency` threads of its
-own while the tick goes on claiming, planning and writing back.
+however many the machine has. Once a tick has a burst to send (it has sent a few waves of
+webhooks itself, WAVES_BEFORE_A_PROCESS), it starts a child process, `python -m
+notifications.scheduler.sending_process`, and once that is up (its imports take a moment,
+in which the tick goes on sending itself), hands it every webhook that is a row's one
+channel here. The child sends them on `concurrency` threads of its own while the tick goes
+on claiming, planning and writing back.
 
 What does not change: the child runs `send_webhook` itself, with the same address pinning
 and SSRF vetting, the same deadline, no redirects, and connections kept alive per endpoint
@@ -53,6 +55,9 @@ logger = logging.getLogger("notifications.scheduler")
 
 # The directory that holds the `notifications` package: the child's import root.
 _ROOT = Path(__file__).resolve().parents[2]
+# A tick starts its sending process once it has sent this many waves of webhooks (its
+# concurrency each) itself: a tick of fewer never pays for a process it would hardly use.
+WAVES_BEFORE_A_PROCESS = 4
 # How long past its deadline a webhook may stay unanswered before it is failed.
 GRACE_SECONDS = 5.0
 # How often the tick looks for overdue webhooks while none comes back.
@@ -141,7 +146,7 @@ class SendingProcess:
         self._reader.join()
         self._connection.close()
         self._socket.close()
-        logger.info("sending process %s sent %d webhooks", self.process.pid, self.handed_over)
+        logger.debug("sending process %s sent %d webhooks", self.process.pid, self.handed_over)
 
     def _read(self) -> None:
         while True:

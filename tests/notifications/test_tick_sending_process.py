@@ -26,6 +26,8 @@ from tests.support.http_server import RecordedRequest, Reply, recording_server
 
 ROWS = 60
 WORKERS = 4
+# The webhooks a tick sends itself before it starts its sending process.
+IN_PROCESS = sending_process.WAVES_BEFORE_A_PROCESS * WORKERS
 
 
 def wait_until(condition: Callable[[], bool]) -> None:
@@ -104,8 +106,8 @@ def test_a_burst_goes_out_from_the_sending_process(burst_settings, processes):
     assert len({r.headers["webhook-id"] for r in received}) == ROWS == len(received)
     assert all(signature_holds(r, endpoint.secret) for r in received)
     [process] = processes
-    # The tick sent as many as it has workers itself; the child sent the rest.
-    assert process.handed_over == ROWS - WORKERS
+    # The tick sent a few waves itself; the child sent the rest.
+    assert process.handed_over == ROWS - IN_PROCESS
     assert process.process.returncode is not None  # ended with the tick
     # Kept alive: the tick's connections and the child's, a worker's worth each at most.
     assert accepted <= 2 * WORKERS
@@ -120,7 +122,7 @@ def test_webhooks_a_dead_sending_process_held_are_retried_later(burst_settings, 
     itself. No row is lost or left claimed."""
 
     def responder(request: RecordedRequest) -> Reply:
-        if len(server.received()) == 2 * WORKERS + 1:  # the child sends these by now
+        if len(server.received()) == IN_PROCESS + WORKERS + 1:  # the child sends these
             os.kill(processes[0].process.pid, signal.SIGKILL)
         return Reply(200)
 
@@ -140,7 +142,7 @@ def test_webhooks_a_dead_sending_process_held_are_retried_later(burst_settings, 
     assert Notification.objects.filter(state="completed").count() == summary.delivered
     endpoint.refresh_from_db()
     assert endpoint.consecutive_failures == 0  # the endpoint was not at fault
-    assert processes[0].handed_over < ROWS - WORKERS  # the tick sent the rest itself
+    assert processes[0].handed_over < ROWS - IN_PROCESS  # the tick sent the rest itself
 
 
 def test_the_sending_process_signs_and_sends_what_it_is_handed():
