@@ -358,10 +358,14 @@ class RowWorkers:
         now: datetime,
         deferred: Mapping[str, Deferral],
     ) -> Future | None:
-        """The row's webhook handed to the sending process (started once this tick has
-        sent a few waves of webhooks itself, used once it is up); None while the tick sends
-        them itself."""
+        """The row's webhook handed to the sending process while at least half the tick's
+        workers' worth of deliveries are in flight (started once the tick has sent a few
+        waves of such webhooks itself, used once it is up); None: the tick sends it."""
         if self.start_sending is None:
+            return None
+        if 2 * len(self.in_flight) < self.concurrency:
+            # Few deliveries in flight: the tick's core is not the limit, and the hand-over's
+            # extra hops would cost each delivery more time than the second core frees.
             return None
         if self.sending is None:
             self.webhooks_here += 1

@@ -3,12 +3,15 @@
 One Python process runs one thread at a time. A tick's webhook is signing, an HTTP exchange
 and parsing the answer (about two thirds of the tick's CPU), and the rest is the tick's own
 work: claims, gates, plans and write-backs. In one process the two take turns on one core,
-however many the machine has. Once a tick has a burst to send (it has sent a few waves of
-webhooks itself, WAVES_BEFORE_A_PROCESS), it starts a child process, `python -m
+however many the machine has. Once a tick is busy with a burst (at least half its
+workers' worth of deliveries in flight while it sent WAVES_BEFORE_A_PROCESS waves of
+webhooks itself), it starts a child process, `python -m
 notifications.scheduler.sending_process`, and once that is up (its imports take a moment,
-in which the tick goes on sending itself), hands it every webhook that is a row's one
-channel here. The child sends them on `concurrency` threads of its own while the tick goes
-on claiming, planning and writing back.
+in which the tick goes on sending itself) hands it, while it stays that busy, every webhook
+that is a row's one channel here. The child sends them on `concurrency` threads of its own
+while the tick goes on claiming, planning and writing back. With fewer deliveries in
+flight (a few slow endpoints, or one with few slots) the tick sends itself: its own core
+is not the limit then, and the hand-over's extra hops would only lengthen each delivery.
 
 What does not change: the child runs `send_webhook` itself, with the same address pinning
 and SSRF vetting, the same deadline, no redirects, and connections kept alive per endpoint
