@@ -303,7 +303,7 @@ class RowWorkers:
         senders: Senders,
         timeout: float,
         executor: Callable[..., Any],
-        sending: Callable[[], SendingProcess] | None = None,
+        sending: Callable[[], SendingProcess | None] | None = None,
     ) -> None:
         """`sending` starts the tick's sending process (sending_process.py), once this
         tick has sent WAVES_BEFORE_A_PROCESS waves of webhooks itself; None: every row is
@@ -376,6 +376,8 @@ class RowWorkers:
             except OSError as exc:  # no process to be had: the tick sends them all itself
                 logger.warning("no sending process (%s): the tick sends its webhooks", exc)
                 self.start_sending = None
+                return None
+            if self.sending is None:  # not now (no core to spare): asked again later
                 return None
         if not self.sending.accepting:
             return None

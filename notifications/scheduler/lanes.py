@@ -63,7 +63,7 @@ def build_lanes(
     claim: Callable[..., Claimed],
     executor: Callable[..., Any],
     database: TickDatabase | None = None,
-    sending: Callable[[], SendingProcess] | None = None,
+    sending: Callable[[], SendingProcess | None] | None = None,
 ) -> list[Lane]:
     """The tick's lanes, sharing one joiner that writes rows back through `buffer`;
     `claim` claims due rows (notification_claim), `executor` makes their thread pools,

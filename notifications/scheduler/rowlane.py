@@ -80,7 +80,7 @@ class RowLane:
         leave: Q | None,
         pace: TenantPace | None = None,
         database: TickDatabase | None = None,
-        sending: Callable[[], SendingProcess] | None = None,
+        sending: Callable[[], SendingProcess | None] | None = None,
     ) -> None:
         """`carriers`: the lanes that carry a channel instead of a row worker; `leave`: the
         rows this lane does not claim (those carriers claim them); `database`: where its

@@ -190,7 +190,7 @@ class SendingProcess:
             self._complete(request_id, _failed("the sending process ended"))
 
 
-def sending_for_this_tick(*, concurrency: int) -> Callable[[], SendingProcess] | None:
+def sending_for_this_tick(*, concurrency: int) -> "OnASpareCore | None":
     """What starts the tick's sending process, where it has one: with TICK_SENDING_PROCESS
     on, on PostgreSQL outside a transaction (where its claims run on a thread of their own
     too: the deployment it is for). SQLite, a tick inside a transaction (a test's) and
@@ -200,7 +200,55 @@ def sending_for_this_tick(*, concurrency: int) -> Callable[[], SendingProcess] |
     if connection.vendor != "postgresql" or connection.in_atomic_block:
         return None
     allow_private = settings.WEBHOOK_ALLOW_PRIVATE_TARGETS
-    return functools.partial(SendingProcess, concurrency=concurrency, allow_private=allow_private)
+    start = functools.partial(SendingProcess, concurrency=concurrency, allow_private=allow_private)
+    return OnASpareCore(start)
+
+
+class OnASpareCore:
+    """Starts the sending process only if the machine has had a core to spare since it was
+    last asked (at most every CHECK_SECONDS, the first time that long after the tick began;
+    Linux's /proc/stat; elsewhere it assumes so).
+    A hand-over costs CPU of its own (about a tenth of a millisecond a webhook) that only a
+    core the tick does not use repays: where as many tick processes run as there are cores,
+    the machine is busy and the ticks go on sending themselves."""
+
+    CHECK_SECONDS = 0.1
+
+    def __init__(self, start: Callable[[], SendingProcess]) -> None:
+        self.start = start
+        self.since = _cpu_times()
+        self.asked_at = time.monotonic()
+
+    def __call__(self) -> SendingProcess | None:
+        if time.monotonic() - self.asked_at < self.CHECK_SECONDS:
+            return None
+        now = _cpu_times()
+        spare = _idle_cores(self.since, now)
+        self.since, self.asked_at = now, time.monotonic()
+        return self.start() if spare is None or spare >= SPARE_CORE else None
+
+
+# The idle share of the machine's cores that counts as a core to spare.
+SPARE_CORE = 0.5
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """The machine's (idle, total) CPU time so far, in clock ticks; None off Linux."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(value) for value in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle and waiting for I/O
+    return idle, sum(fields[:8])
+
+
+def _idle_cores(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """How many of the machine's cores were idle between two readings (None: unknown)."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    idle_share = (after[0] - before[0]) / (after[1] - before[1])
+    return idle_share * (os.cpu_count() or 1)
 
 
 def _failed(error: str) -> DeliveryResult:

@@ -121,7 +121,7 @@ class _Tick:
         self.buffer = WriteBackBuffer(self, write=write_back, database=self.database)
 
     def run(
-        self, senders: Senders, *, sending: Callable[[], SendingProcess] | None = None
+        self, senders: Senders, *, sending: Callable[[], SendingProcess | None] | None = None
     ) -> TickSummary:
         self.lanes = build_lanes(
             self,

@@ -16,7 +16,11 @@ from django.utils import timezone
 
 from notifications.models import Delivery, Notification, WebhookEndpoint
 from notifications.scheduler import sending_process, tick
-from notifications.scheduler.sending_process import SendingProcess, sending_for_this_tick
+from notifications.scheduler.sending_process import (
+    OnASpareCore,
+    SendingProcess,
+    sending_for_this_tick,
+)
 from notifications.transports.base import WebhookMessage
 from notifications.transports.signing import generate_secret, sign
 from outbound.categories import ErrorCategory
@@ -60,12 +64,12 @@ def processes(monkeypatch) -> list[SendingProcess]:
     started: list[SendingProcess] = []
 
     def recording(*, concurrency: int):
-        start = sending_for_this_tick(concurrency=concurrency)
-        if start is None:
+        starter = sending_for_this_tick(concurrency=concurrency)
+        if starter is None:
             return None
 
         def started_and_up() -> SendingProcess:
-            process = start()
+            process = starter.start()  # whether a core is spare is not this test's question
             started.append(process)
             wait_until(lambda: process.ready or not process.alive)
             return process
@@ -282,3 +286,48 @@ def test_a_tick_that_cannot_start_its_sending_process_sends_everything_itself(
 
     assert summary.delivered == ROWS == len({r.headers["webhook-id"] for r in received})
     assert not Notification.objects.exclude(state="completed").exists()
+
+
+class FakeStart:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self) -> str:
+        self.calls += 1
+        return "a sending process"
+
+
+def machine(monkeypatch, readings: list[tuple[int, int] | None]) -> None:
+    """/proc/stat's (idle, total) clock ticks, one reading at a time."""
+    monkeypatch.setattr(sending_process, "_cpu_times", lambda: readings.pop(0))
+    monkeypatch.setattr(sending_process.os, "cpu_count", lambda: 2)
+
+
+def test_the_sending_process_starts_only_with_a_core_to_spare(monkeypatch):
+    monkeypatch.setattr(OnASpareCore, "CHECK_SECONDS", 0.0)
+    # Two cores: 10% idle (0.2 of a core) between the first two readings, then 50% (one).
+    machine(monkeypatch, [(0, 1000), (100, 2000), (600, 3000)])
+    start = FakeStart()
+    starter = OnASpareCore(start)
+
+    assert starter() is None
+    assert starter() == "a sending process"
+    assert start.calls == 1
+
+
+def test_the_sending_process_is_not_asked_for_again_at_once(monkeypatch):
+    machine(monkeypatch, [(0, 1000), (900, 2000)])
+    start = FakeStart()
+    starter = OnASpareCore(start)
+    starter.asked_at = time.monotonic() + 3600  # as if it had just been asked
+
+    assert starter() is None
+    assert start.calls == 0
+
+
+def test_where_the_machine_cannot_be_read_the_sending_process_starts(monkeypatch):
+    monkeypatch.setattr(OnASpareCore, "CHECK_SECONDS", 0.0)
+    machine(monkeypatch, [None, None])
+    start = FakeStart()
+
+    assert OnASpareCore(start)() == "a sending process"
