@@ -212,7 +212,7 @@ class OnASpareCore:
     core the tick does not use repays: where as many tick processes run as there are cores,
     the machine is busy and the ticks go on sending themselves."""
 
-    CHECK_SECONDS = 0.1
+    CHECK_SECONDS = 0.05
 
     def __init__(self, start: Callable[[], SendingProcess]) -> None:
         self.start = start
