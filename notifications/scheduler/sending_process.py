@@ -207,10 +207,10 @@ def sending_for_this_tick(*, concurrency: int) -> "OnASpareCore | None":
 class OnASpareCore:
     """Starts the sending process only if the machine has had a core to spare since it was
     last asked (at most every CHECK_SECONDS, the first time that long after the tick began;
-    Linux's /proc/stat; elsewhere it assumes so).
-    A hand-over costs CPU of its own (about a tenth of a millisecond a webhook) that only a
-    core the tick does not use repays: where as many tick processes run as there are cores,
-    the machine is busy and the ticks go on sending themselves."""
+    Linux's /proc/stat; elsewhere it assumes so). A hand-over costs CPU of its own (about a
+    tenth of a millisecond a webhook) that only a core the tick does not use repays: where
+    as many tick processes run as there are cores, the machine is busy and the ticks go on
+    sending themselves."""
 
     CHECK_SECONDS = 0.05
 
