@@ -31,8 +31,8 @@ if TICK_MAX_ROWS is not None:
 BACKPRESSURE_MAX_DEFER_SECONDS = positive(
     "BACKPRESSURE_MAX_DEFER_SECONDS", read("BACKPRESSURE_MAX_DEFER_SECONDS", env.float, 86_400.0)
 )
-# On PostgreSQL, a tick that has a burst of webhooks sends them from a process of its own
-# (notifications/scheduler/sending_process.py), so its own work runs on another core.
+# On PostgreSQL, a tick busy with a burst of webhooks sends them from a process of its own
+# when the machine has a core to spare (notifications/scheduler/sending_process.py).
 TICK_SENDING_PROCESS = flag("TICK_SENDING_PROCESS", True)
 WEBHOOK_ENDPOINT_CONCURRENCY = int(
     positive("WEBHOOK_ENDPOINT_CONCURRENCY", read("WEBHOOK_ENDPOINT_CONCURRENCY", env.int, 4))

@@ -5,13 +5,15 @@ A tick drains: it claims until nothing is due, its time budget is spent or its o
 is reached. The main thread decides everything; the row lane's claims and every write-back
 run on the tick's database thread (database_thread.py: its own connection on PostgreSQL,
 inline elsewhere), the rest of the database work on the main thread, and worker threads
-only call the channels. The tick itself is a thin driver: each lane (lanes.py) owns one
-kind of work — rows delivered one by one (rowlane.py), emails sent in paced Resend batches
-(batchlane.py) — and says when it wants to claim, what it has in flight and what to do
-when that comes back; the joiner writes a row back once every lane that carried a channel
-of it is done, through the write-back buffer (both in writeback.py). The tick owns the
-loop, the budget, the cap, the stop, and the rule for a lost database connection; what it
-offers its lanes, what it is told and what it reports are in context.py.
+only call the channels (a busy tick's webhooks go out from its sending process,
+sending_process.py, when the machine has a core to spare). The tick itself is a thin
+driver: each lane (lanes.py) owns one kind of work — rows delivered one by one
+(rowlane.py), emails sent in paced Resend batches (batchlane.py) — and says when it wants
+to claim, what it has in flight and what to do when that comes back; the joiner writes a
+row back once every lane that carried a channel of it is done, through the write-back
+buffer (both in writeback.py). The tick owns the loop, the budget, the cap, the stop, and
+the rule for a lost database connection; what it offers its lanes, what it is told and
+what it reports are in context.py.
 """
 
 import dataclasses
