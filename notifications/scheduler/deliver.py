@@ -197,6 +197,18 @@ def email_to_send(notification: Notification) -> EmailMessage:
     )
 
 
+def webhook_message(
+    notification: Notification, *, endpoint: WebhookEndpoint, now: datetime
+) -> WebhookMessage:
+    """The row's webhook to `endpoint`, signed with the secrets that sign at `now`."""
+    return WebhookMessage(
+        url=endpoint.url,
+        secrets=tuple(endpoint.signing_secrets(now=now)),
+        msg_id=occurrence_id(notification),
+        payload=webhook_payload(notification),
+    )
+
+
 def _channel_call(
     channel: str,
     notification: Notification,
@@ -217,13 +229,7 @@ def _channel_call(
                 permanent=True,
                 started=time.monotonic(),
             )
-        message = WebhookMessage(
-            url=endpoint.url,
-            secrets=tuple(endpoint.signing_secrets(now=now)),
-            msg_id=occurrence_id(notification),
-            payload=webhook_payload(notification),
-        )
-        return senders.webhook, message
+        return senders.webhook, webhook_message(notification, endpoint=endpoint, now=now)
     return _failure(
         "unknown channel", ErrorCategory.INVALID_REQUEST, permanent=True, started=time.monotonic()
     )
@@ -333,9 +339,9 @@ class RowWorkers:
     ) -> None:
         """Deliver the row on a worker, or a lone webhook in the sending process once the
         tick has one; `slot_of`: the endpoint whose slot it holds."""
-        future = None
-        if _webhook_alone(row, endpoint=endpoint, deferred=deferred, elsewhere=elsewhere):
-            future = self._send_elsewhere(row, endpoint=endpoint, now=now, deferred=deferred)
+        future = self._send_elsewhere(
+            row, endpoint=endpoint, now=now, deferred=deferred, elsewhere=elsewhere
+        )
         if future is None:
             future = self.rows.submit(
                 deliver_row,
@@ -357,15 +363,20 @@ class RowWorkers:
         endpoint: WebhookEndpoint | None,
         now: datetime,
         deferred: Mapping[str, Deferral],
+        elsewhere: frozenset[str],
     ) -> Future | None:
-        """The row's webhook handed to the sending process while at least half the tick's
-        workers' worth of deliveries are in flight (started once the tick has sent a few
-        waves of such webhooks itself, used once it is up); None: the tick sends it."""
+        """The row's webhook handed to the sending process when it is the row's one channel
+        here and at least half the tick's workers' worth of deliveries are in flight
+        (started once the tick has sent a few waves of such webhooks itself, used once it
+        is up); None: the tick sends it."""
         if self.start_sending is None:
             return None
         if 2 * len(self.in_flight) < self.concurrency:
             # Few deliveries in flight: the tick's core is not the limit, and the hand-over's
             # extra hops would cost each delivery more time than the second core frees.
+            return None
+        here = [c for c in pending_channels(row) if c not in deferred and c not in elsewhere]
+        if here != [Channel.WEBHOOK] or endpoint is None or not endpoint.enabled:
             return None
         if self.sending is None:
             self.webhooks_here += 1
@@ -381,11 +392,9 @@ class RowWorkers:
                 return None
         if not self.sending.accepting:
             return None
-        call = _channel_call(Channel.WEBHOOK, row, endpoint=endpoint, now=now, senders=self.senders)
-        if isinstance(call, DeliveryResult):
-            return None
+        message = webhook_message(row, endpoint=endpoint, now=now)
         delivered = functools.partial(_webhook_delivery, row, attempted_at=now, deferred=deferred)
-        return self.sending.submit(call[1], timeout=self.timeout, then=delivered)
+        return self.sending.submit(message, timeout=self.timeout, then=delivered)
 
     def flush(self) -> None:
         """Hand the sending process the webhooks queued for it this step."""
@@ -409,18 +418,6 @@ class RowWorkers:
         self.channels.shutdown(wait=False, cancel_futures=True)
         if self.sending is not None:
             self.sending.close()
-
-
-def _webhook_alone(
-    row: Notification,
-    *,
-    endpoint: WebhookEndpoint | None,
-    deferred: Mapping[str, Deferral],
-    elsewhere: frozenset[str],
-) -> bool:
-    """The row's only channel to run here is a webhook to an endpoint that can be called."""
-    here = [c for c in pending_channels(row) if c not in deferred and c not in elsewhere]
-    return here == [Channel.WEBHOOK] and endpoint is not None and endpoint.enabled
 
 
 def _webhook_delivery(
