@@ -1,16 +1,19 @@
 """Scheduler benchmark: run_tick against a fast local webhook sink.
 
     /work/venv/bin/python bench/tick.py [--db sqlite|postgres|both] [--rows N]
-        [--concurrency C] [--filler N] [--filler-due N]
+        [--concurrency C] [--rounds R] [--filler N] [--filler-due N]
 
 For each database (a fresh SQLite file, or a PostgreSQL database tw_bench_tick, or the one
 BENCH_TICK_DB names, that it creates and drops) it prints:
   1. deliveries/s of one tick over N due one-shot webhook rows, and the ratio to a bare loop
      posting the same requests through the same send_webhook, on connections kept alive as
-     the tick keeps them, with the same concurrency and no database; then the CPU each kind
-     of thread spent per delivered row in both (the main thread, the tick's database thread,
-     the row workers that send, and the tick's sending process when it has one): where the
-     tick's time beyond the bare loop's goes;
+     the tick keeps them, with the same concurrency and no database. It runs --rounds pairs,
+     a bare loop then a tick back to back, and prints the best of each and each pair's ratio
+     (a pair shares the machine's moment, so its ratio holds when a shared host slows both),
+     and how long a fixed Python loop took before and after (the machine's speed). Then the
+     CPU each kind of thread spent per delivered row in both (the main thread, the tick's
+     database thread, the row workers that send, and the tick's sending process when it has
+     one): where the tick's time beyond the bare loop's goes;
   2. SQL statements per delivered row, on every connection the tick uses (counted by an
      execute wrapper, in a tick of its own: the counting is not timed);
   3. tick time over --filler-due due rows with --filler parked and future rows in the table,
@@ -21,6 +24,7 @@ and then bench/recurrence.py's figure when that module is present. Prints; never
 import argparse
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import threading
@@ -125,6 +129,15 @@ def _kind_of(name: str) -> str:
     if name == "bench-cpu":
         return "bench"
     return next((kind for prefix, kind in THREAD_KINDS.items() if name.startswith(prefix)), "other")
+
+
+def python_speed() -> float:
+    """Seconds for 10**7 additions in a Python loop: how fast this machine is right now."""
+    started = time.perf_counter()
+    total = 0
+    for i in range(10**7):
+        total += i
+    return time.perf_counter() - started
 
 
 def bare_loop(*, url: str, secret: str, rows: int, concurrency: int) -> float:
@@ -243,19 +256,21 @@ def run_one(args: argparse.Namespace) -> None:
         endpoint = WebhookEndpoint.objects.create(tenant=tenant, url=url, secret=generate_secret())
         timed_tick(tenant=tenant, endpoint=endpoint, rows=50, concurrency=args.concurrency)
 
-        # Alternate the two, best of two each: the machine is shared and noisy.
-        tick_rate = bare_rate = 0.0
-        for _ in range(2):
-            bare_rate = max(
-                bare_rate,
-                bare_loop(
-                    url=url, secret=endpoint.secret, rows=args.rows, concurrency=args.concurrency
-                ),
+        # Alternate the two: the machine is shared and noisy.
+        speed_before = python_speed()
+        pairs = []
+        for _ in range(args.rounds):
+            bare = bare_loop(
+                url=url, secret=endpoint.secret, rows=args.rows, concurrency=args.concurrency
             )
             summary, _ = timed_tick(
                 tenant=tenant, endpoint=endpoint, rows=args.rows, concurrency=args.concurrency
             )
-            tick_rate = max(tick_rate, summary.delivered / summary.duration)
+            pairs.append((bare, summary.delivered / summary.duration))
+        speed_after = python_speed()
+        bare_rate = max(bare for bare, _ in pairs)
+        tick_rate = max(tick for _, tick in pairs)
+        ratios = sorted(tick / bare for bare, tick in pairs)
         by_thread = cpu_by_thread(tenant=tenant, endpoint=endpoint, url=url, args=args)
         summary, statements = timed_tick(
             tenant=tenant,
@@ -268,7 +283,12 @@ def run_one(args: argparse.Namespace) -> None:
         print(
             f"[{args.db}] 1. tick: {tick_rate:.0f} deliveries/s over {args.rows} rows "
             f"(concurrency {args.concurrency}); bare loop: {bare_rate:.0f}/s; "
-            f"ratio {tick_rate / bare_rate:.2f}"
+            f"ratio {tick_rate / bare_rate:.2f} (best of {args.rounds} each)"
+        )
+        print(
+            f"[{args.db}] 1. each pair's ratio: {' '.join(f'{r:.2f}' for r in ratios)}; "
+            f"median {statistics.median(ratios):.2f}; 10**7 additions in Python took "
+            f"{speed_before:.2f}s before the pairs and {speed_after:.2f}s after"
         )
         if by_thread:
             print(f"[{args.db}] 1. CPU per delivered row by thread: {by_thread}")
@@ -321,6 +341,7 @@ def main() -> None:
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=5, help="bare-loop and tick pairs")
     parser.add_argument("--filler", type=int, default=1_000_000)
     parser.add_argument("--filler-due", type=int, default=1000)
     args = parser.parse_args()
@@ -330,6 +351,7 @@ def main() -> None:
     # Django binds one database per process: each engine runs in its own child.
     for db in ("sqlite", "postgres"):
         sizes = ["--rows", args.rows, "--concurrency", args.concurrency, "--filler", args.filler]
+        sizes += ["--rounds", args.rounds]
         sizes += ["--filler-due", args.filler_due]
         command = [sys.executable, __file__, "--db", db, *map(str, sizes)]
         subprocess.run(command, check=True)
