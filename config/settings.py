@@ -190,7 +190,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "JobStatusEnum": "jobs.states.JobStatus",
         "OutcomeEnum": "notifications.models.DeliveryOutcome",
-        "LastErrorCategoryEnum": "outbound.categories.ErrorCategory",
+        "LastErrorCategoryEnum": "outbound.categories.ERROR_CATEGORY_CHOICES",
     },
 }
 

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from dbqueue.leases import lease_free
 from jobs.states import CLAIMABLE, JobStatus
-from outbound.categories import ErrorCategory
+from outbound.categories import ERROR_CATEGORY_CHOICES
 from tenancy.models import Tenant
 
 __all__ = ["Job", "JobStatus"]
@@ -58,7 +58,7 @@ class Job(models.Model):
     claimed_until = models.DateTimeField(null=True, blank=True)
     claim_token = models.BigIntegerField(default=0)
     last_error_category = models.CharField(
-        max_length=32, choices=ErrorCategory.choices, blank=True, default=""
+        max_length=32, choices=ERROR_CATEGORY_CHOICES, blank=True, default=""
     )
     last_error = models.CharField(max_length=500, blank=True, default="")
     last_attempt_at = models.DateTimeField(null=True, blank=True)

@@ -7,7 +7,7 @@ from rest_framework import serializers
 
 from jobs.models import Job, JobStatus
 from jobs.services import Outcome
-from outbound.categories import ErrorCategory
+from outbound.categories import ERROR_CATEGORY_CHOICES
 from web.fields import NullableCharField, NullableChoiceField
 from web.serializers import NoBodySerializer
 
@@ -15,7 +15,7 @@ from web.serializers import NoBodySerializer
 class JobSerializer(serializers.ModelSerializer):
     # Null for a job that is no project's (a webhook endpoint's recovery task).
     project_id = serializers.UUIDField(read_only=True, allow_null=True)
-    last_error_category = NullableChoiceField(choices=ErrorCategory.choices)
+    last_error_category = NullableChoiceField(choices=ERROR_CATEGORY_CHOICES)
     last_error = NullableCharField()
 
     class Meta:
@@ -52,7 +52,7 @@ class AttemptSerializer(serializers.Serializer):
     outcome = serializers.ChoiceField(
         choices=[o.value for o in Outcome if o is not Outcome.FENCED_OUT], read_only=True
     )
-    error_category = NullableChoiceField(choices=ErrorCategory.choices)
+    error_category = NullableChoiceField(choices=ERROR_CATEGORY_CHOICES)
     error = NullableCharField()
 
 

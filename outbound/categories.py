@@ -4,12 +4,23 @@ A job's `last_error_category` and a delivery's `error_category` take these value
 delivery log also records why an occurrence was deferred or dead-lettered: see
 notifications.scheduler.plan). The HTTP client produces most of them; the queues add
 what only a queue can see (a handler that crashed its worker, a kind nobody handles).
+
+A plain enum, not Django's TextChoices: the tick's sending process classifies its webhooks
+with it and starts without Django. A model or serializer field takes ERROR_CATEGORY_CHOICES.
 """
 
-from django.db import models
+from enum import StrEnum
 
 
-class ErrorCategory(models.TextChoices):
+class ErrorCategory(StrEnum):
+    label: str
+
+    def __new__(cls, value: str, label: str) -> "ErrorCategory":
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.label = label
+        return member
+
     TIMEOUT = "timeout", "Timeout"
     CONNECTION = "connection", "Connection"
     HTTP_3XX = "http_3xx", "HTTP 3xx (redirects are not followed)"
@@ -24,3 +35,9 @@ class ErrorCategory(models.TextChoices):
     UNKNOWN_KIND = "unknown_kind", "Unknown kind"
     CRASHED = "crashed", "Crashed (lease expired without an outcome)"
     INTERNAL = "internal", "Internal"
+
+
+# (value, label) pairs, as Django's `choices` takes them.
+ERROR_CATEGORY_CHOICES: list[tuple[str, str]] = [
+    (category.value, category.label) for category in ErrorCategory
+]

@@ -6,12 +6,13 @@ work: claims, gates, plans and write-backs. In one process the two take turns on
 however many the machine has. Once a tick is busy with a burst (at least half its
 workers' worth of deliveries in flight while it sent WAVES_BEFORE_A_PROCESS waves of
 webhooks itself), it starts a child process, `python -m
-notifications.scheduler.sending_process`, and once that is up (its imports take a moment,
-in which the tick goes on sending itself) hands it, while it stays that busy, every webhook
-that is a row's one channel here. The child sends them on `concurrency` threads of its own
-while the tick goes on claiming, planning and writing back. With fewer deliveries in
-flight (a few slow endpoints, or one with few slots) the tick sends itself: its own core
-is not the limit then, and the hand-over's extra hops would only lengthen each delivery.
+notifications.scheduler.sending_child`, and once that is up (its imports take a moment, in
+which the tick goes on sending itself; it imports nothing of Django to keep that short)
+hands it, while it stays that busy, every webhook that is a row's one channel here. The
+child sends them on `concurrency` threads of its own while the tick goes on claiming,
+planning and writing back. With fewer deliveries in flight (a few slow endpoints, or one
+with few slots) the tick sends itself: its own core is not the limit then, and the
+hand-over's extra hops would only lengthen each delivery.
 
 What does not change: the child runs `send_webhook` itself, with the same address pinning
 and SSRF vetting, the same deadline, no redirects, and connections kept alive per endpoint
@@ -34,15 +35,13 @@ import functools
 import itertools
 import logging
 import os
-import queue
-import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -51,6 +50,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from notifications.scheduler import sending_child
 from notifications.transports.base import DeliveryResult, WebhookMessage
 from outbound.categories import ErrorCategory
 
@@ -86,7 +86,7 @@ class SendingProcess:
         ours, theirs = socket.socketpair()
         # Our own interpreter and module, and two numbers: no input of anyone else's.
         self.process = subprocess.Popen(  # noqa: S603
-            [sys.executable, "-m", __name__, str(theirs.fileno()), str(concurrency)],
+            [sys.executable, "-m", sending_child.__name__, str(theirs.fileno()), str(concurrency)],
             pass_fds=[theirs.fileno()],
             cwd=_ROOT,
             stdin=subprocess.DEVNULL,
@@ -254,51 +254,3 @@ def _idle_cores(before: tuple[int, int] | None, after: tuple[int, int] | None) -
 def _failed(error: str) -> DeliveryResult:
     # Not the endpoint's doing: `internal` gives no circuit signal; transient, so retried.
     return DeliveryResult(ok=False, error=error, permanent=False, category=ErrorCategory.INTERNAL)
-
-
-def serve(descriptor: int, concurrency: int) -> None:
-    """The child: send each webhook it is handed on `concurrency` threads and answer with
-    its result, until its socket closes."""
-    from notifications.transports.webhook import send_webhook
-    from outbound.connections import Connections
-
-    for stop in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(stop, signal.SIG_IGN)
-    connection = Connection(descriptor)
-    answers: queue.SimpleQueue = queue.SimpleQueue()
-
-    def answer() -> None:
-        while True:
-            batch = [answers.get()]
-            while not answers.empty():
-                batch.append(answers.get())
-            try:
-                connection.send(batch)
-            except OSError:
-                os._exit(0)
-
-    kept = Connections(per_origin=concurrency, origins=256)
-    pool = ThreadPoolExecutor(concurrency, thread_name_prefix="send")
-    try:
-        connection.send([])  # up: the tick may hand webhooks over
-    except OSError:
-        os._exit(0)  # the tick ended before it needed us
-    threading.Thread(target=answer, name="answers", daemon=True).start()
-
-    def send(request_id: int, message: WebhookMessage, timeout: float, allow_private: bool):
-        result = send_webhook(
-            message, timeout=timeout, connections=kept, allow_private=allow_private
-        )
-        answers.put((request_id, result))
-
-    while True:
-        try:
-            batch = connection.recv()
-        except (EOFError, OSError):
-            os._exit(0)  # the tick is done with us (or gone): nothing is left to answer
-        for request in batch:
-            pool.submit(send, *request)
-
-
-if __name__ == "__main__":
-    serve(int(sys.argv[1]), int(sys.argv[2]))

@@ -8,8 +8,6 @@ import time
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from django.conf import settings
-
 from outbound import http
 from outbound.categories import ErrorCategory
 from outbound.connections import Connections
@@ -43,6 +41,10 @@ def send_webhook(
     started = time.monotonic()
     try:
         if allow_private is None:
+            # Imported here: the tick's sending process passes allow_private and starts
+            # faster without Django (sending_child.py).
+            from django.conf import settings
+
             allow_private = settings.WEBHOOK_ALLOW_PRIVATE_TARGETS
         result = _deliver(
             message, timeout=timeout, connections=connections, allow_private=allow_private

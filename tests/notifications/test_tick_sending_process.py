@@ -227,6 +227,24 @@ def test_a_silent_sending_process_fails_its_webhooks_after_their_deadline(monkey
     assert result.error == "no answer from the sending process in time"
 
 
+def test_the_sending_process_imports_nothing_of_django():
+    """The child's side starts without Django: the sooner it is up, the fewer of a burst's
+    webhooks the tick sends itself meanwhile."""
+    probe = (
+        "import sys\n"
+        "import notifications.scheduler.sending_child\n"
+        "print(sorted(m for m in sys.modules if m.partition('.')[0] == 'django'))\n"
+    )
+    imported = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": ""},
+    )
+    assert imported.stdout.strip() == "[]"
+
+
 def test_the_sending_process_ends_when_the_tick_is_killed_outright():
     owner = subprocess.Popen(
         [
