@@ -60,7 +60,9 @@ logger = logging.getLogger("notifications.scheduler")
 _ROOT = Path(__file__).resolve().parents[2]
 # A tick starts its sending process once it has sent this many waves of webhooks (its
 # concurrency each) itself: a tick of fewer never pays for a process it would hardly use.
-WAVES_BEFORE_A_PROCESS = 4
+# One: the child takes a few tenths of a second to start, in which the tick sends at its
+# one-core rate, so a burst is better served by a child asked for at once.
+WAVES_BEFORE_A_PROCESS = 1
 # How long past its deadline a webhook may stay unanswered before it is failed.
 GRACE_SECONDS = 5.0
 # How often the tick looks for overdue webhooks while none comes back.
