@@ -16,9 +16,11 @@ the rule for a lost database connection; what it offers its lanes, what it is to
 what it reports are in context.py.
 """
 
+import contextlib
 import dataclasses
+import gc
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 from typing import Any
@@ -104,10 +106,28 @@ def run_tick(
     # Injected senders are called in the tick's threads: no sending process for them.
     sending = sending_for_this_tick(concurrency=config.concurrency) if senders is None else None
     # Connections are kept alive per endpoint and vetted address for this tick only.
-    with Connections(per_origin=config.concurrency, origins=_ORIGINS) as connections:
+    with (
+        _long_lived_objects_frozen(),
+        Connections(per_origin=config.concurrency, origins=_ORIGINS) as connections,
+    ):
         summary = tick.run(senders or default_senders(connections), sending=sending)
     summary.add_to_totals(now=tick.clock.now())
     return summary
+
+
+@contextlib.contextmanager
+def _long_lived_objects_frozen() -> Iterator[None]:
+    """Leave the objects that exist before the tick (Django, its settings, the code) out of
+    the garbage collector's passes until it ends. A tick allocates fast, and every full pass
+    would rescan that whole heap with every thread of the tick stopped: tens of milliseconds
+    in which no delivery is collected and none is started. Reference counting still frees
+    what the tick drops; only a cycle among those older objects waits for the first pass
+    after the tick."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 class _Tick:
