@@ -96,7 +96,9 @@ def _unnest_update(
 ) -> tuple[str, list[Any]]:
     """PostgreSQL: the rows' keys, tokens and differing values as one array each, joined
     to the table: a statement whose text depends only on which columns change, so psycopg
-    parses it once rather than once per batch, and a few parameters however many rows."""
+    parses it once rather than once per batch, and a few parameters however many rows. The
+    arrays go in binary (`%b`): psycopg builds a text array element by element in Python,
+    with a quoting check each, several times slower."""
     quote, table = connection.ops.quote_name, _quoted_table(model, connection)
     pk_field = cast(models.Field, model._meta.pk)
     token_field = concrete_field(model, "claim_token")
@@ -106,11 +108,11 @@ def _unnest_update(
         typed = f"CAST(%s AS {field_.cast_db_type(connection)})"
         assignments.append(f"{quote(column_of(field_))} = {typed}")
         params.append(value)
-    arrays = [f"%s::{f.cast_db_type(connection)}[]" for f in (pk_field, token_field)]
+    arrays = [f"%b::{f.cast_db_type(connection)}[]" for f in (pk_field, token_field)]
     array_params: list[Any] = [change.keys, change.tokens]
     for index, (field_, values) in enumerate(change.varying):
         assignments.append(f"{quote(column_of(field_))} = v.c{index}")
-        arrays.append(f"%s::{field_.cast_db_type(connection)}[]")
+        arrays.append(f"%b::{field_.cast_db_type(connection)}[]")
         array_params.append(values)
     names = ", ".join(["k", "t", *(f"c{index}" for index in range(len(change.varying)))])
     pk = f"{table}.{quote(column_of(pk_field))}"

@@ -268,7 +268,9 @@ class _Insert:
         table, columns = quote(meta.db_table), ", ".join(quote(column_of(f)) for f in fields)
         unnest_sql = ""
         if connection.vendor == "postgresql":
-            arrays = ", ".join(f"%s::{field.cast_db_type(connection)}[]" for field in fields)
+            # Binary arrays (`%b`): psycopg builds a text array element by element in Python,
+            # with a quoting check each, several times slower.
+            arrays = ", ".join(f"%b::{field.cast_db_type(connection)}[]" for field in fields)
             unnest_sql = f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({arrays})"
         return cls(
             table=table,

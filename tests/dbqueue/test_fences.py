@@ -11,6 +11,8 @@ from notifications.models import Notification
 from tests.notifications.factories import make_notifications, make_tenant
 
 AT = datetime(2026, 12, 5, 6, 30, tzinfo=UTC)
+# What an array literal would have to quote or escape: it must arrive as it was.
+AWKWARD = 'a "quoted", {braced} \\ NULL é'
 
 
 def claimed_rows(count: int) -> list[Notification]:
@@ -35,7 +37,7 @@ def test_each_row_gets_its_values_and_fenced_out_rows_nothing(db):
                 {
                     "next_fire_at": None,
                     "channel_state": {"email": "delivered"},
-                    "last_error": "x",
+                    "last_error": AWKWARD,
                     "error_count": 0,
                 },
             ),
@@ -66,7 +68,7 @@ def test_each_row_gets_its_values_and_fenced_out_rows_nothing(db):
         for r in (first, second, third)
     ] == [
         (later, {}, None),
-        (None, {"email": "delivered"}, "x"),
+        (None, {"email": "delivered"}, AWKWARD),
         (later, {}, "y" * 500),
     ]
     assert all(got[r.pk].claimed_until is None for r in (first, second, third))

@@ -172,7 +172,8 @@ def test_on_postgresql_the_rows_are_one_statement_without_a_transaction(
 
 def delivery_logs(tenant: Tenant, count: int) -> list[Delivery]:
     """Delivery-log rows as the tick makes them: some columns NULL in every row (skipped_*),
-    some only in some (http_status, late_ms), an enum member, a long error text."""
+    some only in some (http_status, late_ms), an enum member, a long error text, and one
+    that an array literal would have to quote and escape."""
     at = timezone.now()
     return [
         Delivery(
@@ -184,7 +185,9 @@ def delivery_logs(tenant: Tenant, count: int) -> list[Delivery]:
             channel="webhook",
             outcome=DeliveryOutcome.FAILED if index % 3 else DeliveryOutcome.DELIVERED,
             http_status=500 if index % 3 else None,
-            error="x" * 500 if index % 3 else "",
+            error=("x" * 500 if index % 3 == 1 else 'a "quoted", {braced} \\ NULL é')
+            if index % 3
+            else "",
             duration_ms=index,
             attempted_at=at,
             late_ms=index * 1000 if index % 2 else None,
