@@ -49,7 +49,7 @@ def main() -> None:
     from django.utils import timezone
 
     from bench.load_tick import _email_rows
-    from notifications.scheduler.tick import run_tick
+    from delivery.scheduler.tick import run_tick
     from tenancy.models import Tenant
 
     call_command("migrate", verbosity=0)

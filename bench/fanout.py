@@ -41,8 +41,8 @@ _INSERT_INTO = re.compile(r'INSERT\b.*?\bINTO "?(\w+)')
 
 
 def _endpoints(tenant, url: str, count: int) -> None:
-    from notifications.models import WebhookEndpoint
-    from notifications.transports.signing import generate_secret
+    from delivery.models import WebhookEndpoint
+    from delivery.transports.signing import generate_secret
 
     WebhookEndpoint.objects.bulk_create(
         [WebhookEndpoint(tenant=tenant, url=url, secret=generate_secret()) for _ in range(count)]
@@ -93,8 +93,8 @@ def api_cost(db: str, *, endpoints: int, posts: int, url: str) -> None:
 def _drain(label: str, db: str, rows: int, log: Path) -> None:
     from django.db import connection
 
-    from notifications.models import Notification
-    from notifications.scheduler.tick import run_tick
+    from delivery.models import Notification
+    from delivery.scheduler.tick import run_tick
 
     # Counted by a wrapper, not CaptureQueriesContext: Django keeps the last 9,000 only.
     statements = 0
@@ -132,9 +132,9 @@ def _delete_all(model) -> None:
 def drain(db: str, *, messages: int, per_message: int, tenants: int) -> None:
     from django.utils import timezone
 
-    from notifications.messages import Publish, messages_publish
-    from notifications.models import Notification
+    from delivery.models import Notification
     from tenancy.models import Tenant
+    from webhooks.messages import Publish, messages_publish
 
     log = Path(tempfile.gettempdir()) / f"tw_bench_fanout_{db}.log"
     log.unlink(missing_ok=True)
@@ -215,7 +215,8 @@ def run_one(db: str, args: argparse.Namespace) -> None:
     finally:
         sink.kill()
         sink.wait()
-    from notifications.models import Message, Notification
+    from delivery.models import Notification
+    from webhooks.models import Message
 
     Notification.objects.all().delete()
     Message.objects.all().delete()

@@ -112,7 +112,7 @@ def add_due(*, tenants: list, count: int, now: datetime) -> None:
     """`count` due rows dealt round the tenants, one second apart, oldest first."""
     from django.db import connection
 
-    from notifications.models import Notification
+    from delivery.models import Notification
 
     Notification.objects.bulk_create(
         [
@@ -138,7 +138,7 @@ def median_claim_ms(*, now: datetime, claims: int) -> float:
     """Median milliseconds of one claim batch; each is rolled back, so all see one table."""
     from django.db import transaction
 
-    from notifications.scheduler.tick import notification_claim
+    from delivery.scheduler.tick import notification_claim
 
     timings = []
     for _ in range(claims):
@@ -191,7 +191,7 @@ def claims_worker(db: str, args: argparse.Namespace) -> None:
     due rows of that shape (unless already there) and the median of --claims claims."""
     from django.utils import timezone
 
-    from notifications.models import Notification
+    from delivery.models import Notification
     from tenancy.models import Tenant
 
     now = timezone.now()

@@ -64,7 +64,7 @@ def _largest_count(tenant, endpoint) -> int:
 
 def _timed_advance(spent: list[float]):
     """Wrap the scheduler's advance() so each call's thread CPU is recorded."""
-    from notifications.scheduler import plan
+    from delivery.scheduler import plan
 
     original = plan.advance
 
@@ -80,8 +80,8 @@ def _timed_advance(spent: list[float]):
 
 
 def _tick_figures(db: str, label: str, quiet_row, due: datetime, log: Path) -> None:
-    from notifications.scheduler import plan
-    from notifications.scheduler.tick import run_tick
+    from delivery.scheduler import plan
+    from delivery.scheduler.tick import run_tick
 
     spent: list[float] = []
     original = _timed_advance(spent)
@@ -207,7 +207,7 @@ def long_list_rules(db: str, url: str, log: Path) -> None:
     from django.conf import settings
     from django.utils import timezone
 
-    from notifications.models import Notification
+    from delivery.models import Notification
     from tenancy.models import Tenant
     from tenancy.services import tenant_create
 
@@ -269,7 +269,7 @@ def costly_rules(db: str) -> None:
     from django.conf import settings
     from django.utils import timezone
 
-    from notifications.models import Notification
+    from delivery.models import Notification
     from tenancy.models import Tenant
 
     log = Path(tempfile.gettempdir()) / f"tw_bench_recurrence_{db}.log"

@@ -77,7 +77,7 @@ class SilentServer:
 
 
 def _rows(*, tenant, endpoint, count: int, due_at) -> list:
-    from notifications.models import Notification
+    from delivery.models import Notification
 
     return Notification.objects.bulk_create(
         [
@@ -96,8 +96,8 @@ def _rows(*, tenant, endpoint, count: int, due_at) -> list:
 
 
 def _endpoint(tenant, url: str):
-    from notifications.models import WebhookEndpoint
-    from notifications.transports.signing import generate_secret
+    from delivery.models import WebhookEndpoint
+    from delivery.transports.signing import generate_secret
 
     return WebhookEndpoint.objects.create(tenant=tenant, url=url, secret=generate_secret())
 
@@ -105,8 +105,8 @@ def _endpoint(tenant, url: str):
 def burst(db: str, *, rows: int = 10_000) -> None:
     from django.utils import timezone
 
-    from notifications.models import Notification
-    from notifications.scheduler.tick import run_tick
+    from delivery.models import Notification
+    from delivery.scheduler.tick import run_tick
     from tenancy.models import Tenant
 
     log = Path(tempfile.gettempdir()) / f"tw_bench_burst_{db}.log"
@@ -150,7 +150,7 @@ def burst(db: str, *, rows: int = 10_000) -> None:
 def dead_endpoint(db: str, *, dead_rows: int = 300, healthy_rows: int = 20) -> None:
     from django.utils import timezone
 
-    from notifications.scheduler.tick import run_tick
+    from delivery.scheduler.tick import run_tick
     from tenancy.models import Tenant
 
     log = Path(tempfile.gettempdir()) / f"tw_bench_dead_{db}.log"
@@ -200,7 +200,7 @@ def soak(db: str, *, minutes: float = 3.0, webhooks: int = 1000, emails: int = 2
     from django.db.models import Count
     from django.utils import timezone
 
-    from notifications.models import Delivery, Notification
+    from delivery.models import Delivery, Notification
     from tenancy.models import Tenant
 
     log = Path(tempfile.gettempdir()) / f"tw_bench_soak_{db}.log"
@@ -261,7 +261,7 @@ def soak(db: str, *, minutes: float = 3.0, webhooks: int = 1000, emails: int = 2
 
 
 def _email_rows(*, tenant, count: int, due_at, prefix: str) -> list:
-    from notifications.models import Notification
+    from delivery.models import Notification
 
     return Notification.objects.bulk_create(
         [
@@ -288,8 +288,8 @@ def email_burst(db: str, *, sizes: tuple[int, ...] = (300, 10_000), rate: float 
     from django.conf import settings
     from django.utils import timezone
 
-    from notifications.models import Delivery, DeliveryOutcome, Notification
-    from notifications.scheduler.tick import run_tick
+    from delivery.models import Delivery, DeliveryOutcome, Notification
+    from delivery.scheduler.tick import run_tick
     from tenancy.models import Tenant
     from tests.support.fake_resend import fake_resend
 

@@ -49,8 +49,8 @@ PREFERENCES = {
 
 
 def no_op_senders():
-    from notifications.scheduler.deliver import Senders
-    from notifications.transports.base import DeliveryResult
+    from delivery.scheduler.deliver import Senders
+    from delivery.transports.base import DeliveryResult
 
     def sent(message, *, timeout):
         return DeliveryResult(ok=True)
@@ -60,7 +60,7 @@ def no_op_senders():
 
 def drained(now, rows: int) -> int:
     """Rows delivered by one tick draining `rows` due rows."""
-    from notifications.scheduler.tick import run_tick
+    from delivery.scheduler.tick import run_tick
 
     return run_tick(now=now, max_rows=rows, time_budget=3600, senders=no_op_senders()).delivered
 
@@ -104,7 +104,8 @@ class Instructions:
 def people_vs_plain(tenant, count: int, measure: CpuTime | Instructions) -> None:
     from django.utils import timezone
 
-    from notifications.models import Notification, Recipient
+    from delivery.models import Notification
+    from people.models import Recipient
 
     now = timezone.now().replace(microsecond=0)
     zone = next(z for z in DAYTIME_ZONES if 6 <= now.astimezone(ZoneInfo(z)).hour < 18)
@@ -199,7 +200,7 @@ def digests(tenant, token: str, *, events: int, recipients: int, clients: int) -
     from django.db import connections
     from django.utils import timezone
 
-    from notifications.models import Digest, Recipient
+    from people.models import Digest, Recipient
 
     Recipient.objects.bulk_create(
         [

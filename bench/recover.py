@@ -60,7 +60,7 @@ def drop(db: str) -> None:
 
 
 def dead_rows(*, tenant, endpoint, count: int, since) -> None:
-    from notifications.models import Notification, NotificationState
+    from delivery.models import Notification, NotificationState
 
     Notification.objects.bulk_create(
         [
@@ -91,11 +91,11 @@ def run_one(db: str, rows: int) -> None:
     from django.utils import timezone
 
     from dbqueue.clock import Clock
+    from delivery.models import Notification, WebhookEndpoint
     from jobs.consumer import jobs_drain
     from jobs.models import Job
-    from notifications.models import Notification, WebhookEndpoint
-    from notifications.recovery import endpoint_recover
     from tenancy.models import Tenant
+    from webhooks.recovery import endpoint_recover
 
     call_command("migrate", verbosity=0)
     try:

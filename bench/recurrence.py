@@ -15,7 +15,7 @@ from dateutil.rrule import rrulestr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from notifications.recurrence import RuleTooCostly, next_occurrence
+from delivery.recurrence import RuleTooCostly, next_occurrence
 
 RULE = "FREQ=MINUTELY"
 ZONE = "Europe/Berlin"
@@ -147,8 +147,8 @@ def measure_work_estimate(repeats: int = 5) -> list[tuple[str, int, float]]:
     """[(rule, work counted, best CPU ms)]: the work estimate (estimated µs) beside the CPU
     the search took; CPU µs ÷ work above 1 is where the estimate is short and the CPU
     backstop bounds the search."""
-    from notifications.recurrence.cost import CpuBudget
-    from notifications.recurrence.walk import occurrence_after
+    from delivery.recurrence.cost import CpuBudget
+    from delivery.recurrence.walk import occurrence_after
 
     figures = []
     for rule, anchor, threshold in CALIBRATION:

@@ -178,8 +178,8 @@ class Setup:
 
 def work_done() -> tuple[int, int]:
     """(successful deliveries, jobs completed) so far."""
+    from delivery.models import Delivery, DeliveryOutcome
     from jobs.models import Job, JobStatus
-    from notifications.models import Delivery, DeliveryOutcome
 
     return (
         Delivery.objects.filter(outcome=DeliveryOutcome.DELIVERED).count(),

@@ -59,7 +59,7 @@ def fresh_burst(endpoints: list, *, rows_per_tenant: int, url: str) -> int:
     from django.utils import timezone
 
     from bench import tick_db
-    from notifications.models import WebhookEndpoint
+    from delivery.models import WebhookEndpoint
 
     tick_db.empty_queue()
     WebhookEndpoint.objects.update(url=url)
@@ -137,8 +137,8 @@ def start_tick(env: dict[str, str]) -> subprocess.Popen:
 
 
 def completed() -> int:
-    from notifications.models import Notification
-    from notifications.states import NotificationState
+    from delivery.models import Notification
+    from delivery.states import NotificationState
 
     return Notification.objects.filter(state=NotificationState.COMPLETED).count()
 
@@ -165,7 +165,7 @@ class TickLines:
         from django.db import connection
         from django.utils import timezone
 
-        from notifications.scheduler.context import due_rows_left
+        from delivery.scheduler.context import due_rows_left
 
         for line in stream:
             fields = dict(part.split("=", 1) for part in line.split() if "=" in part)

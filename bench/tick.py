@@ -143,8 +143,8 @@ def python_speed() -> float:
 def bare_loop(*, url: str, secret: str, rows: int, concurrency: int) -> float:
     """Deliveries/s of the same signed POSTs with no database at all, on connections kept
     alive the way a tick keeps them."""
-    from notifications.transports.base import WebhookMessage
-    from notifications.transports.webhook import send_webhook
+    from delivery.transports.base import WebhookMessage
+    from delivery.transports.webhook import send_webhook
     from outbound.connections import Connections
 
     messages = [
@@ -208,7 +208,7 @@ def timed_tick(*, tenant, endpoint, rows: int, concurrency: int, count_statement
 
     from django.utils import timezone
 
-    from notifications.scheduler.tick import run_tick
+    from delivery.scheduler.tick import run_tick
 
     tick_db.add_due_rows(
         tenant=tenant, endpoint=endpoint, count=rows, due_at=timezone.now() - timedelta(1)
@@ -245,8 +245,8 @@ def run_one(args: argparse.Namespace) -> None:
     from django.core.management import call_command
     from django.utils import timezone
 
-    from notifications.models import WebhookEndpoint
-    from notifications.transports.signing import generate_secret
+    from delivery.models import WebhookEndpoint
+    from delivery.transports.signing import generate_secret
     from tenancy.models import Tenant
 
     call_command("migrate", verbosity=0)

@@ -59,7 +59,7 @@ def empty_queue() -> None:
 
 
 def add_due_rows(*, tenant, endpoint, count: int, due_at: datetime) -> None:
-    from notifications.models import Notification
+    from delivery.models import Notification
 
     Notification.objects.bulk_create(
         [

@@ -55,7 +55,10 @@ INSTALLED_APPS = [
     "tenancy",
     "projects",
     "jobs",
+    "delivery",
     "notifications",
+    "webhooks",
+    "people",
     "onboarding",
     "operations",
 ]
@@ -189,7 +192,7 @@ SPECTACULAR_SETTINGS = {
     # Enums several components share keep the one name each had when one component used it.
     "ENUM_NAME_OVERRIDES": {
         "JobStatusEnum": "jobs.states.JobStatus",
-        "OutcomeEnum": "notifications.models.DeliveryOutcome",
+        "OutcomeEnum": "delivery.models.DeliveryOutcome",
         "LastErrorCategoryEnum": "outbound.categories.ERROR_CATEGORY_CHOICES",
     },
 }

@@ -22,6 +22,8 @@ urlpatterns = [
     path("v1/", include("projects.urls")),
     path("v1/", include("jobs.urls")),
     path("v1/", include("notifications.urls")),
+    path("v1/", include("webhooks.urls")),
+    path("v1/", include("people.urls")),
     # The front door: signup, verify, invitations and accept.
     path("v1/", include("onboarding.urls")),
     # Last: any other /v1/ path. With DEBUG on, Django answers a routing miss with its HTML

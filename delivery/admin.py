@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
-from notifications.models import Delivery, Notification
+from delivery.models import Delivery, Notification
 from web.admin import ReadOnlyModelAdmin
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class DeliveryAdmin(ReadOnlyModelAdmin):
     def notification_link(self, delivery: ListedDelivery) -> str:
         if not delivery.notification_exists:
             return f"(deleted) {delivery.notification_id}"
-        url = reverse("admin:notifications_notification_change", args=[delivery.notification_id])
+        url = reverse("admin:delivery_notification_change", args=[delivery.notification_id])
         label = delivery.notification_subject or str(delivery.notification_id)
         return format_html('<a href="{}">{}</a>', url, label)
 

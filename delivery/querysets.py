@@ -9,10 +9,10 @@ from django.db import connection, models
 from django.db.models.expressions import RawSQL
 
 from dbqueue.leases import lease_free, lease_running
-from notifications.states import CLAIMABLE, NotificationState
+from delivery.states import CLAIMABLE, NotificationState
 
 if TYPE_CHECKING:
-    from notifications.models import Notification  # noqa: F401 (the base class names it)
+    from delivery.models import Notification  # noqa: F401 (the base class names it)
 
 
 class NotificationQuerySet(models.QuerySet["Notification"]):

@@ -5,8 +5,8 @@ from datetime import datetime
 
 from django.db.models import QuerySet
 
-from notifications.models import Delivery, EmailBatch, Notification
-from notifications.states import NotificationState
+from delivery.models import Delivery, EmailBatch, Notification
+from delivery.states import NotificationState
 
 
 def email_batches_before(*, before: datetime) -> QuerySet[EmailBatch]:

@@ -12,7 +12,7 @@ refused (IllegalTransition), never written. A claim moves no state: a claimed ro
   that crashed on it every time, a schedule that cannot be computed); off the schedule
   until a retry or an unpark, its error kept for inspection.
 - parked: off the schedule with its error state but no dead-letter record: a pending
-  delivery of an endpoint that was disabled as failing (notifications.lifecycle), or a row
+  delivery of an endpoint that was disabled as failing (webhooks.lifecycle), or a row
   migration 0010 put here (an error count at a since lowered MAX_ATTEMPTS, or no next fire
   time and no reason). A retry, an unpark or the endpoint's re-enabling takes it back.
 - completed: delivered, and its schedule is over (a one-shot, or a rule past its COUNT or

@@ -1,11 +1,11 @@
 """Queue figures of the notification scheduler for `queue_status` (read-only)."""
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db.models import Count, Min, Q
 
-from notifications.circuits import circuit_open
-from notifications.models import Message, Notification, NotificationState, WebhookEndpoint
+from delivery.circuits import circuit_open
+from delivery.models import Notification, NotificationState, WebhookEndpoint
 
 
 def notification_queue_stats(*, now: datetime) -> dict[str, int]:
@@ -47,24 +47,6 @@ def endpoint_circuit_stats(*, now: datetime) -> dict[str, int]:
         ),
         disabled_endpoints=Count("pk", filter=Q(enabled=False)),
     )
-
-
-def message_stats(*, now: datetime) -> dict[str, int]:
-    """{messages_24h, message_deliveries_pending, message_deliveries_failed}: messages
-    published in the last 24 hours, and message deliveries still to go (scheduled or
-    backing off) or out of attempts, over the partial index of message deliveries."""
-    deliveries = Notification.objects.filter(message__isnull=False).aggregate(
-        pending=Count(
-            "pk",
-            filter=Q(state__in=[NotificationState.SCHEDULED, NotificationState.BACKING_OFF]),
-        ),
-        failed=Count("pk", filter=Q(state=NotificationState.DEAD_LETTERED)),
-    )
-    return {
-        "messages_24h": Message.objects.filter(created_at__gte=now - timedelta(hours=24)).count(),
-        "message_deliveries_pending": deliveries["pending"],
-        "message_deliveries_failed": deliveries["failed"],
-    }
 
 
 def _age(since: datetime | None, *, now: datetime) -> int:

@@ -18,10 +18,11 @@ from django.utils.http import urlencode
 from django.utils.text import Truncator
 from django.utils.timezone import now as utc_now
 
-from notifications import conflicts, services
-from notifications.models import Channel, Delivery, Notification, NotificationState
-from notifications.querysets import NotificationQuerySet
-from notifications.states import Move, allows
+from delivery import conflicts
+from delivery.models import Channel, Delivery, Notification, NotificationState
+from delivery.querysets import NotificationQuerySet
+from delivery.states import Move, allows
+from notifications import services
 from web.admin import ServiceSaveAdmin, StateButtonsAdmin, pretty_json
 
 RECENT_DELIVERIES = 20
@@ -203,7 +204,7 @@ class NotificationAdmin(StateButtonsAdmin[Notification], ServiceSaveAdmin):
         ).order_by("-attempted_at", "-id")[:RECENT_DELIVERIES]
         rows = format_html_join("", "<tr>" + "<td>{}</td>" * 7 + "</tr>", map(_cells, deliveries))
         link = (
-            reverse("admin:notifications_delivery_changelist")
+            reverse("admin:delivery_delivery_changelist")
             + "?"
             + urlencode({"notification_id": str(notification.id)})
         )

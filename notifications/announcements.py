@@ -9,10 +9,11 @@ from typing import Any
 from uuid import UUID
 
 from dbtools.fields import max_length
-from notifications.messages import Publish, messages_publish
-from notifications.models import Channel, Notification, NotificationSource, one_shot_due
+from delivery.models import Channel, Notification, NotificationSource
+from delivery.outbox import one_shot_due
 from notifications.validation import recipient_errors
 from web.errors import InvalidInput
+from webhooks.messages import Publish, messages_publish
 
 SUBJECT_MAX = max_length(Notification, "subject")
 
@@ -42,7 +43,7 @@ class Announced:
 
 def notifications_announce(items: Sequence[Announced], *, now: datetime) -> None:
     """Create each announcement's e-mails, due now, and publish its event as a message
-    (notifications.messages: to every enabled endpoint subscribed to its type), in one
+    (webhooks.messages: to every enabled endpoint subscribed to its type), in one
     insert of the e-mails and deliveries whatever their number.
 
     Each e-mail's source key extends its item's `source_key` (`…:invite:<address

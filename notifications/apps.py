@@ -1,41 +1,8 @@
-from typing import Any
-
 from django.apps import AppConfig
-from django.db.models.signals import post_save
 
 
 class NotificationsConfig(AppConfig):
+    """The scheduled-notification API: one-shot and recurring notifications."""
+
     name = "notifications"
     default_auto_field = "django.db.models.BigAutoField"
-
-    def ready(self) -> None:
-        from jobs.registry import register
-        from notifications.recovery import RECOVER, RECOVER_KIND
-        from tenancy.members import member_removed
-        from tenancy.models import Tenant
-
-        post_save.connect(_seed_event_types, sender=Tenant, dispatch_uid="seed_event_types")
-        member_removed.connect(_member_removed, dispatch_uid="member_removed_event")
-        register(RECOVER_KIND, RECOVER)
-
-
-def _seed_event_types(sender: Any, instance: Any, created: bool, **kwargs: Any) -> None:
-    # Every tenant has the product's own event types from its first moment.
-    if created and not kwargs.get("raw"):
-        from notifications.event_types import event_types_seed
-
-        event_types_seed([instance.pk])
-
-
-def _member_removed(sender: Any, membership: Any, **kwargs: Any) -> None:
-    from notifications.messages import product_event_publish
-
-    product_event_publish(
-        tenant_id=membership.tenant_id,
-        event_type="member.removed",
-        data={
-            "tenant_id": str(membership.tenant_id),
-            "user_id": membership.user_id,
-            "email": membership.user.email,
-        },
-    )

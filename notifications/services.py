@@ -19,15 +19,14 @@ from django.utils.timezone import now as utc_now
 from dbqueue.fences import guarded_update
 from dbtools.compiled import Param
 from dbtools.pages import CompiledPages
-from notifications.conflicts import (
+from delivery.conflicts import (
     EndpointDeleted,
     NotificationClaimed,
     NotificationHealthy,
     NotificationNotParked,
     ScheduleFinished,
 )
-from notifications.digests import digest_join
-from notifications.models import (
+from delivery.models import (
     Channel,
     Delivery,
     DeliveryOutcome,
@@ -35,8 +34,8 @@ from notifications.models import (
     NotificationSource,
     NotificationState,
 )
-from notifications.recurrence import RuleTooCostly, next_occurrence
-from notifications.states import Move, after, allows
+from delivery.recurrence import RuleTooCostly, next_occurrence
+from delivery.states import Move, after, allows
 from notifications.validation import (
     check_digest,
     checked_content,
@@ -45,6 +44,7 @@ from notifications.validation import (
     recurrence_budget,
     too_costly,
 )
+from people.digests import digest_join
 from tenancy.models import Tenant
 from tenancy.plans import tenant_limits
 from tenancy.quotas import charge

@@ -15,16 +15,16 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from notifications.models import Channel, WebhookEndpoint
-from notifications.recipients import key_error, unknown_keys
-from notifications.recurrence import (
+from delivery.models import Channel, WebhookEndpoint
+from delivery.recurrence import (
     CpuBudget,
     InvalidRecurrence,
     RuleTooCostly,
     admitted_first_occurrence,
     validate_rrule,
 )
-from notifications.recurrence import validate_timezone as validate_tz_name
+from delivery.recurrence import validate_timezone as validate_tz_name
+from people.recipients import key_error, unknown_keys
 from tenancy.models import Tenant
 from web.errors import InvalidInput
 from web.fields import validate_email_address
@@ -91,7 +91,7 @@ def checked_content(
 def _people_errors(
     tenant: Tenant, recipients: list[str], email_to: Sequence[str]
 ) -> dict[str, list[str]]:
-    """`recipients` name the tenant's recipients (notifications.recipients), instead of
+    """`recipients` name the tenant's recipients (people.recipients), instead of
     `email_to`."""
     if email_to:
         return {"recipients": ["Give recipients or email_to, not both."]}

@@ -18,8 +18,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from notifications.messages import Publish, messages_publish
-from notifications.models import Channel, NotificationSource
+from delivery.models import Channel, NotificationSource
 from notifications.services import notification_create
 from onboarding.front_door import account_mail_tenant
 from onboarding.invitations import (
@@ -33,6 +32,7 @@ from onboarding.signins import LINK_TTL, signin_link_record
 from onboarding.signups import signup_request_record
 from onboarding.turnstile import SIGNIN_ACTION, captcha_verify
 from tenancy.models import Invitation, Tenant
+from webhooks.messages import Publish, messages_publish
 
 
 def _email(address: str, subject: str, body: str, *, now: datetime) -> None:

@@ -7,7 +7,7 @@ from django.template.response import TemplateResponse
 from django.utils.safestring import mark_safe
 
 from dbqueue.clock import database_now
-from notifications.models import DeliveryOutcome
+from delivery.models import DeliveryOutcome
 from operations.charts import Series, lines_svg, stacked_bars_svg
 from operations.queue_health import HourlyLateness, HourlyOutcomes, queue_health
 

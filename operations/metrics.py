@@ -28,9 +28,9 @@ from prometheus_client.registry import Collector
 
 from dbqueue.clock import database_now
 from dbqueue.totals import worker_totals
+from delivery.scheduler.context import lateness_histogram
+from delivery.stats import endpoint_circuit_stats, notification_queue_stats
 from jobs.stats import job_queue_stats
-from notifications.scheduler.context import lateness_histogram
-from notifications.stats import endpoint_circuit_stats, notification_queue_stats
 from tenancy.plans import COUNTED, PERIODIC
 from tenancy.quotas import NEAR, limit_uses
 from web.problems import problem_response

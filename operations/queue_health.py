@@ -10,11 +10,12 @@ from typing import Any
 from django.db.models import Count, Q
 from django.db.models.functions import TruncHour
 
+from delivery.models import Delivery, DeliveryOutcome
+from delivery.scheduler.context import LATENESS_BOUNDS_S
+from delivery.stats import endpoint_circuit_stats, notification_queue_stats
 from jobs.stats import job_queue_stats
-from notifications.models import Delivery, DeliveryOutcome
-from notifications.scheduler.context import LATENESS_BOUNDS_S
-from notifications.stats import endpoint_circuit_stats, message_stats, notification_queue_stats
 from tenancy.quotas import LimitUse, tenants_near_limits
+from webhooks.stats import message_stats
 
 HOURS = 24
 

@@ -9,12 +9,12 @@ from datetime import datetime, timedelta
 from django.db.models import Q, QuerySet
 
 from dbqueue.batches import delete_in_batches
-from jobs.services import jobs_completed_before
-from notifications.retention import (
+from delivery.retention import (
     deliveries_before,
     email_batches_before,
     notifications_completed_before,
 )
+from jobs.services import jobs_completed_before
 from onboarding.signins import signin_links_ended
 from tenancy.api.idempotency import operation_keys_expired
 from tenancy.plans import retention_groups

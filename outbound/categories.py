@@ -2,7 +2,7 @@
 
 A job's `last_error_category` and a delivery's `error_category` take these values (the
 delivery log also records why an occurrence was deferred or dead-lettered: see
-notifications.scheduler.plan). The HTTP client produces most of them; the queues add
+delivery.scheduler.plan). The HTTP client produces most of them; the queues add
 what only a queue can see (a handler that crashed its worker, a kind nobody handles).
 
 A plain enum, not Django's TextChoices: the tick's sending process classifies its webhooks

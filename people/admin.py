@@ -13,7 +13,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from notifications.models import Digest, Recipient
+from people.models import Digest, Recipient
 from web.admin import ReadOnlyModelAdmin, pretty_json
 
 
@@ -83,7 +83,7 @@ class RecipientAdmin(ReadOnlyModelAdmin):
         ).order_by("closes_at")
         rows = [
             (
-                reverse("admin:notifications_digest_change", args=[digest.pk]),
+                reverse("admin:people_digest_change", args=[digest.pk]),
                 digest.key,
                 digest.count,
                 display_for_value(digest.closes_at, "-"),
@@ -163,7 +163,7 @@ class DigestAdmin(ReadOnlyModelAdmin):
     def recipient_link(self, digest: Digest) -> str:
         if digest.recipient_id is None:  # type: ignore[attr-defined]
             return f"(deleted) {digest.recipient_key}"
-        url = reverse("admin:notifications_recipient_change", args=[digest.recipient_id])  # type: ignore[attr-defined]
+        url = reverse("admin:people_recipient_change", args=[digest.recipient_id])  # type: ignore[attr-defined]
         return format_html('<a href="{}">{}</a>', url, digest.recipient_key)
 
     @admin.display(description="state", ordering="is_open")
@@ -186,7 +186,7 @@ class DigestAdmin(ReadOnlyModelAdmin):
 
     @admin.display(description="notification")
     def notification_link(self, digest: Digest) -> str:
-        url = reverse("admin:notifications_notification_change", args=[digest.notification_id])
+        url = reverse("admin:delivery_notification_change", args=[digest.notification_id])
         return format_html('<a href="{}">{}</a>', url, digest.notification_id)
 
     @admin.display(description="delivery", ordering="notification__state")

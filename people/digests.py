@@ -7,7 +7,7 @@ keeps it while fewer than MAX_SHOWN are kept, so parallel joins never make two r
 lose an event. The join that opens a digest also creates, in the same transaction, the
 one-shot email notification that delivers it, due when the window closes: the tick
 claims, leases, fences, retries and logs it like any other row. When the tick claims it
-(`render_claimed`), the digest is closed (the next join opens a new one) and the email's
+(`rendered_bodies`), the digest is closed (the next join opens a new one) and the email's
 body is rendered from its items: the first MAX_SHOWN and "and N more". A retry renders
 the same closed digest, the same bytes.
 """
@@ -21,8 +21,9 @@ from typing import Any
 from django.db import connection, transaction
 
 from dbtools.fields import concrete_field
-from notifications.models import Channel, Digest, Notification
-from notifications.states import Move, after
+from delivery.models import Channel, Notification
+from delivery.states import Move, after
+from people.models import Digest
 from tenancy.models import Tenant
 
 # Events an email lists, and so the events a digest keeps (all are counted): every join
@@ -119,19 +120,21 @@ def digest_join(
     return Notification.objects.get(pk=notification_id)
 
 
-def render_claimed(rows: Iterable[Notification], *, now: datetime) -> None:
-    """Close the digests the claimed `rows` deliver (no event joins them any more) and put
-    each one's listing in its row's body, in memory."""
-    by_id = {row.pk: row for row in rows if row.digest_key}
-    if not by_id:
-        return
-    Digest.objects.filter(notification_id__in=by_id, is_open=True).update(
+def rendered_bodies(rows: Iterable[Notification], *, now: datetime) -> dict[Any, str]:
+    """Close the digests the claimed `rows` deliver (no event joins them any more) and
+    answer each one's listing, the body of its email, by row id."""
+    ids = [row.pk for row in rows if row.digest_key]
+    if not ids:
+        return {}
+    Digest.objects.filter(notification_id__in=ids, is_open=True).update(
         is_open=False, updated_at=now
     )
-    for digest in Digest.objects.filter(notification_id__in=by_id).only(
-        "items", "count", "notification_id"
-    ):
-        by_id[digest.notification_id].body = digest_body(digest.items, count=digest.count)
+    return {
+        digest.notification_id: digest_body(digest.items, count=digest.count)
+        for digest in Digest.objects.filter(notification_id__in=ids).only(
+            "items", "count", "notification_id"
+        )
+    }
 
 
 def digest_body(items: Sequence[dict[str, str]], *, count: int) -> str:

@@ -1,14 +1,15 @@
 """What recipients' preferences and send windows mean for a claimed row, at send time.
 
-The tick calls `prepare` on the rows it claimed (one query for all their recipients) before
-their channels go out. For a row that names recipients it sets, in memory only:
+The tick asks (`decisions`, through people's `on_claimed` hook) about the rows it claimed
+(one query for all their recipients) before their channels go out. For a row that names
+recipients the decision says:
 - `email_to`: the current addresses of the recipients who take this email;
 - `email_headers`: the one-click unsubscribe headers, when the email goes to one recipient
   and its category is not critical (a token is one person's: an email to several carries
   none);
-- `skipped_channels` (and `channel_state`): a channel every recipient opted out of, with
-  the reason the delivery log shows, `preference` (`no_recipient` when none of the named
-  recipients exists any more); it is never sent.
+- `skipped_channels`: a channel every recipient opted out of, with the reason the delivery
+  log shows, `preference` (`no_recipient` when none of the named recipients exists any
+  more); it is never sent.
 - `email_wait`: when the email may go, if a recipient's send window is closed now.
 
 Categories named in CRITICAL_CATEGORIES ignore opt-outs.
@@ -23,14 +24,14 @@ from django.conf import settings
 from django.db import connections, router
 
 from dbtools.fields import concrete_field
-from notifications import unsubscribe
-from notifications.models import Channel, DeliveryOutcome, Notification, Recipient
-from notifications.quiet_hours import common_opening
+from delivery.hooks import SendDecision
+from delivery.models import Channel, Notification
+from people import unsubscribe
+from people.models import Recipient
+from people.quiet_hours import common_opening
 
 PREFERENCE = "preference"
 NO_RECIPIENT = "no_recipient"
-# What a skipped channel's `channel_state` holds: settled, neither delivered nor failed.
-SKIPPED = DeliveryOutcome.SKIPPED.value
 
 
 def allows(preferences: Mapping[str, Any], *, channel: str, category: str) -> bool:
@@ -70,11 +71,11 @@ _PEOPLE = {
 }
 
 
-def prepare(rows: Iterable[Notification], *, now: datetime) -> None:
-    """Apply the recipients of each row that names some (see the module's docstring)."""
+def decisions(rows: Iterable[Notification], *, now: datetime) -> dict[Any, SendDecision]:
+    """The decision of each row that names recipients (see the module's docstring), by id."""
     rows = [row for row in rows if row.recipients]
     if not rows:
-        return
+        return {}
     wanted: dict[Any, set[str]] = {}
     for row in rows:
         wanted.setdefault(row.tenant_id, set()).update(row.recipients)
@@ -85,10 +86,12 @@ def prepare(rows: Iterable[Notification], *, now: datetime) -> None:
         opening_of=_openings(now),
     )
     nobody: dict[str, Person] = {}
+    decided = {}
     for row in rows:
         of_tenant = found.get(row.tenant_id, nobody)
         people = [person for key in row.recipients if (person := of_tenant.get(key))]
-        row.email_wait = _apply(row, people, rules=rules)
+        decided[row.pk] = _decision(row, people, rules=rules)
+    return decided
 
 
 def _people(wanted: Mapping[Any, set[str]]) -> dict[Any, dict[str, "Person"]]:
@@ -167,7 +170,7 @@ class _Rules(NamedTuple):
     opening_of: Callable[[list[Person]], datetime | None]
 
 
-def _apply(row: Notification, people: list[Person], *, rules: _Rules) -> datetime | None:
+def _decision(row: Notification, people: list[Person], *, rules: _Rules) -> SendDecision:
     category = row.category
     critical = bool(category) and category in rules.critical
     skipped: dict[str, str] = {}
@@ -179,24 +182,25 @@ def _apply(row: Notification, people: list[Person], *, rules: _Rules) -> datetim
     ):
         skipped[Channel.WEBHOOK] = PREFERENCE
     opening = None
+    email_to: list[str] | None = None
+    headers: tuple[tuple[str, str], ...] = ()
     if _pending(row, Channel.EMAIL):
         taking = [p for p in people if critical or _takes(p, Channel.EMAIL, category)]
         if not taking:
             skipped[Channel.EMAIL] = PREFERENCE if people else NO_RECIPIENT
         else:
-            row.email_to = list(dict.fromkeys(p.email for p in taking))
+            email_to = list(dict.fromkeys(p.email for p in taking))
             if len(taking) == 1 and not critical:
-                row.email_headers = unsubscribe.headers(
+                headers = unsubscribe.headers(
                     tenant_id=row.tenant_id,
                     key=taking[0].key,
                     category=category,
                     url=rules.unsubscribe_url,
                 )
             opening = rules.opening_of(taking)
-    if skipped:
-        row.skipped_channels = skipped
-        row.channel_state = {**row.channel_state, **dict.fromkeys(skipped, SKIPPED)}
-    return opening
+    return SendDecision(
+        email_to=email_to, email_headers=headers, skipped_channels=skipped, email_wait=opening
+    )
 
 
 def _takes(person: Person, channel: str, category: str) -> bool:

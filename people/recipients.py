@@ -1,5 +1,5 @@
 """Recipients: the people a tenant e-mails, under the tenant's own key for each, with their
-address, name, time zone, send window and preferences (notifications.preferences decides
+address, name, time zone, send window and preferences (people.preferences decides
 what those mean at send time).
 
 A notification names recipients by key; their rows are read when it is sent, so a changed
@@ -15,10 +15,10 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
-from notifications.models import Recipient
-from notifications.quiet_hours import window_errors
-from notifications.recurrence import InvalidRecurrence
-from notifications.recurrence import validate_timezone as validate_tz_name
+from delivery.recurrence import InvalidRecurrence
+from delivery.recurrence import validate_timezone as validate_tz_name
+from people.models import Recipient
+from people.quiet_hours import window_errors
 from tenancy.models import Tenant
 from web.errors import InvalidInput
 from web.fields import validate_email_address

@@ -1,4 +1,4 @@
-"""Input and output shapes of recipients and their preferences (notifications.recipients)."""
+"""Input and output shapes of recipients and their preferences (people.recipients)."""
 
 import re
 from typing import Any
@@ -6,9 +6,9 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from notifications.models import Recipient
-from notifications.quiet_hours import DAYS, window_errors
 from notifications.validation import CATEGORY_PATTERN, CATEGORY_RULE
+from people.models import Recipient
+from people.quiet_hours import DAYS, window_errors
 from web.fields import EmailAddressField, StrictBooleanField
 from web.serializers import RejectsUndeclaredFields
 

@@ -4,18 +4,14 @@ recipient, the token its link carries, and what presenting it does.
 The token is signed, never stored (DESIGN §11): it names (tenant, recipient key, category)
 and carries an HMAC of them keyed with SECRET_KEY, so the server checks it without a row,
 and nobody without the key can forge one. What an email stores (a recorded Resend batch,
-the row) holds only the reference `{{unsubscribe:<payload>}}`; the tick renders the token
-into the header when it hands the email to its transport, the same bytes on every retry.
-References are rendered in these headers only, never in a body a client wrote, so no
-caller can have the server mail them a token of another tenant's recipient.
+the row) holds only the reference `{{unsubscribe:<payload>}}`; the engine renders the token
+into the header when it hands the email to its transport (delivery.header_tokens).
 """
 
 import base64
 import binascii
-import functools
 import hmac
 import json
-import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -23,44 +19,22 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from notifications.models import Channel, Recipient
+from delivery import header_tokens
+from delivery.header_tokens import MAC_CHARS, b64, token_mac
+from delivery.models import Channel
+from people.models import Recipient
 from tenancy.link_tokens import InvalidToken
 
 LIST_UNSUBSCRIBE = "List-Unsubscribe"
 LIST_UNSUBSCRIBE_POST = "List-Unsubscribe-Post"
 ONE_CLICK = "List-Unsubscribe=One-Click"
-_REFERENCE = re.compile(r"\{\{unsubscribe:([A-Za-z0-9_-]{1,2000})\}\}")
-_CONTEXT = b"tickwork.unsubscribe:"
-_MAC_CHARS = 43  # 256 bits, base64url without padding
-_URL_SAFE = bytes.maketrans(b"+/", b"-_")
-
-
-def _b64(raw: bytes) -> str:
-    """base64url without padding, straight from binascii: the tick encodes two per email."""
-    return binascii.b2a_base64(raw, newline=False).translate(_URL_SAFE).rstrip(b"=").decode()
-
-
-@functools.lru_cache(maxsize=4)
-def _keyed(secret: str) -> hmac.HMAC:
-    """HMAC-SHA256 keyed with `secret` over the context, copied for each token: the
-    one-shot hmac.digest() lets go of the GIL on every call, which in the tick hands the
-    interpreter to another thread once per email."""
-    return hmac.new(secret.encode(), _CONTEXT, "sha256")
-
-
-def _mac(payload: str, secret: str) -> str:
-    mac = _keyed(secret).copy()
-    mac.update(payload.encode())
-    return _b64(mac.digest())
-
-
 # json.dumps with any argument builds a new encoder per call; the tick builds a payload
 # per email.
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
 
 
 def _payload(tenant_id: Any, key: str, category: str) -> str:
-    return _b64(_COMPACT_JSON.encode([str(tenant_id), key, category]).encode())
+    return b64(_COMPACT_JSON.encode([str(tenant_id), key, category]).encode())
 
 
 def headers(
@@ -68,31 +42,18 @@ def headers(
 ) -> tuple[tuple[str, str], ...]:
     """The RFC 8058 headers of an email to recipient `key`, as stored: a reference where
     the token goes. `url` is UNSUBSCRIBE_URL (the tick reads it once per claim)."""
-    reference = "{{unsubscribe:" + _payload(tenant_id, key, category) + "}}"
+    reference = header_tokens.reference(_payload(tenant_id, key, category))
     url = (url or settings.UNSUBSCRIBE_URL).replace("{token}", reference)
     return ((LIST_UNSUBSCRIBE, f"<{url}>"), (LIST_UNSUBSCRIBE_POST, ONE_CLICK))
-
-
-def render(value: str, *, secret: str) -> str:
-    """A header value with its references replaced by their tokens."""
-    if "{{unsubscribe:" not in value:
-        return value
-    return _REFERENCE.sub(lambda m: f"{m[1]}.{_mac(m[1], secret)}", value)
-
-
-def rendered_headers(pairs: Mapping[str, str]) -> dict[str, str]:
-    """Headers as they go out: tokens rendered with SECRET_KEY."""
-    secret = settings.SECRET_KEY
-    return {name: render(value, secret=secret) for name, value in pairs.items()}
 
 
 def verify(token: str, *, secret: str) -> tuple[str, str, str] | None:
     """(tenant id, recipient key, category) the token was signed for, or None when it is
     not one this server signed."""
     payload, _, mac = token.rpartition(".")
-    if not payload or len(mac) != _MAC_CHARS or not token.isascii():
+    if not payload or len(mac) != MAC_CHARS or not token.isascii():
         return None
-    if not hmac.compare_digest(mac, _mac(payload, secret)):
+    if not hmac.compare_digest(mac, token_mac(payload, secret)):
         return None
     try:
         raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))

@@ -1,5 +1,5 @@
 """The recipients API, their preferences, and the public one-click unsubscribe: thin views
-over notifications.recipients and notifications.unsubscribe. Every query is scoped to
+over people.recipients and people.unsubscribe. Every query is scoped to
 `tenant_of(request)`; another tenant's recipient answers 404 like a missing one."""
 
 from typing import Any
@@ -15,14 +15,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from notifications import recipients
-from notifications.models import Recipient
-from notifications.recipient_serializers import (
-    PreferencesSerializer,
-    RecipientSerializer,
-    RecipientWriteSerializer,
-)
-from notifications.unsubscribe import recipient_unsubscribe
+from people import recipients
+from people.models import Recipient
+from people.serializers import PreferencesSerializer, RecipientSerializer, RecipientWriteSerializer
+from people.unsubscribe import recipient_unsubscribe
 from tenancy.api.idempotency import Answer, answer_once
 from tenancy.api.permissions import tenant_of
 from tenancy.api.schema import location_header

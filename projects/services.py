@@ -15,13 +15,13 @@ from django.db import models, transaction
 
 from dbtools.compiled import Param
 from dbtools.pages import CompiledPages
+from delivery.models import NotificationSource
 from jobs.models import Job, JobStatus
 from jobs.services import job_enqueue
-from notifications.messages import Publish, message_rows
-from notifications.models import NotificationSource
 from projects.models import PROVISION_KIND, Project, ProjectStatus
 from tenancy.api.idempotency import Answer
 from tenancy.models import OperationKey, Tenant
+from webhooks.messages import Publish, message_rows
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations

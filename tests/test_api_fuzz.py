@@ -23,20 +23,21 @@ from schemathesis import Case
 from schemathesis.config import SchemathesisConfig
 
 from config.wsgi import application
+from delivery import header_tokens
+from delivery.models import Delivery, Notification, WebhookEndpoint
 from jobs.models import Job, JobStatus
-from notifications import unsubscribe
-from notifications.event_types import event_type_create
-from notifications.messages import publish_message
-from notifications.models import Delivery, Notification, WebhookEndpoint
-from notifications.recipients import recipient_put
-from notifications.recovery import endpoint_recover
 from onboarding.invitations import invitation_issue
+from people import unsubscribe
+from people.recipients import recipient_put
 from projects.models import Project
 from tenancy.models import ApiToken, Invitation, Membership, SigninLink, SignupRequest, Tenant
 from tests.conftest import Actor, forget_throttle_counts, make_member, make_owner
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
 from tests.support.module_rows import rows_for_the_module
+from webhooks.event_types import event_type_create
+from webhooks.messages import publish_message
+from webhooks.recovery import endpoint_recover
 
 # Webhook endpoint URLs are resolved for the SSRF check: one public address, no resolver.
 # Signup is exercised like every route: on (it is off by default).
@@ -185,7 +186,7 @@ def _unsubscribe_token(alice: Actor) -> str:
     (_, header), _ = unsubscribe.headers(
         tenant_id=alice.tenant.id, key=SEEDED_RECIPIENT, category=""
     )
-    return unsubscribe.rendered_headers({"h": header})["h"].rsplit("/", 1)[1].rstrip(">")
+    return header_tokens.rendered_headers({"h": header})["h"].rsplit("/", 1)[1].rstrip(">")
 
 
 SEEDED_RECIPIENT = "fuzzed-person"

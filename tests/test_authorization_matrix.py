@@ -18,16 +18,14 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
+from delivery import header_tokens
+from delivery.models import Delivery
 from jobs.models import Job, JobStatus
-from notifications import unsubscribe
-from notifications.event_types import event_type_create
-from notifications.messages import publish_message
-from notifications.models import Delivery, Message
-from notifications.recipients import recipient_put
-from notifications.recovery import endpoint_recover
 from onboarding.invitations import invitation_issue
 from onboarding.signins import signin_link_record
 from onboarding.signups import signup_request_record
+from people import unsubscribe
+from people.recipients import recipient_put
 from tenancy.models import ApiToken, Tenant
 from tests.authz import RouteSpec, build_world, check_case, matrix_cases
 from tests.conftest import Actor, link_token, make_member, make_owner
@@ -35,6 +33,10 @@ from tests.jobs.factories import make_job
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_project
 from tests.support.module_rows import rows_for_the_module
+from webhooks.event_types import event_type_create
+from webhooks.messages import publish_message
+from webhooks.models import Message
+from webhooks.recovery import endpoint_recover
 
 # Webhook endpoint URLs are resolved for the SSRF check: one public address, no resolver.
 # Signup is exercised like every route: on (it is off by default).
@@ -378,7 +380,7 @@ def _unsubscribe_token(actor):
     """The token an email to a fresh recipient of the actor's tenant would carry."""
     key = _recipient_id(actor)
     (_, header), _ = unsubscribe.headers(tenant_id=actor.tenant.id, key=key, category="")
-    return unsubscribe.rendered_headers({"h": header})["h"].rsplit("/", 1)[1].rstrip(">")
+    return header_tokens.rendered_headers({"h": header})["h"].rsplit("/", 1)[1].rstrip(">")
 
 
 RECIPIENT = {"email": "person@example.com", "name": "P", "timezone": "Europe/Berlin"}

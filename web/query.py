@@ -25,6 +25,14 @@ def single_query_param(request: Request, name: str) -> str | None:
     return values[0] if values else None
 
 
+def choice_query_param(request: Request, name: str, choices: list[str]) -> str | None:
+    """The value of `name`, None when absent; InvalidInput unless one of `choices`."""
+    value = single_query_param(request, name)
+    if value is not None and value not in choices:
+        raise InvalidInput({name: [f"Must be one of {choices}."]})
+    return value
+
+
 def uuid_query_param(request: Request, name: str) -> uuid.UUID | None:
     """The UUID `name` names, None when absent; InvalidInput unless one ASCII UUID."""
     raw = single_query_param(request, name)

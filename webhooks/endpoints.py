@@ -14,14 +14,14 @@ from django.db import transaction
 from django.utils.timezone import now as utc_now
 
 from dbqueue.slots import slots_delete
-from notifications.event_types import active_event_type_errors
-from notifications.lifecycle import endpoint_unpark
-from notifications.models import WebhookEndpoint
-from notifications.transports.signing import generate_secret
+from delivery.models import WebhookEndpoint, slot_scope
+from delivery.transports.signing import generate_secret
 from outbound.ssrf import UnsafeWebhookUrl, validate_webhook_url
 from tenancy.models import Tenant
 from tenancy.quotas import hold_count_limit
 from web.errors import InvalidInput
+from webhooks.event_types import active_event_type_errors
+from webhooks.lifecycle import endpoint_unpark
 
 # Each secret in grace adds a signature to every delivery; rotating faster than the grace
 # period ends keeps this many signing (the ones retired last).
@@ -113,11 +113,6 @@ def webhook_endpoint_delete(*, tenant: Tenant, endpoint_id: UUID) -> None:
         if not deleted:
             raise WebhookEndpoint.DoesNotExist
         slots_delete(slot_scope(endpoint_id))
-
-
-def slot_scope(endpoint_id: UUID) -> str:
-    """The endpoint's scope among the concurrency slots (`dbqueue.slots`)."""
-    return f"webhook:{endpoint_id}"
 
 
 def webhook_endpoint_rotate_secret(

@@ -15,9 +15,9 @@ from uuid import UUID
 from django.db import IntegrityError, transaction
 from django.utils.timezone import now as utc_now
 
-from notifications.models import PRODUCT_EVENT_TYPES, EventType
 from tenancy.models import Tenant
 from web.errors import Conflict, InvalidInput
+from webhooks.models import PRODUCT_EVENT_TYPES, EventType
 
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9._-]{1,256}$")
 

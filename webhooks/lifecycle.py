@@ -19,12 +19,14 @@ from datetime import datetime
 from django.db.models import F
 
 from dbqueue.leases import lease_free
+from delivery.hooks import WriteBackOutcomes
+from delivery.models import DISABLED_FAILING, Channel, Notification, WebhookEndpoint
+from delivery.states import CLAIMABLE, Move, NotificationState, after
 from notifications.announcements import Announced, Announcement, notifications_announce
-from notifications.models import DISABLED_FAILING, Channel, Notification, WebhookEndpoint
-from notifications.recovery import CHUNK_SIZE, requeue
-from notifications.states import CLAIMABLE, Move, NotificationState, after
 from notifications.validation import recipient_errors
 from tenancy.models import Membership, Role
+from webhooks.messages import messages_exhausted
+from webhooks.recovery import CHUNK_SIZE, requeue
 
 
 def endpoints_retire(endpoints: Sequence[WebhookEndpoint], *, now: datetime) -> None:
@@ -96,3 +98,13 @@ def endpoint_unpark(endpoint: WebhookEndpoint, *, now: datetime) -> int:
     for start in range(0, len(parked), CHUNK_SIZE):
         unparked += requeue(parked[start : start + CHUNK_SIZE], first=start, now=now)
     return unparked
+
+
+def after_write_back(outcomes: WriteBackOutcomes, now: datetime) -> None:
+    """Webhooks' `after_write_back` hook, inside the tick's write-back transaction: each
+    message delivery out of attempts is published as `message.attempt.exhausted`, and each
+    endpoint that has failed long enough is retired."""
+    if outcomes.dead_lettered:
+        messages_exhausted(outcomes.dead_lettered, now=now)
+    if outcomes.retiring:
+        endpoints_retire(outcomes.retiring, now=now)

@@ -23,22 +23,22 @@ from django.db.models import QuerySet
 from django.utils.timezone import now as utc_now
 
 from dbtools.fields import max_length
-from notifications.event_types import active_event_type_errors
-from notifications.models import (
+from delivery.models import (
     Channel,
     Delivery,
     DeliveryOutcome,
-    Message,
     Notification,
     NotificationSource,
     NotificationState,
     WebhookEndpoint,
-    one_shot_due,
 )
+from delivery.outbox import one_shot_due
 from tenancy.models import Tenant
 from tenancy.plans import tenant_limits
 from tenancy.quotas import charge
 from web.errors import InvalidInput
+from webhooks.event_types import active_event_type_errors
+from webhooks.models import Message
 
 MAX_PAYLOAD_BYTES = 256 * 1024
 # How long an event_id deduplicates: a repeat within it answers the first message.

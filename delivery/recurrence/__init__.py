@@ -23,10 +23,10 @@ occurrences a late schedule skips in ``skipped``.
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
-from notifications.recurrence.cost import CpuBudget, RuleTooCostly
-from notifications.recurrence.rules import InvalidRecurrence, parse_rule, validate_rrule
-from notifications.recurrence.walk import occurrence_after
-from notifications.recurrence.zones import validate_timezone
+from delivery.recurrence.cost import CpuBudget, RuleTooCostly
+from delivery.recurrence.rules import InvalidRecurrence, parse_rule, validate_rrule
+from delivery.recurrence.walk import occurrence_after
+from delivery.recurrence.zones import validate_timezone
 
 __all__ = [
     "CpuBudget",

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from notifications.recurrence.rules import RuleTooCostly
+from delivery.recurrence.rules import RuleTooCostly
 
 __all__ = ["CpuBudget", "CpuMeter", "RuleTooCostly"]
 

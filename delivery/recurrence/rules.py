@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from dateutil.rrule import DAILY, HOURLY, MINUTELY, MONTHLY, WEEKLY, YEARLY, rrulestr
 
-from notifications.recurrence.bounds import (
+from delivery.recurrence.bounds import (
     int_list,
     month_days_exist,
     occurrences_bound,

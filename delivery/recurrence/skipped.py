@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 from dateutil.rrule import HOURLY, MINUTELY
 
-from notifications.recurrence.cost import CpuBudget, CpuMeter
-from notifications.recurrence.rules import parse_rule
-from notifications.recurrence.walk import OFFSET_MARGIN, Frame, occurrence_after, wall_times
-from notifications.recurrence.zones import zone
+from delivery.recurrence.cost import CpuBudget, CpuMeter
+from delivery.recurrence.rules import parse_rule
+from delivery.recurrence.walk import OFFSET_MARGIN, Frame, occurrence_after, wall_times
+from delivery.recurrence.zones import zone
 
 # skipped_occurrences walks at most this many occurrences of a rule it cannot count
 # arithmetically (and no more than the budget allows): the count is then "at least".

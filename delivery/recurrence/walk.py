@@ -11,15 +11,15 @@ from typing import TypedDict
 
 from dateutil.rrule import DAILY, HOURLY, MINUTELY, MONTHLY, WEEKLY, YEARLY, rrule, rrulestr
 
-from notifications.recurrence.bounds import (
+from delivery.recurrence.bounds import (
     DAY_PARTS,
     OCCURRENCE_COST,
     REJECTED_DAY_COST,
     month_days_exist,
 )
-from notifications.recurrence.cost import CpuMeter, RuleTooCostly
-from notifications.recurrence.rules import RuleSpec, parse_rule
-from notifications.recurrence.zones import zone
+from delivery.recurrence.cost import CpuMeter, RuleTooCostly
+from delivery.recurrence.rules import RuleSpec, parse_rule
+from delivery.recurrence.zones import zone
 
 # A period start this far before `after` (in wall time) also covers candidates that a
 # DST gap or a UTC-offset swing maps past `after`; offsets span less than 2 days.

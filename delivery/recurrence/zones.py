@@ -4,7 +4,7 @@ from functools import cache
 from importlib import resources
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from notifications.recurrence.rules import InvalidRecurrence
+from delivery.recurrence.rules import InvalidRecurrence
 
 
 def validate_timezone(name: str) -> None:

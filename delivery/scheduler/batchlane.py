@@ -14,10 +14,10 @@ from django.db import DatabaseError
 from django.db.models import Q
 
 from dbqueue.claims import Claimed
-from notifications.models import Channel, Notification
-from notifications.scheduler.context import Tick
-from notifications.scheduler.deliver import Deferral, DeferralReason
-from notifications.scheduler.mail import (
+from delivery.models import Channel, Notification
+from delivery.scheduler.context import Tick
+from delivery.scheduler.deliver import Deferral, DeferralReason
+from delivery.scheduler.mail import (
     Holdoff,
     OutgoingBatch,
     TenantPace,
@@ -27,15 +27,15 @@ from notifications.scheduler.mail import (
     send_when_due,
     take_slots,
 )
-from notifications.scheduler.writeback import (
+from delivery.scheduler.writeback import (
     Joiner,
     WriteBackBuffer,
+    decisions_applied,
     may_start,
     quiet_hours,
-    recipients_applied,
     without_crashed,
 )
-from notifications.transports.resend import BATCH_LIMIT, BatchAnswer
+from delivery.transports.resend import BATCH_LIMIT, BatchAnswer
 
 # Rows with nothing but an email left to send: email is their only channel, or their webhook
 # is settled. (Stated positively: a negated JSON path lookup is NULL, not true, where the
@@ -128,7 +128,7 @@ class BatchLane:
             raise
         self.exhausted = len(claimed) < wanted and claimed.drained
         tick.summary.claimed += len(claimed)
-        if not recipients_applied(claimed, tick=tick, now=now):
+        if not decisions_applied(claimed, tick=tick, now=now):
             tick.summary.errors += len(claimed)
             return
         for row in without_crashed(claimed, tick=tick, buffer=self.buffer, now=now):

@@ -13,8 +13,8 @@ from django.db import DatabaseError
 
 from dbqueue.clock import Clock
 from dbqueue.totals import Histogram, WorkerSummary
-from notifications.models import Notification
-from notifications.scheduler.plan import Policy, RowPlan
+from delivery.models import Notification
+from delivery.scheduler.plan import Policy, RowPlan
 
 # What the lease must cover after a row's channel timeout: the channel's grace (at most 1 s)
 # and the write-back of its outcome (within FLUSH_SECONDS), with room to spare. Below the

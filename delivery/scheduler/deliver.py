@@ -20,15 +20,15 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from notifications import unsubscribe
-from notifications.models import Channel, Notification, WebhookEndpoint, message_webhook_id
-from notifications.scheduler.sending_process import WAVES_BEFORE_A_PROCESS, SendingProcess
-from notifications.transports.base import DeliveryResult, EmailMessage, WebhookMessage
+from delivery import header_tokens
+from delivery.models import Channel, Notification, WebhookEndpoint, message_webhook_id
+from delivery.scheduler.sending_process import WAVES_BEFORE_A_PROCESS, SendingProcess
+from delivery.transports.base import DeliveryResult, EmailMessage, WebhookMessage
 from outbound.categories import ErrorCategory
 from outbound.connections import Connections
 from tenancy import link_tokens
 
-logger = logging.getLogger("notifications.scheduler")
+logger = logging.getLogger("delivery.scheduler")
 
 Sender = Callable[..., DeliveryResult]  # sender(message, *, timeout=seconds)
 
@@ -46,9 +46,9 @@ class Senders:
 
 def default_senders(connections: Connections | None = None) -> Senders:
     """The transports, sending on connections kept alive in `connections` (the tick's)."""
-    from notifications.transports.email import send_email
-    from notifications.transports.resend import send_batch
-    from notifications.transports.webhook import send_webhook
+    from delivery.transports.email import send_email
+    from delivery.transports.resend import send_batch
+    from delivery.transports.webhook import send_webhook
 
     webhook = functools.partial(send_webhook, connections=connections)
     batches = functools.partial(send_batch, connections=connections)
@@ -193,7 +193,7 @@ def email_to_send(notification: Notification) -> EmailMessage:
     return dataclasses.replace(
         message,
         body=with_links(message.body, message.to),
-        headers=tuple(unsubscribe.rendered_headers(dict(message.headers)).items()),
+        headers=tuple(header_tokens.rendered_headers(dict(message.headers)).items()),
     )
 
 

@@ -41,12 +41,11 @@ from typing import Any, Protocol
 from django.db import DatabaseError
 
 from dbqueue.slots import SlotHolder
-from notifications import circuits
-from notifications.circuits import Circuit, Signal, circuit_of
-from notifications.models import Channel, Notification, WebhookEndpoint
-from notifications.scheduler.context import Tick
-from notifications.scheduler.deliver import RowDelivery, pending_channels
-from notifications.webhook_endpoints import slot_scope
+from delivery import circuits
+from delivery.circuits import Circuit, Signal, circuit_of
+from delivery.models import Channel, Notification, WebhookEndpoint, slot_scope
+from delivery.scheduler.context import Tick
+from delivery.scheduler.deliver import RowDelivery, pending_channels
 from outbound.categories import ErrorCategory
 
 # How many of an endpoint's latest deliveries set its pace (the slowest of them).

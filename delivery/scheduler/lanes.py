@@ -14,14 +14,14 @@ from concurrent.futures import Future
 from typing import Any, Protocol
 
 from dbqueue.claims import Claimed
-from notifications.scheduler.batchlane import BatchLane
-from notifications.scheduler.context import Tick
-from notifications.scheduler.database_thread import TickDatabase
-from notifications.scheduler.deliver import Senders
-from notifications.scheduler.mail import TenantPace
-from notifications.scheduler.rowlane import RowLane
-from notifications.scheduler.sending_process import SendingProcess
-from notifications.scheduler.writeback import Joiner, WriteBackBuffer
+from delivery.scheduler.batchlane import BatchLane
+from delivery.scheduler.context import Tick
+from delivery.scheduler.database_thread import TickDatabase
+from delivery.scheduler.deliver import Senders
+from delivery.scheduler.mail import TenantPace
+from delivery.scheduler.rowlane import RowLane
+from delivery.scheduler.sending_process import SendingProcess
+from delivery.scheduler.writeback import Joiner, WriteBackBuffer
 
 
 class Lane(Protocol):

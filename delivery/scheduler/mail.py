@@ -23,10 +23,10 @@ from django.db import transaction
 
 from dbqueue import pacing
 from dbqueue.fences import fenced_update_many
-from notifications import unsubscribe
-from notifications.models import EmailBatch, Notification
-from notifications.scheduler.deliver import email_message, with_links
-from notifications.transports.resend import (
+from delivery import header_tokens
+from delivery.models import EmailBatch, Notification
+from delivery.scheduler.deliver import email_message, with_links
+from delivery.transports.resend import (
     BATCH_LIMIT,
     PROVIDER,
     BatchAnswer,
@@ -179,7 +179,7 @@ def send_when_due(
     batch.sent_at = clock()
     record = batch.record
     return sender(
-        body=batch_texts_mapped(record.body, with_links, unsubscribe.rendered_headers),
+        body=batch_texts_mapped(record.body, with_links, header_tokens.rendered_headers),
         size=len(record.members),
         key=record.idempotency_key,
         timeout=timeout,

@@ -1,6 +1,6 @@
 """What a claimed row's write-back is: the plan (RowPlan, immutable once built) of one row's
 delivery, of a row given back unattempted, or of a row that crashed its worker, with the state
-move its fenced statement makes (`notifications.states.Move`), where the tick summary counts
+move its fenced statement makes (`delivery.states.Move`), where the tick summary counts
 it (Bucket), the delivery-log rows it carries
 and where it leaves the row's schedule. Pure decisions: no database access, no I/O.
 
@@ -22,21 +22,15 @@ from typing import Any, Protocol
 
 from dbqueue.backoff import retry_delay
 from dbtools.instances import fresh
-from notifications.circuits import Signal
-from notifications.models import (
-    WHOLE_OCCURRENCE,
-    Channel,
-    Delivery,
-    DeliveryOutcome,
-    Notification,
-)
-from notifications.recurrence import CpuBudget, InvalidRecurrence
-from notifications.recurrence.skipped import next_and_skipped
-from notifications.scheduler.deliver import Deferral, DeferralReason, RowDelivery, due_time
-from notifications.states import DeadLetterReason, Move, after
+from delivery.circuits import Signal
+from delivery.models import WHOLE_OCCURRENCE, Channel, Delivery, DeliveryOutcome, Notification
+from delivery.recurrence import CpuBudget, InvalidRecurrence
+from delivery.recurrence.skipped import next_and_skipped
+from delivery.scheduler.deliver import Deferral, DeferralReason, RowDelivery, due_time
+from delivery.states import DeadLetterReason, Move, after
 from outbound.categories import ErrorCategory
 
-logger = logging.getLogger("notifications.scheduler")
+logger = logging.getLogger("delivery.scheduler")
 
 
 class ChannelResult(Protocol):
@@ -71,7 +65,7 @@ class ChannelState(StrEnum):
 
     DELIVERED = DeliveryOutcome.DELIVERED.value
     FAILED = DeliveryOutcome.FAILED.value
-    # Not sent: the recipients opted out (notifications.preferences). Settled, neither
+    # Not sent: the recipients opted out (people.preferences). Settled, neither
     # delivered nor failed.
     SKIPPED = DeliveryOutcome.SKIPPED.value
 
@@ -105,7 +99,7 @@ class Bucket(StrEnum):
 @dataclass(frozen=True)
 class RowPlan:
     """A fenced write-back on (pk, token): update the row with `changes`, its new `state`
-    among them (notifications.states decides it). `logs` are written whatever the fence
+    among them (delivery.states decides it). `logs` are written whatever the fence
     says (the calls happened); `skipped`, the record of the occurrences a late recurring
     row jumps over, only if the write-back applies."""
 

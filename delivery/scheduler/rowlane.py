@@ -29,11 +29,11 @@ from django.db.models import Q
 
 from dbqueue.claims import Claimed
 from dbqueue.pacing import take_slot
-from notifications import digests, preferences
-from notifications.models import Channel, Notification, WebhookEndpoint
-from notifications.scheduler.context import Tick
-from notifications.scheduler.database_thread import InlineDatabase, TickDatabase
-from notifications.scheduler.deliver import (
+from delivery import hooks
+from delivery.models import Channel, Notification, WebhookEndpoint
+from delivery.scheduler.context import Tick
+from delivery.scheduler.database_thread import InlineDatabase, TickDatabase
+from delivery.scheduler.deliver import (
     Deferral,
     DeferralReason,
     RowDelivery,
@@ -41,16 +41,10 @@ from notifications.scheduler.deliver import (
     Senders,
     pending_channels,
 )
-from notifications.scheduler.gate import (
-    Admission,
-    ClaimLimits,
-    EndpointGate,
-    Endpoints,
-    EndpointSlots,
-)
-from notifications.scheduler.mail import TenantPace
-from notifications.scheduler.sending_process import SendingProcess
-from notifications.scheduler.writeback import (
+from delivery.scheduler.gate import Admission, ClaimLimits, EndpointGate, Endpoints, EndpointSlots
+from delivery.scheduler.mail import TenantPace
+from delivery.scheduler.sending_process import SendingProcess
+from delivery.scheduler.writeback import (
     Joiner,
     WriteBackBuffer,
     may_start,
@@ -450,15 +444,14 @@ class FetchedClaim:
 
 
 def fetch_claim(claims: RowClaims, request: ClaimRequest) -> FetchedClaim:
-    """Claim, load the new endpoints and apply the rows' recipients (digests, preferences):
+    """Claim, load the new endpoints and apply what the products decide for the rows (hooks):
     all on the database thread's connection, nothing of the lane's state touched. A database error
     in the claim itself is raised (nothing was claimed)."""
     claimed = claims.claim(request)
     endpoints = {row.webhook_endpoint_id for row in claimed} - {None} - request.known
     try:
         loaded = WebhookEndpoint.objects.in_bulk(endpoints) if endpoints else {}
-        digests.render_claimed(claimed, now=request.now)
-        preferences.prepare(claimed, now=request.now)
+        hooks.claimed(claimed, now=request.now)
     except DatabaseError as exc:
         return FetchedClaim(request=request, claimed=claimed, endpoints={}, failed=exc)
     return FetchedClaim(request=request, claimed=claimed, endpoints=loaded)

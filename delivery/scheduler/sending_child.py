@@ -13,8 +13,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 
-from notifications.transports.base import WebhookMessage
-from notifications.transports.webhook import send_webhook
+from delivery.transports.base import WebhookMessage
+from delivery.transports.webhook import send_webhook
 from outbound.connections import Connections
 
 

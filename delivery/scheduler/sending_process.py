@@ -6,7 +6,7 @@ work: claims, gates, plans and write-backs. In one process the two take turns on
 however many the machine has. Once a tick is busy with a burst (at least half its
 workers' worth of deliveries in flight while it sent WAVES_BEFORE_A_PROCESS waves of
 webhooks itself), it starts a child process, `python -m
-notifications.scheduler.sending_child`, and once that is up (its imports take a moment, in
+delivery.scheduler.sending_child`, and once that is up (its imports take a moment, in
 which the tick goes on sending itself; it imports nothing of Django to keep that short)
 hands it, while it stays that busy, every webhook that is a row's one channel here. The
 child sends them on `concurrency` threads of its own while the tick goes on claiming,
@@ -50,11 +50,11 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
-from notifications.scheduler import sending_child
-from notifications.transports.base import DeliveryResult, WebhookMessage
+from delivery.scheduler import sending_child
+from delivery.transports.base import DeliveryResult, WebhookMessage
 from outbound.categories import ErrorCategory
 
-logger = logging.getLogger("notifications.scheduler")
+logger = logging.getLogger("delivery.scheduler")
 
 # The directory that holds the `notifications` package: the child's import root.
 _ROOT = Path(__file__).resolve().parents[2]

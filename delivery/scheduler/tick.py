@@ -32,13 +32,13 @@ from dbqueue.claims import Claimed, ClaimSpec, ClaimValue, claim
 from dbqueue.clock import Clock
 from dbqueue.database import connection_lost
 from dbqueue.worker import ConnectionLost, Worker
-from notifications.models import Notification
-from notifications.scheduler.context import TickConfig, TickSummary, due_rows_left
-from notifications.scheduler.database_thread import database_for_this_tick
-from notifications.scheduler.deliver import Senders, default_senders
-from notifications.scheduler.lanes import build_lanes
-from notifications.scheduler.sending_process import SendingProcess, sending_for_this_tick
-from notifications.scheduler.writeback import WriteBackBuffer, write_back
+from delivery.models import Notification
+from delivery.scheduler.context import TickConfig, TickSummary, due_rows_left
+from delivery.scheduler.database_thread import database_for_this_tick
+from delivery.scheduler.deliver import Senders, default_senders
+from delivery.scheduler.lanes import build_lanes
+from delivery.scheduler.sending_process import SendingProcess, sending_for_this_tick
+from delivery.scheduler.writeback import WriteBackBuffer, write_back
 from outbound.connections import Connections
 
 # Origins (endpoint host and vetted address) a tick keeps connections to; beyond, the

@@ -34,15 +34,14 @@ from django.db import DatabaseError, transaction
 
 from dbqueue.fences import fenced_update_many
 from dbtools.compiled import insert_rows
-from notifications import circuits, digests, preferences
-from notifications.circuits import Signal, circuit_of
-from notifications.lifecycle import endpoints_retire
-from notifications.messages import messages_exhausted
-from notifications.models import Channel, Delivery, Notification, WebhookEndpoint
-from notifications.scheduler.context import FLUSH_SECONDS, Tick
-from notifications.scheduler.database_thread import InlineDatabase, TickDatabase
-from notifications.scheduler.deliver import Deferral, DeferralReason, RowDelivery
-from notifications.scheduler.plan import (
+from delivery import circuits, hooks
+from delivery.circuits import Signal, circuit_of
+from delivery.hooks import WriteBackOutcomes
+from delivery.models import Channel, Delivery, Notification, WebhookEndpoint
+from delivery.scheduler.context import FLUSH_SECONDS, Tick
+from delivery.scheduler.database_thread import InlineDatabase, TickDatabase
+from delivery.scheduler.deliver import Deferral, DeferralReason, RowDelivery
+from delivery.scheduler.plan import (
     Bucket,
     RowPlan,
     is_crashed,
@@ -50,10 +49,10 @@ from notifications.scheduler.plan import (
     plan_delivery,
     plan_release,
 )
-from notifications.states import Move
-from notifications.transports.base import DeliveryResult
+from delivery.states import Move
+from delivery.transports.base import DeliveryResult
 
-logger = logging.getLogger("notifications.scheduler")
+logger = logging.getLogger("delivery.scheduler")
 
 
 WriteBack = Callable[..., list[RowPlan]]  # write(plans, now=, circuit_failures=) -> fenced
@@ -283,14 +282,13 @@ def may_start(row: Notification, *, tick: Tick, buffer: WriteBackBuffer, now: da
     return True
 
 
-def recipients_applied(rows: Sequence[Notification], *, tick: Tick, now: datetime) -> bool:
-    """Render the claimed rows' digests (notifications.digests) and apply their recipients
-    (notifications.preferences.prepare: addresses, opt-outs, unsubscribe headers, a closed
-    send window's wait); False when the connection was lost (the rows stay claimed until
-    their leases expire)."""
+def decisions_applied(rows: Sequence[Notification], *, tick: Tick, now: datetime) -> bool:
+    """Apply what the products decide for the claimed rows (delivery.hooks.claimed: a
+    digest's body, recipients' addresses, opt-outs, unsubscribe headers, a closed send
+    window's wait); False when the connection was lost (the rows stay claimed until their
+    leases expire)."""
     try:
-        digests.render_claimed(rows, now=now)
-        preferences.prepare(rows, now=now)
+        hooks.claimed(rows, now=now)
     except DatabaseError as exc:
         if not tick.lose(exc):
             raise
@@ -341,12 +339,12 @@ def write_back(
                 enabled=False, disabled_reason=GONE_REASON, updated_at=now
             )
         dead = [p.pk for p in plans if p.move is Move.DEAD_LETTER and p.pk in applied]
-        if dead:
-            messages_exhausted(dead, now=now)
         signals = [p.endpoint_signal for p in plans if p.endpoint_signal and p.pk in applied]
+        retiring: list[WebhookEndpoint] = []
         if signals:
             threshold = circuit_failures or settings.WEBHOOK_CIRCUIT_FAILURES
-            record_circuits(signals, now=now, threshold=threshold)
+            retiring = record_circuits(signals, now=now, threshold=threshold)
+        hooks.written_back(WriteBackOutcomes(dead_lettered=dead, retiring=retiring), now=now)
     fenced = [p for p in plans if p.pk not in applied]
     for plan in fenced:
         logger.warning(
@@ -357,10 +355,11 @@ def write_back(
 
 def record_circuits(
     signals: Sequence[tuple[Any, circuits.Signal]], *, now: datetime, threshold: int
-) -> None:
+) -> list[WebhookEndpoint]:
     """Apply the attempts' signals to their endpoints' circuits as the database has them
-    (locked, so ticks on several machines add up rather than overwrite each other). Only
-    write-backs that were not fenced out count: a stale attempt says nothing."""
+    (locked, so ticks on several machines add up rather than overwrite each other), and
+    answer the enabled endpoints that have failed long enough to retire. Only write-backs
+    that were not fenced out count: a stale attempt says nothing."""
     endpoints = WebhookEndpoint.objects.select_for_update().in_bulk({e for e, _ in signals})
     for endpoint_id, signal in signals:
         endpoint = endpoints.get(endpoint_id)
@@ -375,11 +374,9 @@ def record_circuits(
         endpoint.failing_since = circuit.failing_since
     WebhookEndpoint.objects.bulk_update(list(endpoints.values()), CIRCUIT_FIELDS)
     after_hours = settings.ENDPOINT_DISABLE_AFTER_HOURS
-    retiring = [
+    return [
         endpoint
         for endpoint in endpoints.values()
         if endpoint.enabled
         and circuits.retires(circuit_of(endpoint), now=now, after_hours=after_hours)
     ]
-    if retiring:
-        endpoints_retire(retiring, now=now)

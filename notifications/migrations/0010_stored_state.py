@@ -6,7 +6,7 @@ reason is dead_lettered, off it without one or at its attempt limit is parked, w
 failures backing_off, else scheduled. No row is completed yet: finished rows used to be
 deleted. The due index then follows the state."""
 
-import notifications.models
+import delivery.models
 from django.db import migrations, models
 from django.db.models import Case, F, Q, Value, When
 
@@ -38,7 +38,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='notification',
             name='max_attempts',
-            field=models.PositiveIntegerField(default=notifications.models.default_max_attempts, editable=False),
+            field=models.PositiveIntegerField(default=delivery.models.default_max_attempts, editable=False),
         ),
         migrations.AddField(
             model_name='notification',

@@ -15,7 +15,7 @@ from django.db import close_old_connections
 from django.utils import timezone
 from standardwebhooks import Webhook, WebhookVerificationError
 
-from notifications.models import WebhookEndpoint
+from delivery.models import WebhookEndpoint
 from operations.demo.supervisor import TextSink
 
 MAX_BODY_BYTES = 1 << 20

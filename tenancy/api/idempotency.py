@@ -254,3 +254,8 @@ def operation_keys_expired(*, now: datetime) -> QuerySet[OperationKey]:
 def operation_keys_purge(*, now: datetime, batch_size: int = _PURGE_BATCH) -> int:
     """Delete every key that expired at or before `now`, in short batches; returns the count."""
     return delete_in_batches(operation_keys_expired(now=now), batch_size=batch_size)
+
+
+def created(data: dict[str, Any], location: str, *, shows_secret: bool = False) -> Answer:
+    """A 201 naming what the request made at `location` (sent as the Location header)."""
+    return Answer.of(201, data, resource=location, location=True, shows_secret=shows_secret)

@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from dbqueue.claims import ClaimSpec, claim
+from delivery.models import Notification
+from delivery.scheduler.tick import DUE
 from jobs.consumer import JOB_CLAIM
 from jobs.models import Job
-from notifications.models import Notification
-from notifications.scheduler.tick import DUE
 from projects.models import Project
 from tenancy.models import Tenant
 from tests.notifications.factories import notification_fields

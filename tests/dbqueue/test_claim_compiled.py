@@ -10,8 +10,8 @@ from django.db import transaction
 from django.db.models.sql.query import Query
 
 from dbqueue import claims, ranking
-from notifications.models import Notification
-from notifications.scheduler.tick import DUE
+from delivery.models import Notification
+from delivery.scheduler.tick import DUE
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

@@ -10,8 +10,8 @@ import pytest
 from django.db import connection
 
 from dbqueue.claims import OVERSAMPLE, claim, claim_statement
-from notifications.models import Notification, WebhookEndpoint
-from notifications.scheduler.tick import DUE
+from delivery.models import Notification, WebhookEndpoint
+from delivery.scheduler.tick import DUE
 from tenancy.models import Tenant
 from tests.conftest import requires_postgres
 from tests.dbqueue.fair_queues import LEASE, NOW

@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from dbqueue.fences import fenced_update_many
-from notifications.models import Notification
+from delivery.models import Notification
 from tests.notifications.factories import make_notifications, make_tenant
 
 AT = datetime(2026, 12, 5, 6, 30, tzinfo=UTC)

@@ -8,10 +8,10 @@ from django.utils import timezone
 from dbqueue.clock import Clock
 from dbqueue.models import WorkerTotal
 from dbqueue.totals import Histogram, worker_totals, worker_totals_add
+from delivery.scheduler.deliver import Senders
+from delivery.scheduler.tick import run_tick
+from delivery.transports.base import DeliveryResult
 from jobs.consumer import jobs_drain
-from notifications.scheduler.deliver import Senders
-from notifications.scheduler.tick import run_tick
-from notifications.transports.base import DeliveryResult
 from tests.jobs.factories import make_job
 from tests.notifications.factories import make_notifications, make_tenant
 

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from dbtools.compiled import CompiledQuery, Param, insert_rows, insert_together, raw_instances
-from notifications.models import Delivery, DeliveryOutcome, Notification
+from delivery.models import Delivery, DeliveryOutcome, Notification
 from projects.models import Project, ProjectStatus
 from tenancy.models import ApiToken, Membership, Role, Tenant
 from tests.conftest import make_member, requires_postgres

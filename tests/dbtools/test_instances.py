@@ -9,7 +9,7 @@ from django.db import DEFAULT_DB_ALIAS
 from django.db.models import signals
 
 from dbtools.instances import fresh, loaded
-from notifications.models import Delivery, DeliveryOutcome, Notification
+from delivery.models import Delivery, DeliveryOutcome, Notification
 from tests.notifications.factories import make_notification, make_tenant
 
 AT = datetime(2026, 12, 5, 6, 30, tzinfo=UTC)

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection, models
 
 from dbtools.values import preparer
-from notifications.models import Delivery, DeliveryOutcome, Notification, NotificationState
+from delivery.models import Delivery, DeliveryOutcome, Notification, NotificationState
 
 AWARE = datetime(2026, 12, 5, 6, 30, tzinfo=UTC)
 ELSEWHERE = datetime(2026, 12, 5, 7, 30, tzinfo=timezone(timedelta(hours=1)))

@@ -11,8 +11,8 @@ import pytest
 from django.db.models import Max
 from django.utils import timezone
 
+from delivery.models import Delivery, Notification
 from jobs.models import Job, JobStatus
-from notifications.models import Delivery, Notification
 from projects.models import ProjectStatus
 from tests.conftest import direct_sessions_only, requires_postgres
 from tests.faults.workers import Finished, terminate_backends, wait_past, wait_until

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from notifications.models import Delivery
+from delivery.models import Delivery
 from tests.conftest import requires_postgres
 from tests.faults.workers import wait_until
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant

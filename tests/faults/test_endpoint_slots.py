@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from dbqueue.models import ConcurrencySlot
-from notifications.models import Delivery
+from delivery.models import Delivery
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
 from tests.support.http_server import RecordedRequest, Reply, recording_server

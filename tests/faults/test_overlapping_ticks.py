@@ -15,7 +15,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from notifications.models import Delivery, Notification
+from delivery.models import Delivery, Notification
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
 from tests.support.http_server import recording_server

@@ -6,7 +6,7 @@ backing off, not lost."""
 import pytest
 from django.utils import timezone
 
-from notifications.models import Delivery, DeliveryOutcome, NotificationState
+from delivery.models import Delivery, DeliveryOutcome, NotificationState
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
 from tests.support.http_server import silent_server

@@ -14,7 +14,7 @@ from django.db.models import Max, Min
 from django.utils import timezone
 
 from dbqueue.models import ConcurrencySlot
-from notifications.models import Delivery, Notification
+from delivery.models import Delivery, Notification
 from tests.conftest import requires_postgres
 from tests.faults.workers import wait_past, wait_until
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant

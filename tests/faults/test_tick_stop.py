@@ -12,7 +12,7 @@ import pytest
 from django.db.models import Max
 from django.utils import timezone
 
-from notifications.models import Delivery, DeliveryOutcome, Notification
+from delivery.models import Delivery, DeliveryOutcome, Notification
 from tests.conftest import requires_postgres
 from tests.faults.workers import wait_past, wait_until
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant

@@ -4,8 +4,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from delivery.models import WebhookEndpoint
 from jobs.models import Job
-from notifications.models import WebhookEndpoint
 from projects.models import Project
 from tenancy.models import Tenant
 from tests.notifications import factories as notification_factories

@@ -6,12 +6,12 @@ from datetime import timedelta
 import pytest
 
 from dbqueue.clock import Clock
+from delivery.models import Notification
 from jobs.consumer import claim_size, jobs_claim, jobs_drain
 from jobs.models import Job, JobStatus
 from jobs.processing import jobs_process
 from jobs.registry import HANDLERS, Handler
 from jobs.services import Outcome
-from notifications.models import Notification
 from outbound.categories import ErrorCategory
 from projects.models import ProjectStatus
 from tests.jobs.factories import NOW, make_endpoint, make_job, reload

@@ -6,12 +6,12 @@ from datetime import timedelta
 import pytest
 
 from dbqueue.clock import Clock
+from delivery.models import Notification
 from jobs.consumer import jobs_claim, jobs_drain
 from jobs.models import JobStatus
 from jobs.processing import jobs_process
 from jobs.registry import HANDLERS, Handler, JobError
 from jobs.services import Outcome
-from notifications.models import Notification
 from outbound.categories import ErrorCategory
 from projects.models import ProjectStatus
 from tests.jobs.factories import NOW, make_job, reload

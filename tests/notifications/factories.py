@@ -4,13 +4,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from notifications.models import (
-    Notification,
-    NotificationState,
-    WebhookEndpoint,
-    default_max_attempts,
-)
-from notifications.transports.signing import generate_secret
+from delivery.models import Notification, NotificationState, WebhookEndpoint, default_max_attempts
+from delivery.transports.signing import generate_secret
 from tenancy.models import Tenant
 
 

@@ -3,8 +3,8 @@ the count of work (dateutil's steps and occurrences, in estimated µs) to bound 
 
 import datetime as datetime_module
 
-from notifications.recurrence import CpuBudget
-from notifications.recurrence.cost import WORK_PER_MS
+from delivery.recurrence import CpuBudget
+from delivery.recurrence.cost import WORK_PER_MS
 
 
 def _still_clock() -> float:

@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from notifications.models import Delivery, Notification, WebhookEndpoint
+from delivery.models import Delivery, Notification, WebhookEndpoint
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
 
-CHANGELIST = "/admin/notifications/notification/"
+CHANGELIST = "/admin/delivery/notification/"
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ def test_change_page_shows_the_delivery_log_and_read_only_claim_columns(admin_cl
     html = response.content.decode()
     assert response.status_code == 200
     assert "http_5xx" in html and "502" in html
-    assert f"/admin/notifications/delivery/?notification_id={notification.id}" in html
+    assert f"/admin/delivery/delivery/?notification_id={notification.id}" in html
     assert 'name="claim_token"' not in html
     assert 'name="claimed_until"' not in html
 
@@ -120,8 +120,8 @@ def test_endpoint_pages_never_show_secrets(admin_client, tenant):
         disabled_reason="410 Gone",
     )
 
-    listing = admin_client.get("/admin/notifications/webhookendpoint/")
-    change = admin_client.get(f"/admin/notifications/webhookendpoint/{endpoint.pk}/change/")
+    listing = admin_client.get("/admin/delivery/webhookendpoint/")
+    change = admin_client.get(f"/admin/delivery/webhookendpoint/{endpoint.pk}/change/")
 
     assert listing.status_code == change.status_code == 200
     for page in (listing.content.decode(), change.content.decode()):
@@ -132,7 +132,7 @@ def test_endpoint_pages_never_show_secrets(admin_client, tenant):
 
 def test_enable_and_disable_actions(admin_client, tenant):
     endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/x")
-    url = "/admin/notifications/webhookendpoint/"
+    url = "/admin/delivery/webhookendpoint/"
 
     admin_client.post(url, {"action": "disable", "_selected_action": [endpoint.pk]})
     disabled = WebhookEndpoint.objects.get(pk=endpoint.pk)
@@ -156,12 +156,12 @@ def test_delivery_log_is_a_read_only_filterable_list(admin_client, tenant, query
         error_category="timeout",
     )
 
-    response = admin_client.get(f"/admin/notifications/delivery/?{query}")
+    response = admin_client.get(f"/admin/delivery/delivery/?{query}")
 
     assert response.status_code == 200
     assert [d.pk for d in response.context["cl"].result_list] == [kept.pk]
-    assert admin_client.get("/admin/notifications/delivery/add/").status_code == 403
-    assert admin_client.post(f"/admin/notifications/delivery/{kept.pk}/delete/").status_code == 403
+    assert admin_client.get("/admin/delivery/delivery/add/").status_code == 403
+    assert admin_client.post(f"/admin/delivery/delivery/{kept.pk}/delete/").status_code == 403
 
 
 def test_delivery_log_filters_by_notification(admin_client, tenant):
@@ -181,7 +181,7 @@ def test_delivery_log_filters_by_notification(admin_client, tenant):
     )
 
     response = admin_client.get(
-        "/admin/notifications/delivery/", {"notification_id": str(wanted.notification_id)}
+        "/admin/delivery/delivery/", {"notification_id": str(wanted.notification_id)}
     )
 
     assert [d.pk for d in response.context["cl"].result_list] == [wanted.pk]
@@ -189,7 +189,7 @@ def test_delivery_log_filters_by_notification(admin_client, tenant):
 
 def test_endpoint_edits_go_through_the_service(admin_client, tenant, public_dns):
     endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/x")
-    url = f"/admin/notifications/webhookendpoint/{endpoint.pk}/change/"
+    url = f"/admin/delivery/webhookendpoint/{endpoint.pk}/change/"
 
     response = admin_client.post(url, {"url": "https://hooks.example.com/y"})
 
@@ -202,7 +202,7 @@ def test_endpoint_edits_go_through_the_service(admin_client, tenant, public_dns)
 
 def test_an_unsafe_endpoint_url_is_refused_with_its_reason(admin_client, tenant):
     endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/x")
-    url = f"/admin/notifications/webhookendpoint/{endpoint.pk}/change/"
+    url = f"/admin/delivery/webhookendpoint/{endpoint.pk}/change/"
 
     response = admin_client.post(
         url, {"url": "https://127.0.0.1/hook", "enabled": "on"}, follow=True
@@ -213,7 +213,7 @@ def test_an_unsafe_endpoint_url_is_refused_with_its_reason(admin_client, tenant)
 
 
 def test_endpoints_are_not_added_in_the_admin(admin_client):
-    assert admin_client.get("/admin/notifications/webhookendpoint/add/").status_code == 403
+    assert admin_client.get("/admin/delivery/webhookendpoint/add/").status_code == 403
 
 
 def test_delivery_rows_link_to_their_notification_while_it_exists(admin_client, tenant):
@@ -228,7 +228,7 @@ def test_delivery_rows_link_to_their_notification_while_it_exists(admin_client, 
             outcome="delivered",
         )
 
-    html = admin_client.get("/admin/notifications/delivery/").content.decode()
+    html = admin_client.get("/admin/delivery/delivery/").content.decode()
 
     assert f'<a href="{CHANGELIST}{notification.id}/change/">Weekly report</a>' in html
     assert f"(deleted) {gone}" in html
@@ -248,7 +248,7 @@ def test_every_admin_page_writes_dates_one_way(admin_client, tenant):
 
     pages = [
         admin_client.get(f"{CHANGELIST}{notification.id}/change/").content.decode(),
-        admin_client.get("/admin/notifications/delivery/").content.decode(),
+        admin_client.get("/admin/delivery/delivery/").content.decode(),
     ]
 
     for html in pages:
@@ -257,16 +257,16 @@ def test_every_admin_page_writes_dates_one_way(admin_client, tenant):
 
 
 def test_a_message_s_page_shows_its_deliveries_per_endpoint(admin_client):
-    from notifications.messages import publish_message
     from tests.notifications.factories import make_endpoint, make_tenant
+    from webhooks.messages import publish_message
 
     tenant = make_tenant()
     endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/in")
     message = publish_message(tenant=tenant, event_type="project.active", payload={"k": 1})
 
-    listed = admin_client.get("/admin/notifications/message/")
-    page = admin_client.get(f"/admin/notifications/message/{message.id}/change/")
-    types = admin_client.get("/admin/notifications/eventtype/")
+    listed = admin_client.get("/admin/webhooks/message/")
+    page = admin_client.get(f"/admin/webhooks/message/{message.id}/change/")
+    types = admin_client.get("/admin/webhooks/eventtype/")
 
     assert listed.status_code == page.status_code == types.status_code == 200
     assert "project.active" in listed.content.decode()

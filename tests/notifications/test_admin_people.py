@@ -8,14 +8,16 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from notifications import unsubscribe
-from notifications.digests import MAX_SHOWN, digest_join
-from notifications.models import Digest, Notification
-from notifications.recipients import preferences_put, recipient_put
+from delivery import header_tokens
+from delivery.models import Notification
+from people import unsubscribe
+from people.digests import MAX_SHOWN, digest_join
+from people.models import Digest
+from people.recipients import preferences_put, recipient_put
 from tests.notifications.factories import make_tenant
 
-RECIPIENTS = "/admin/notifications/recipient/"
-DIGESTS = "/admin/notifications/digest/"
+RECIPIENTS = "/admin/people/recipient/"
+DIGESTS = "/admin/people/digest/"
 
 
 @pytest.fixture
@@ -58,7 +60,7 @@ def _join(tenant, n, *, recipient="ada", key="comments"):
 def _unsubscribe_mac(tenant, recipient):
     """The signed part of the token a link to `recipient` would carry."""
     (_, value), _ = unsubscribe.headers(tenant_id=tenant.pk, key=recipient.key, category="billing")
-    return unsubscribe.render(value, secret=settings.SECRET_KEY).split(".")[-1].rstrip(">")
+    return header_tokens.render(value, secret=settings.SECRET_KEY).split(".")[-1].rstrip(">")
 
 
 def _html(response):
@@ -150,7 +152,7 @@ def test_a_digests_page_shows_its_items_and_its_notifications_lease(admin_client
     html = _html(admin_client.get(f"{DIGESTS}{digest.pk}/change/"))
 
     assert "<li>Comment 1</li><li>Comment 2</li>" in html
-    assert f"/admin/notifications/notification/{digest.notification_id}/change/" in html
+    assert f"/admin/delivery/notification/{digest.notification_id}/change/" in html
     assert "Claim token:" in html and '<div class="readonly">7</div>' in html
     assert 'name="is_open"' not in html and 'name="_save"' not in html
 
@@ -174,7 +176,7 @@ def test_no_page_shows_an_unsubscribe_token_or_the_key_that_signs_it(admin_clien
         f"{RECIPIENTS}{ada.pk}/change/",
         DIGESTS,
         f"{DIGESTS}{digest.pk}/change/",
-        f"/admin/notifications/notification/{digest.notification_id}/change/",
+        f"/admin/delivery/notification/{digest.notification_id}/change/",
     ]
     mac = _unsubscribe_mac(tenant, ada)
 

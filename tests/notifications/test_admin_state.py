@@ -6,10 +6,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from notifications.models import Notification
+from delivery.models import Notification
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
 
-CHANGELIST = "/admin/notifications/notification/"
+CHANGELIST = "/admin/delivery/notification/"
 QUEUE_STATE_FIELDS = [
     "next_fire_at",
     "occurrence",

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from notifications.models import Delivery
+from delivery.models import Delivery
 from tests.notifications.factories import make_notification
 
 

@@ -3,8 +3,8 @@ types are in every tenant and cannot be changed; names are unique per tenant."""
 
 import pytest
 
-from notifications.models import PRODUCT_EVENT_TYPES, EventType
 from tests.notifications.factories import make_tenant
+from webhooks.models import PRODUCT_EVENT_TYPES, EventType
 
 
 def _create(actor, name, **fields):

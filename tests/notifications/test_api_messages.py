@@ -8,10 +8,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from notifications.event_types import event_type_create
-from notifications.messages import MAX_PAYLOAD_BYTES
-from notifications.models import Delivery, Message, Notification, WebhookEndpoint
+from delivery.models import Delivery, Notification, WebhookEndpoint
 from tests.notifications.factories import make_endpoint
+from webhooks.event_types import event_type_create
+from webhooks.messages import MAX_PAYLOAD_BYTES
+from webhooks.models import Message
 
 pytestmark = pytest.mark.usefixtures("public_dns")
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from notifications.models import Notification
+from delivery.models import Notification
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_project
 

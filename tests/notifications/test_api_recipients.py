@@ -5,7 +5,8 @@ import uuid
 
 import pytest
 
-from notifications.models import Notification, Recipient
+from delivery.models import Notification
+from people.models import Recipient
 
 ADA = {"email": "ada@example.com", "name": "Ada", "timezone": "Europe/Berlin"}
 WINDOW = {"days": ["MO", "TU"], "from": "09:00", "until": "17:00"}

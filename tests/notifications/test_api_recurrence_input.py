@@ -12,8 +12,8 @@ from django.conf import settings
 
 import notifications.services
 import notifications.validation
-from notifications.models import Notification
-from notifications.recurrence import CpuBudget, next_occurrence
+from delivery.models import Notification
+from delivery.recurrence import CpuBudget, next_occurrence
 from tests.notifications.factories import make_notification
 from tests.notifications.recurrence_support import MULTIPLIED
 

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from notifications.models import WebhookEndpoint
+from delivery.models import WebhookEndpoint
 from tests.notifications.factories import make_endpoint
 
 PUBLIC = "93.184.216.34"

@@ -3,7 +3,7 @@ recipients, the same bytes on every send, and a batch without one sent as record
 
 import json
 
-from notifications.transports.resend import batch_texts_mapped
+from delivery.transports.resend import batch_texts_mapped
 from tenancy import link_tokens
 
 SECRET = "s3cret-key-for-tests"

@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from notifications.circuits import Circuit, Signal, after, signal_of
+from delivery.circuits import Circuit, Signal, after, signal_of
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 

@@ -6,8 +6,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
-from notifications.scheduler.deliver import Senders, deliver_row
-from notifications.transports.base import DeliveryResult
+from delivery.scheduler.deliver import Senders, deliver_row
+from delivery.transports.base import DeliveryResult
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

@@ -5,8 +5,8 @@ from datetime import timedelta
 
 import pytest
 
-from notifications.circuits import circuit_of, circuit_open, is_circuit_open
-from notifications.models import EndpointHealth, WebhookEndpoint
+from delivery.circuits import circuit_of, circuit_open, is_circuit_open
+from delivery.models import EndpointHealth, WebhookEndpoint
 from tests.jobs.factories import NOW, make_endpoint
 
 UNTIL = {

@@ -5,11 +5,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from notifications.models import Notification
-from notifications.scheduler.deliver import Senders
-from notifications.scheduler.tick import run_tick
-from notifications.stats import notification_queue_stats
-from notifications.transports.base import DeliveryResult
+from delivery.models import Notification
+from delivery.scheduler.deliver import Senders
+from delivery.scheduler.tick import run_tick
+from delivery.stats import notification_queue_stats
+from delivery.transports.base import DeliveryResult
 from tests.notifications.factories import make_endpoint, make_notification
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
@@ -121,10 +121,10 @@ def test_queue_figures_count_no_completed_or_parked_row(alice, finished):
 
 
 def test_the_admin_lists_completed_rows_and_names_them_in_the_delivery_log(admin_client, finished):
-    listed = admin_client.get("/admin/notifications/notification/", {"state": "completed"})
-    log = admin_client.get("/admin/notifications/delivery/").content.decode()
+    listed = admin_client.get("/admin/delivery/notification/", {"state": "completed"})
+    log = admin_client.get("/admin/delivery/delivery/").content.decode()
 
     assert [n.pk for n in listed.context["cl"].result_list] == [finished.pk]
-    link = f'<a href="/admin/notifications/notification/{finished.id}/change/">Standup</a>'
+    link = f'<a href="/admin/delivery/notification/{finished.id}/change/">Standup</a>'
     assert link in log
     assert "(deleted)" not in log

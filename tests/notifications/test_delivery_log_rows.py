@@ -3,10 +3,10 @@ within the occurrence, a safe error and when the row was written."""
 
 from datetime import UTC, datetime, timedelta
 
-from notifications.models import Delivery, Notification
-from notifications.scheduler.deliver import Senders
-from notifications.scheduler.tick import run_tick
-from notifications.transports.base import DeliveryResult
+from delivery.models import Delivery, Notification
+from delivery.scheduler.deliver import Senders
+from delivery.scheduler.tick import run_tick
+from delivery.transports.base import DeliveryResult
 from tests.notifications.factories import make_endpoint, make_notification
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

@@ -11,10 +11,11 @@ import pytest
 from django.core import mail
 from django.db import connection
 
-from notifications.digests import MAX_SHOWN, digest_body, digest_join
-from notifications.models import Delivery, Digest, Notification
-from notifications.recipients import recipient_put
-from notifications.scheduler.tick import run_tick
+from delivery.models import Delivery, Notification
+from delivery.scheduler.tick import run_tick
+from people.digests import MAX_SHOWN, digest_body, digest_join
+from people.models import Digest
+from people.recipients import recipient_put
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_tenant
 from tests.support.concurrency import run_together

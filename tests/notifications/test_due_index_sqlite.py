@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from dbqueue.claims import claim_statement
-from notifications.scheduler.tick import DUE
+from delivery.scheduler.tick import DUE
 from tests.conftest import sqlite_only
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

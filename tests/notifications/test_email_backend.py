@@ -7,8 +7,8 @@ import pytest
 from django.core import mail
 from django.core.mail.backends.base import BaseEmailBackend
 
-from notifications.transports.base import EmailMessage
-from notifications.transports.email import send_email
+from delivery.transports.base import EmailMessage
+from delivery.transports.email import send_email
 
 MESSAGE = EmailMessage(
     to=("ada@example.com",), subject="Reminder", body="It is time.", idempotency_key="n_1_1"

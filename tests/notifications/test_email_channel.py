@@ -8,8 +8,8 @@ import pytest
 import requests
 import responses
 
-from notifications.transports.base import EmailMessage
-from notifications.transports.resend import batch_body, send_batch
+from delivery.transports.base import EmailMessage
+from delivery.transports.resend import batch_body, send_batch
 from tests.support.http_server import Reply, recording_server
 
 KEY = "re_test_0123456789abcdef"

@@ -3,10 +3,10 @@ last success failed, a 4xx answer included; a 4xx never opens the circuit."""
 
 from datetime import UTC, datetime, timedelta
 
-from notifications.models import WebhookEndpoint
-from notifications.scheduler.deliver import Senders
-from notifications.scheduler.tick import run_tick
-from notifications.transports.base import DeliveryResult
+from delivery.models import WebhookEndpoint
+from delivery.scheduler.deliver import Senders
+from delivery.scheduler.tick import run_tick
+from delivery.transports.base import DeliveryResult
 from tests.notifications.factories import make_endpoint, make_notifications
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from notifications.models import Notification, NotificationSource, NotificationState
-from notifications.scheduler.deliver import Senders
-from notifications.scheduler.tick import run_tick
-from notifications.transports.base import DeliveryResult
+from delivery.models import Notification, NotificationSource, NotificationState
+from delivery.scheduler.deliver import Senders
+from delivery.scheduler.tick import run_tick
+from delivery.transports.base import DeliveryResult
 from tests.notifications.factories import make_endpoint, make_notification, make_notifications
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

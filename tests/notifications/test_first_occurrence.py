@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from dateutil.rrule import rrulestr
 
-from notifications.recurrence import first_occurrence
+from delivery.recurrence import first_occurrence
 
 BERLIN = ZoneInfo("Europe/Berlin")
 SUNDAY_EVENING = datetime(2031, 6, 1, 20, 15, tzinfo=BERLIN)

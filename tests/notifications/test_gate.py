@@ -5,8 +5,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from notifications.circuits import Circuit
-from notifications.scheduler.gate import Admission, ClaimLimits, EndpointGate
+from delivery.circuits import Circuit
+from delivery.scheduler.gate import Admission, ClaimLimits, EndpointGate
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 E = "endpoint"

@@ -8,14 +8,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from notifications.circuits import Signal
-from notifications.models import Notification
-from notifications.scheduler.context import TickConfig, TickSummary
-from notifications.scheduler.deliver import Deferral
-from notifications.scheduler.plan import Bucket, RowPlan
-from notifications.scheduler.writeback import Joiner, WriteBackBuffer
-from notifications.states import Move
-from notifications.transports.base import DeliveryResult
+from delivery.circuits import Signal
+from delivery.models import Notification
+from delivery.scheduler.context import TickConfig, TickSummary
+from delivery.scheduler.deliver import Deferral
+from delivery.scheduler.plan import Bucket, RowPlan
+from delivery.scheduler.writeback import Joiner, WriteBackBuffer
+from delivery.states import Move
+from delivery.transports.base import DeliveryResult
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 SENT = NOW + timedelta(seconds=3)

@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from notifications.scheduler.context import due_rows_left
+from delivery.scheduler.context import due_rows_left
 from tests.notifications.factories import make_notifications
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from notifications.models import Notification
+from delivery.models import Notification
 from tests.notifications.factories import make_notifications
 
 pytestmark = pytest.mark.django_db(transaction=True)

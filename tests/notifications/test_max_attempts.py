@@ -5,11 +5,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from delivery.models import Notification
+from delivery.scheduler.deliver import Senders
+from delivery.scheduler.tick import notification_claim, run_tick
+from delivery.transports.base import DeliveryResult
 from notifications import services
-from notifications.models import Notification
-from notifications.scheduler.deliver import Senders
-from notifications.scheduler.tick import notification_claim, run_tick
-from notifications.transports.base import DeliveryResult
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

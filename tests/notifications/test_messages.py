@@ -1,4 +1,4 @@
-"""Publishing a message (notifications.messages): subscriptions, event_id dedup and its
+"""Publishing a message (webhooks.messages): subscriptions, event_id dedup and its
 expiry, the payload limit, one insert per table whatever the endpoints, resend, and the
 webhook-id a receiver sees on every attempt and resend, against a real local receiver."""
 
@@ -12,18 +12,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from standardwebhooks import Webhook
 
-from notifications.event_types import event_type_archive, event_type_create
-from notifications.messages import (
-    MAX_PAYLOAD_BYTES,
-    message_attempts,
-    message_resend,
-    publish_message,
-)
-from notifications.models import Message, Notification, NotificationState, WebhookEndpoint
-from notifications.scheduler.tick import run_tick
+from delivery.models import Notification, NotificationState, WebhookEndpoint
+from delivery.scheduler.tick import run_tick
 from tests.notifications.factories import make_endpoint, make_tenant
 from tests.support.http_server import Reply, recording_server
 from web.errors import InvalidInput
+from webhooks.event_types import event_type_archive, event_type_create
+from webhooks.messages import MAX_PAYLOAD_BYTES, message_attempts, message_resend, publish_message
+from webhooks.models import Message
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 

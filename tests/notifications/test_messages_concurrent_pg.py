@@ -10,11 +10,12 @@ import uuid
 import pytest
 from django.db import transaction
 
-from notifications.messages import publish_message
-from notifications.models import Message, Notification
+from delivery.models import Notification
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_endpoint, make_tenant
 from tests.support.concurrency import Threads, wait_for_lock_waiters
+from webhooks.messages import publish_message
+from webhooks.models import Message
 
 pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True)]
 

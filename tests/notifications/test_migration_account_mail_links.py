@@ -7,12 +7,13 @@ import json
 import secrets
 
 import pytest
-from django.apps import apps
+from django.db import connection
+from django.db.migrations.loader import MigrationLoader
 from django.utils import timezone
 
-from notifications.models import EmailBatch, Notification
-from notifications.transports.base import EmailMessage
-from notifications.transports.resend import batch_body
+from delivery.models import EmailBatch, Notification
+from delivery.transports.base import EmailMessage
+from delivery.transports.resend import batch_body
 from onboarding.front_door import account_mail_tenant
 from tests.notifications.factories import make_notification, make_tenant
 
@@ -40,7 +41,11 @@ def test_live_links_leave_account_emails_and_their_batch_and_nothing_else_change
         members=[f"{r.pk}/1" for r in rows],
     )
 
-    migration.remove_live_links(apps, None)
+    # The models as the migration saw them (they have since moved to delivery).
+    state = MigrationLoader(connection).project_state(
+        ("notifications", "0011_account_mail_links_removed")
+    )
+    migration.remove_live_links(state.apps, None)
 
     mail.refresh_from_db()
     assert mail.body == ("Accept the invitation:\n\n[link removed: ask for a new one]\n\nOnce.")

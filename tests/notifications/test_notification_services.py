@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from dbqueue.fences import fenced_update
-from notifications import announcements, conflicts, services
-from notifications.models import Notification
+from delivery import conflicts
+from delivery.models import Notification
+from notifications import announcements, services
 from tests.notifications.factories import make_notification, make_tenant
 
 NOW = datetime(2030, 3, 4, 12, 0, tzinfo=UTC)

@@ -3,10 +3,10 @@
 import pytest
 
 from dbqueue.backoff import backoff_seconds, retry_delay
-from notifications.scheduler import plan
-from notifications.scheduler.plan import Verdict
-from notifications.states import DeadLetterReason
-from notifications.transports.base import DeliveryResult
+from delivery.scheduler import plan
+from delivery.scheduler.plan import Verdict
+from delivery.states import DeadLetterReason
+from delivery.transports.base import DeliveryResult
 from outbound.categories import ErrorCategory
 
 OK = DeliveryResult(ok=True, http_status=200)

@@ -7,8 +7,8 @@ import json
 import pytest
 from django.db import connection
 
-from notifications.models import Recipient
-from notifications.preferences import _PEOPLE
+from people.models import Recipient
+from people.preferences import _PEOPLE
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_tenant
 

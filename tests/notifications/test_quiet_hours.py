@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from notifications.quiet_hours import DAYS, common_opening, next_opening, window_errors
+from people.quiet_hours import DAYS, common_opening, next_opening, window_errors
 
 WEEKDAYS_9_TO_17 = {"days": ["MO", "TU", "WE", "TH", "FR"], "from": "09:00", "until": "17:00"}
 EVERY_DAY_8_TO_20 = {"days": list(DAYS), "from": "08:00", "until": "20:00"}

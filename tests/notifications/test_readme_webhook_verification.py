@@ -6,9 +6,9 @@ import re
 import pytest
 from django.test import RequestFactory
 
-from notifications.transports.base import WebhookMessage
-from notifications.transports.signing import generate_secret
-from notifications.transports.webhook import send_webhook
+from delivery.transports.base import WebhookMessage
+from delivery.transports.signing import generate_secret
+from delivery.transports.webhook import send_webhook
 from tests.support.http_server import recording_server
 from tests.support.processes import ROOT
 
@@ -17,7 +17,7 @@ PLACEHOLDER = '"whsec_..."'
 
 def readme_view(secret: str):
     """The README's view, with the endpoint's secret in place of its placeholder."""
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "api.md").read_text()
     section = readme.split("## Verifying a webhook signature\n", 1)[1].split("\n## ", 1)[0]
     [code] = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
     assert PLACEHOLDER in code

@@ -9,15 +9,15 @@ import pytest
 from django.utils import timezone
 
 from dbqueue.clock import Clock
+from delivery.models import Notification, NotificationState, WebhookEndpoint
 from jobs.consumer import jobs_claim, jobs_drain
 from jobs.models import Job, JobStatus
 from jobs.registry import JobError
-from notifications import recovery
-from notifications.models import Notification, NotificationState, WebhookEndpoint
-from notifications.recovery import RECOVER_KIND, endpoint_recover, recover_chunk
 from tenancy.models import OperationKey
 from tests.notifications.factories import make_endpoint, make_notification, make_notifications
 from web.errors import InvalidInput
+from webhooks import recovery
+from webhooks.recovery import RECOVER_KIND, endpoint_recover, recover_chunk
 
 URL = "https://hooks.example.com/tickwork"
 DEAD = {"next_fire_at": None, "dead_letter_reason": "exhausted", "error_count": 3}

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from dateutil.rrule import rrulestr
 
-from notifications.recurrence import (
+from delivery.recurrence import (
     InvalidRecurrence,
     next_occurrence,
     validate_rrule,

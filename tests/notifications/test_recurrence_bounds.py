@@ -8,12 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from dateutil.rrule import _iterinfo
 
-from notifications.recurrence import (
-    InvalidRecurrence,
-    RuleTooCostly,
-    next_occurrence,
-    validate_rrule,
-)
+from delivery.recurrence import InvalidRecurrence, RuleTooCostly, next_occurrence, validate_rrule
 from tests.notifications.recurrence_support import GENEROUS, step_budget
 
 BERLIN = ZoneInfo("Europe/Berlin")

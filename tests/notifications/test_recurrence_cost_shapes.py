@@ -14,16 +14,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from notifications.recurrence import (
+from delivery.recurrence import (
     CpuBudget,
     InvalidRecurrence,
     RuleTooCostly,
     admitted_first_occurrence,
     validate_rrule,
 )
-from notifications.recurrence.bounds import OCCURRENCE_COST
-from notifications.recurrence.rules import MAX_PERIOD_OCCURRENCES, parse_rule
-from notifications.recurrence.walk import occurrence_after
+from delivery.recurrence.bounds import OCCURRENCE_COST
+from delivery.recurrence.rules import MAX_PERIOD_OCCURRENCES, parse_rule
+from delivery.recurrence.walk import occurrence_after
 from tests.notifications.recurrence_support import (
     DAYS,
     GENEROUS,

@@ -15,7 +15,7 @@ from dateutil.rrule import rrulestr
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-from notifications.recurrence import (
+from delivery.recurrence import (
     InvalidRecurrence,
     RuleTooCostly,
     first_occurrence,

@@ -2,12 +2,8 @@
 
 from datetime import UTC, datetime, timedelta
 
-from notifications.recurrence import next_occurrence
-from notifications.recurrence.skipped import (
-    SKIP_COUNT_CAP,
-    next_and_skipped,
-    skipped_occurrences,
-)
+from delivery.recurrence import next_occurrence
+from delivery.recurrence.skipped import SKIP_COUNT_CAP, next_and_skipped, skipped_occurrences
 from tests.notifications.recurrence_support import GENEROUS, step_budget
 
 ANCHOR = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)

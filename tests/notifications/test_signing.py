@@ -7,7 +7,7 @@ import pytest
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
-from notifications.transports.signing import generate_secret, sign
+from delivery.transports.signing import generate_secret, sign
 
 BODY = b'{"type":"notification.fired","data":{"notification_id":"42"}}'
 

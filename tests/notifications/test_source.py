@@ -6,12 +6,13 @@ import importlib
 import uuid
 
 import pytest
-from django.apps import apps
+from django.db import connection
+from django.db.migrations.loader import MigrationLoader
 from django.utils import timezone
 
 from dbqueue.clock import Clock
+from delivery.models import Notification
 from jobs.consumer import jobs_drain
-from notifications.models import Notification
 from onboarding.front_door import account_mail_tenant
 from tests.jobs.factories import make_endpoint
 from tests.notifications.factories import make_notification, make_tenant
@@ -113,7 +114,9 @@ def test_the_migration_marks_the_products_rows_system_and_the_rest_api():
     account = make_notification(tenant=account_mail_tenant(), next_fire_at=now)
     Notification.objects.update(source="api")
 
-    migration.mark_system_rows(apps, None)
+    # The models as the migration saw them (they have since moved to delivery).
+    state = MigrationLoader(connection).project_state(("notifications", "0014_notification_source"))
+    migration.mark_system_rows(state.apps, None)
 
     sources = dict(Notification.objects.values_list("pk", "source"))
     assert sources == {made.pk: "api", announced.pk: "system", account.pk: "system"}

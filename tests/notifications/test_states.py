@@ -6,19 +6,19 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from notifications.models import Notification
-from notifications.recurrence import InvalidRecurrence
-from notifications.scheduler.deliver import Deferral, RowDelivery
-from notifications.scheduler.plan import (
+from delivery.models import Notification
+from delivery.recurrence import InvalidRecurrence
+from delivery.scheduler.deliver import Deferral, RowDelivery
+from delivery.scheduler.plan import (
     Policy,
     invalid_schedule,
     plan_crashed,
     plan_delivery,
     plan_release,
 )
-from notifications.states import TRANSITIONS, IllegalTransition, Move, after, allows
-from notifications.states import NotificationState as S
-from notifications.transports.base import DeliveryResult
+from delivery.states import TRANSITIONS, IllegalTransition, Move, after, allows
+from delivery.states import NotificationState as S
+from delivery.transports.base import DeliveryResult
 from outbound.categories import ErrorCategory
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

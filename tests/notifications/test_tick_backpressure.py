@@ -5,12 +5,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from notifications.models import Delivery, DeliveryOutcome, Notification
-from notifications.scheduler.deliver import Senders
-from notifications.scheduler.tick import run_tick
-from notifications.transports.base import DeliveryResult
-from notifications.transports.resend import classify_resend_response
-from notifications.transports.webhook import classify_response
+from delivery.models import Delivery, DeliveryOutcome, Notification
+from delivery.scheduler.deliver import Senders
+from delivery.scheduler.tick import run_tick
+from delivery.transports.base import DeliveryResult
+from delivery.transports.resend import classify_resend_response
+from delivery.transports.webhook import classify_response
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

@@ -12,8 +12,8 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from dbqueue.worker import ConnectionLost
-from notifications.models import Delivery, Notification
-from notifications.scheduler.tick import TickSummary
+from delivery.models import Delivery, Notification
+from delivery.scheduler.tick import TickSummary
 from tests.conftest import requires_postgres
 from tests.notifications.factories import (
     make_endpoint,
@@ -53,9 +53,7 @@ def test_bad_arguments_are_a_clear_command_error(db, arguments):
 
 
 def test_a_lost_database_is_one_error_line_and_a_failed_command(db, monkeypatch):
-    monkeypatch.setattr(
-        "notifications.scheduler.tick.notification_claim", fail_with(session_ended())
-    )
+    monkeypatch.setattr("delivery.scheduler.tick.notification_claim", fail_with(session_ended()))
     out = StringIO()
 
     with pytest.raises(CommandError) as raised:
@@ -70,7 +68,7 @@ def test_a_lost_database_is_one_error_line_and_a_failed_command(db, monkeypatch)
 def test_a_tick_that_loses_its_database_stops_claiming(db, settings, monkeypatch):
     settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
     settings.TICK_CONCURRENCY = 1
-    monkeypatch.setattr("notifications.scheduler.tick.write_back", fail_with(session_ended()))
+    monkeypatch.setattr("delivery.scheduler.tick.write_back", fail_with(session_ended()))
     tenant = make_tenant()
     out = StringIO()
     with recording_server() as server:
@@ -98,9 +96,7 @@ def test_a_write_back_that_fails_with_the_database_still_there_does_not_stop_the
 ):
     settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
     settings.TICK_CONCURRENCY = 1
-    monkeypatch.setattr(
-        "notifications.scheduler.tick.write_back", fail_with(DatabaseError("disk full"))
-    )
+    monkeypatch.setattr("delivery.scheduler.tick.write_back", fail_with(DatabaseError("disk full")))
     tenant = make_tenant()
     out = StringIO()
     with recording_server() as server:
@@ -124,7 +120,7 @@ def test_loop_reports_a_lost_database_and_keeps_ticking(db, monkeypatch):
         stop.set()
         return TickSummary(claimed=1, delivered=1)
 
-    monkeypatch.setattr("notifications.scheduler.tick.run_tick", tick)
+    monkeypatch.setattr("delivery.scheduler.tick.run_tick", tick)
     out, err = StringIO(), StringIO()
 
     call_command("run_tick", "--loop", "--interval", "0.01", stdout=out, stderr=err)

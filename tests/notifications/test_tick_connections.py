@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.conf import settings
 
-from notifications.scheduler.tick import run_tick
+from delivery.scheduler.tick import run_tick
 from tests.notifications.factories import make_endpoint, make_notifications
 from tests.support.http_server import Reply, recording_server
 

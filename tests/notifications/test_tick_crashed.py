@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from notifications.models import Delivery, DeliveryOutcome, NotificationState
-from notifications.scheduler.tick import notification_claim, run_tick
+from delivery.models import Delivery, DeliveryOutcome, NotificationState
+from delivery.scheduler.tick import notification_claim, run_tick
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
 from tests.support.http_server import recording_server
 

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from dbqueue.models import ConcurrencySlot
-from notifications.models import Delivery, DeliveryOutcome, Notification, NotificationState
+from delivery.models import Delivery, DeliveryOutcome, Notification, NotificationState
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
 from tests.support.http_server import Reply, recording_server

@@ -11,15 +11,15 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from notifications.models import Delivery, Notification
-from notifications.scheduler import rowlane, tick
-from notifications.scheduler.context import TickSummary
-from notifications.scheduler.database_thread import (
+from delivery.models import Delivery, Notification
+from delivery.scheduler import rowlane, tick
+from delivery.scheduler.context import TickSummary
+from delivery.scheduler.database_thread import (
     DatabaseThread,
     InlineDatabase,
     database_for_this_tick,
 )
-from notifications.scheduler.writeback import WriteBackBuffer, write_back
+from delivery.scheduler.writeback import WriteBackBuffer, write_back
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
 from tests.support.http_server import Reply, recording_server

@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from dbqueue.pacing import next_slot, reserve_slots
-from notifications.models import Delivery, DeliveryOutcome, EmailBatch, Notification
-from notifications.scheduler.deliver import Senders
-from notifications.scheduler.tick import run_tick
-from notifications.transports.base import DeliveryResult
-from notifications.transports.resend import BatchAnswer
+from delivery.models import Delivery, DeliveryOutcome, EmailBatch, Notification
+from delivery.scheduler.deliver import Senders
+from delivery.scheduler.tick import run_tick
+from delivery.transports.base import DeliveryResult
+from delivery.transports.resend import BatchAnswer
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
@@ -202,7 +202,7 @@ def test_batches_are_paced_at_the_rate_through_the_shared_budget(db, settings):
 
 
 def test_a_row_reclaimed_meanwhile_is_left_out_of_the_new_batch(db):
-    from notifications.scheduler.mail import compose
+    from delivery.scheduler.mail import compose
 
     tenant = make_tenant()
     kept, reclaimed = email_rows(2, tenant)

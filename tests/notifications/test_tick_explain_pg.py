@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from dbqueue.claims import claim_statement
-from notifications.scheduler.tick import DUE
+from delivery.scheduler.tick import DUE
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_notifications, make_tenant
 

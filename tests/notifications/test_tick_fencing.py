@@ -5,14 +5,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from notifications.models import Delivery, Notification
-from notifications.scheduler import tick as tick_module
-from notifications.scheduler.deliver import RowDelivery
-from notifications.scheduler.plan import Policy, plan_delivery
-from notifications.scheduler.tick import notification_claim, run_tick
-from notifications.scheduler.writeback import write_back
-from notifications.states import Move
-from notifications.transports.base import DeliveryResult
+from delivery.models import Delivery, Notification
+from delivery.scheduler import tick as tick_module
+from delivery.scheduler.deliver import RowDelivery
+from delivery.scheduler.plan import Policy, plan_delivery
+from delivery.scheduler.tick import notification_claim, run_tick
+from delivery.scheduler.writeback import write_back
+from delivery.states import Move
+from delivery.transports.base import DeliveryResult
 from outbound.categories import ErrorCategory
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
 from tests.support.http_server import recording_server

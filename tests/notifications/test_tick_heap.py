@@ -4,9 +4,9 @@ runs (a full pass would stop its threads to rescan them all), and hands them bac
 import gc
 from datetime import UTC, datetime
 
-from notifications.scheduler.deliver import Senders
-from notifications.scheduler.tick import run_tick
-from notifications.transports.base import DeliveryResult
+from delivery.scheduler.deliver import Senders
+from delivery.scheduler.tick import run_tick
+from delivery.transports.base import DeliveryResult
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

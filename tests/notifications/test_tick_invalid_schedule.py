@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from notifications.models import Delivery, DeliveryOutcome, Notification
-from notifications.recurrence import CpuBudget
-from notifications.scheduler.plan import Policy
-from notifications.scheduler.tick import run_tick
+from delivery.models import Delivery, DeliveryOutcome, Notification
+from delivery.recurrence import CpuBudget
+from delivery.scheduler.plan import Policy
+from delivery.scheduler.tick import run_tick
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
 from tests.notifications.recurrence_support import MULTIPLIED
 from tests.support.http_server import recording_server

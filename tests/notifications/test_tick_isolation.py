@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from notifications.models import Delivery, DeliveryOutcome, Notification, WebhookEndpoint
-from notifications.scheduler.deliver import Senders
-from notifications.scheduler.tick import run_tick
-from notifications.transports.base import DeliveryResult
+from delivery.models import Delivery, DeliveryOutcome, Notification, WebhookEndpoint
+from delivery.scheduler.deliver import Senders
+from delivery.scheduler.tick import run_tick
+from delivery.transports.base import DeliveryResult
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
@@ -218,10 +218,7 @@ def test_a_recurring_row_deferred_after_its_email_advances_once_the_webhook_went
 
 
 def test_a_new_url_or_a_rotated_secret_closes_the_circuit(db, local_channels):
-    from notifications.webhook_endpoints import (
-        webhook_endpoint_rotate_secret,
-        webhook_endpoint_update,
-    )
+    from webhooks.endpoints import webhook_endpoint_rotate_secret, webhook_endpoint_update
 
     tenant = make_tenant()
     first = make_endpoint(tenant=tenant, url="http://127.0.0.1:9/first")
@@ -254,7 +251,7 @@ def test_a_tick_stopped_by_its_cap_counts_the_due_rows_it_left(db, settings, cha
 
 
 def test_a_claim_takes_no_more_of_one_endpoints_rows_than_it_can_use(db):
-    from notifications.scheduler.tick import notification_claim
+    from delivery.scheduler.tick import notification_claim
 
     tenant = make_tenant()
     first = make_endpoint(tenant=tenant, url=HEALTHY)
@@ -285,7 +282,7 @@ def test_a_single_endpoint_burst_needs_no_releases(db, channels):
 def test_a_one_endpoint_burst_never_claims_an_empty_batch_while_rows_are_due(
     db, channels, monkeypatch
 ):
-    from notifications.scheduler import tick as tick_module
+    from delivery.scheduler import tick as tick_module
 
     sizes = []
     real_claim = tick_module.notification_claim

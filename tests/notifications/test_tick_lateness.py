@@ -5,13 +5,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from dbqueue.totals import worker_totals
-from notifications.models import Delivery, DeliveryOutcome, Notification, WebhookEndpoint
-from notifications.scheduler.deliver import Senders
-from notifications.scheduler.plan import Policy, plan_crashed
-from notifications.scheduler.tick import run_tick
-from notifications.scheduler.writeback import write_back
-from notifications.transports.base import DeliveryResult
-from notifications.transports.webhook import classify_response
+from delivery.models import Delivery, DeliveryOutcome, Notification, WebhookEndpoint
+from delivery.scheduler.deliver import Senders
+from delivery.scheduler.plan import Policy, plan_crashed
+from delivery.scheduler.tick import run_tick
+from delivery.scheduler.writeback import write_back
+from delivery.transports.base import DeliveryResult
+from delivery.transports.webhook import classify_response
 from operations.queue_health import hourly_lateness
 from tests.notifications.factories import make_endpoint, make_notification
 

@@ -11,12 +11,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from notifications.models import Delivery, DeliveryOutcome, Notification
-from notifications.scheduler import tick as tick_module
-from notifications.scheduler.context import FLUSH_SECONDS, START_MARGIN_SECONDS
-from notifications.scheduler.deliver import Senders
-from notifications.scheduler.tick import run_tick
-from notifications.transports.base import DeliveryResult
+from delivery.models import Delivery, DeliveryOutcome, Notification
+from delivery.scheduler import tick as tick_module
+from delivery.scheduler.context import FLUSH_SECONDS, START_MARGIN_SECONDS
+from delivery.scheduler.deliver import Senders
+from delivery.scheduler.tick import run_tick
+from delivery.transports.base import DeliveryResult
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

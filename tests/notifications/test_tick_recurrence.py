@@ -5,8 +5,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from notifications.models import Notification
-from notifications.scheduler.tick import run_tick
+from delivery.models import Notification
+from delivery.scheduler.tick import run_tick
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.support.http_server import Reply, recording_server
 

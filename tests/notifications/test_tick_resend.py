@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from notifications.models import Delivery, DeliveryOutcome, Notification
-from notifications.scheduler.tick import run_tick
+from delivery.models import Delivery, DeliveryOutcome, Notification
+from delivery.scheduler.tick import run_tick
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_notifications, make_tenant
 from tests.support.concurrency import run_together

@@ -5,10 +5,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from notifications.models import Delivery, DeliveryOutcome, NotificationState
-from notifications.scheduler.deliver import Senders
-from notifications.scheduler.tick import run_tick
-from notifications.transports.base import DeliveryResult
+from delivery.models import Delivery, DeliveryOutcome, NotificationState
+from delivery.scheduler.deliver import Senders
+from delivery.scheduler.tick import run_tick
+from delivery.transports.base import DeliveryResult
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.support.http_server import Reply, recording_server
 

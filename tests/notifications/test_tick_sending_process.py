@@ -14,15 +14,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from notifications.models import Delivery, Notification, WebhookEndpoint
-from notifications.scheduler import sending_process, tick
-from notifications.scheduler.sending_process import (
-    OnASpareCore,
-    SendingProcess,
-    sending_for_this_tick,
-)
-from notifications.transports.base import WebhookMessage
-from notifications.transports.signing import generate_secret, sign
+from delivery.models import Delivery, Notification, WebhookEndpoint
+from delivery.scheduler import sending_process, tick
+from delivery.scheduler.sending_process import OnASpareCore, SendingProcess, sending_for_this_tick
+from delivery.transports.base import WebhookMessage
+from delivery.transports.signing import generate_secret, sign
 from outbound.categories import ErrorCategory
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
@@ -232,7 +228,7 @@ def test_the_sending_process_imports_nothing_of_django():
     webhooks the tick sends itself meanwhile."""
     probe = (
         "import sys\n"
-        "import notifications.scheduler.sending_child\n"
+        "import delivery.scheduler.sending_child\n"
         "print(sorted(m for m in sys.modules if m.partition('.')[0] == 'django'))\n"
     )
     imported = subprocess.run(
@@ -250,7 +246,7 @@ def test_the_sending_process_ends_when_the_tick_is_killed_outright():
         [
             sys.executable,
             "-c",
-            "from notifications.scheduler.sending_process import SendingProcess\n"
+            "from delivery.scheduler.sending_process import SendingProcess\n"
             "import time\n"
             "process = SendingProcess(concurrency=1, allow_private=False)\n"
             "print(process.process.pid, flush=True)\n"

@@ -6,14 +6,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from standardwebhooks import Webhook
 
-from notifications.models import (
+from delivery.models import (
     Delivery,
     DeliveryOutcome,
     Notification,
     NotificationState,
     WebhookEndpoint,
 )
-from notifications.scheduler.tick import run_tick
+from delivery.scheduler.tick import run_tick
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.support.http_server import Reply, recording_server
 
@@ -189,7 +189,7 @@ def test_unexpected_error_leaves_the_row_claimed_and_the_tick_continues(
     def broken_schedule(**_):
         raise RuntimeError("unexpected")
 
-    monkeypatch.setattr("notifications.scheduler.plan.next_and_skipped", broken_schedule)
+    monkeypatch.setattr("delivery.scheduler.plan.next_and_skipped", broken_schedule)
     with recording_server() as server:
         endpoint = make_endpoint(tenant=tenant, url=server.url)
         broken = make_notification(

@@ -11,9 +11,9 @@ import requests
 import responses
 from standardwebhooks import Webhook
 
-from notifications.transports.base import WebhookMessage
-from notifications.transports.signing import generate_secret
-from notifications.transports.webhook import send_webhook
+from delivery.transports.base import WebhookMessage
+from delivery.transports.signing import generate_secret
+from delivery.transports.webhook import send_webhook
 from tests.support.resolvers import fake_resolver
 
 URL = "https://hooks.example.com/hook?token=s3cret"

@@ -3,9 +3,9 @@
 import pytest
 from standardwebhooks import Webhook
 
-from notifications.transports.base import WebhookMessage
-from notifications.transports.signing import generate_secret
-from notifications.transports.webhook import send_webhook
+from delivery.transports.base import WebhookMessage
+from delivery.transports.signing import generate_secret
+from delivery.transports.webhook import send_webhook
 from tests.support.http_server import Reply, recording_server
 
 PAYLOAD = {"type": "notification.fired", "data": {"notification_id": 3, "occurrence": 2}}

@@ -1,4 +1,4 @@
-"""notifications.webhook_endpoints: disabling, rotating secrets (concurrent rotations
+"""webhooks.endpoints: disabling, rotating secrets (concurrent rotations
 included) and deleting an endpoint."""
 
 import socket
@@ -9,11 +9,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from dbqueue.models import ConcurrencySlot
-from notifications import webhook_endpoints
-from notifications.models import Notification, WebhookEndpoint
+from delivery.models import Notification, WebhookEndpoint, slot_scope
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_endpoint, make_notification, make_tenant
 from tests.support.concurrency import Threads, run_together, wait_for_lock_waiters
+from webhooks import endpoints as webhook_endpoints
 
 NOW = datetime(2030, 3, 4, 12, 0, tzinfo=UTC)
 
@@ -91,14 +91,14 @@ def test_deleting_an_endpoint_detaches_its_notifications(tenant):
 
     other = make_endpoint(tenant=tenant, url="https://hooks.example.com/other")
     for one in (endpoint, other):
-        ConcurrencySlot.objects.create(scope=webhook_endpoints.slot_scope(one.id), slot=0)
+        ConcurrencySlot.objects.create(scope=slot_scope(one.id), slot=0)
 
     webhook_endpoints.webhook_endpoint_delete(tenant=tenant, endpoint_id=endpoint.id)
 
     assert Notification.objects.get(pk=notification.pk).webhook_endpoint_id is None
     # Its delivery slots go with it; another endpoint's stay.
     scopes = set(ConcurrencySlot.objects.values_list("scope", flat=True))
-    assert scopes == {webhook_endpoints.slot_scope(other.id)}
+    assert scopes == {slot_scope(other.id)}
     with pytest.raises(WebhookEndpoint.DoesNotExist):
         webhook_endpoints.webhook_endpoint_delete(tenant=tenant, endpoint_id=endpoint.id)
 

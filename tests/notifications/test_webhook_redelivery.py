@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from standardwebhooks import Webhook
 
-from notifications.scheduler.deliver import default_senders, deliver_row
-from notifications.scheduler.tick import notification_claim, run_tick
-from notifications.transports import webhook as webhook_transport
+from delivery.scheduler.deliver import default_senders, deliver_row
+from delivery.scheduler.tick import notification_claim, run_tick
+from delivery.transports import webhook as webhook_transport
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.support.http_server import RecordedRequest, Reply, recording_server
 

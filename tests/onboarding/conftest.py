@@ -7,7 +7,7 @@ import pytest
 from django.core import mail
 from django.core.management import call_command
 
-from notifications.models import Notification
+from delivery.models import Notification
 from onboarding.front_door import ACCOUNT_MAIL_TENANT_ID
 from tests.conftest import link_token
 from tests.support.fake_siteverify import fake_siteverify

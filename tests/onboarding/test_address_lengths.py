@@ -5,8 +5,8 @@ spent, no row, no job — where it used to be a 500 or a provision job failing f
 import pytest
 from django.core.management import call_command
 
+from delivery.models import Notification
 from jobs.models import Job
-from notifications.models import Notification
 from projects.models import Project
 from tenancy.models import Invitation, OperationKey, SignupRequest
 from tests.onboarding.conftest import account_emails, deliver_mail, emailed_token

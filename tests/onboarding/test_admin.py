@@ -35,7 +35,7 @@ def test_lists_and_pages_show_the_rows_but_no_token_or_digest(admin_client, fron
         f"/admin/tenancy/invitation/{invitation.pk}/change/",
         "/admin/tenancy/signuprequest/",
         f"/admin/tenancy/signuprequest/{signup.pk}/change/",
-        "/admin/notifications/notification/",
+        "/admin/delivery/notification/",
     ]
 
     for page in pages:

@@ -11,8 +11,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from notifications.models import Delivery, EmailBatch, Notification
-from notifications.scheduler.tick import run_tick
+from delivery.models import Delivery, EmailBatch, Notification
+from delivery.scheduler.tick import run_tick
 from onboarding.front_door import account_mail_tenant
 from tenancy.models import Invitation, SignupRequest
 from tests.conftest import make_member
@@ -62,12 +62,12 @@ def assert_not_shown(tokens: list[str], alice) -> None:
     admin = alice.client()
     admin.force_login(staff)
     pages = [
-        "/admin/notifications/notification/",
-        "/admin/notifications/delivery/",
+        "/admin/delivery/notification/",
+        "/admin/delivery/delivery/",
         "/admin/tenancy/invitation/",
         "/admin/tenancy/signuprequest/",
-        *(f"/admin/notifications/notification/{n.pk}/change/" for n in Notification.objects.all()),
-        *(f"/admin/notifications/delivery/{d.pk}/change/" for d in Delivery.objects.all()),
+        *(f"/admin/delivery/notification/{n.pk}/change/" for n in Notification.objects.all()),
+        *(f"/admin/delivery/delivery/{d.pk}/change/" for d in Delivery.objects.all()),
     ]
     insider = make_member(account_mail_tenant(), "ops@example.com").client()
     api = [

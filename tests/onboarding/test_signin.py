@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from notifications.models import Notification
+from delivery.models import Notification
 from tenancy.models import ApiToken, SigninLink, token_digest
 from tests.onboarding.conftest import account_emails, deliver_mail, emailed_token
 from tests.web.write_endpoints import assert_problem

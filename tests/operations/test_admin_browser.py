@@ -97,7 +97,7 @@ def test_support_retries_a_dead_lettered_notification_and_reads_queue_health(pag
 @pytest.fixture
 def deliveries(queue) -> None:
     """A page of delivery-log rows with the longest values their columns show."""
-    from notifications.models import Delivery, Notification
+    from delivery.models import Delivery, Notification
 
     row = Notification.objects.get(subject="Nightly export")
     for occurrence in range(1, 30):
@@ -119,7 +119,7 @@ def test_the_delivery_log_fits_a_1366_pixel_window(deliveries, page):
     page.set_viewport_size({"width": 1366, "height": 768})
     _log_in(page)
 
-    page.goto("/admin/notifications/delivery/")
+    page.goto("/admin/delivery/delivery/")
     expect(page.locator("#result_list")).to_contain_text("Nightly export")
 
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")

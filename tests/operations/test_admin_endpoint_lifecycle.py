@@ -6,9 +6,9 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from notifications.models import DISABLED_FAILING
-from notifications.recovery import RECOVER_KIND, endpoint_recover
+from delivery.models import DISABLED_FAILING
 from tests.notifications.factories import make_endpoint, make_tenant
+from webhooks.recovery import RECOVER_KIND, endpoint_recover
 
 URL = "https://hooks.example.com/in"
 
@@ -34,7 +34,7 @@ def test_the_endpoint_list_filters_the_retired_ones(admin_client):
     retired.save()
 
     response = admin_client.get(
-        "/admin/notifications/webhookendpoint/", {"disabled_reason": DISABLED_FAILING}
+        "/admin/delivery/webhookendpoint/", {"disabled_reason": DISABLED_FAILING}
     )
 
     assert response.status_code == 200

@@ -6,7 +6,7 @@ from datetime import timedelta
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from notifications.models import Delivery
+from delivery.models import Delivery
 from tests.jobs.factories import make_job
 from tests.notifications.factories import make_notification, make_tenant
 

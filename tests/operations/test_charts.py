@@ -3,7 +3,7 @@
 import xml.etree.ElementTree as ET
 from itertools import pairwise
 
-from notifications.models import DeliveryOutcome
+from delivery.models import DeliveryOutcome
 from operations.charts import RIGHT, WIDTH, Series, legend_positions, lines_svg, stacked_bars_svg
 
 SVG = "{http://www.w3.org/2000/svg}"

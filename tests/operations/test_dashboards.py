@@ -9,7 +9,7 @@ import pytest
 import yaml
 from django.utils import timezone
 
-from notifications.scheduler.context import LATENESS_BOUNDS_S
+from delivery.scheduler.context import LATENESS_BOUNDS_S
 from operations.metrics import metrics_exposition
 
 MONITORING = Path(__file__).resolve().parents[2] / "operations" / "monitoring"

@@ -8,9 +8,9 @@ import pytest
 from django.utils import timezone
 
 from dbqueue.totals import worker_totals_add
-from notifications.scheduler.deliver import Senders
-from notifications.scheduler.tick import run_tick
-from notifications.transports.base import DeliveryResult
+from delivery.scheduler.deliver import Senders
+from delivery.scheduler.tick import run_tick
+from delivery.transports.base import DeliveryResult
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.support.queues import fill_queues
 

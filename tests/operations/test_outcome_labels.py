@@ -6,11 +6,11 @@ from datetime import UTC, datetime
 import pytest
 
 from dbqueue.clock import Clock
+from delivery.scheduler.deliver import Senders
+from delivery.scheduler.tick import run_tick
+from delivery.transports.base import DeliveryResult
 from jobs.consumer import jobs_drain
 from jobs.registry import HANDLERS, Handler, JobError
-from notifications.scheduler.deliver import Senders
-from notifications.scheduler.tick import run_tick
-from notifications.transports.base import DeliveryResult
 from outbound.categories import ErrorCategory
 from tests.jobs.factories import NOW, make_job
 from tests.notifications.factories import make_endpoint, make_notification

@@ -16,8 +16,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from delivery.models import Delivery, EmailBatch, Notification
 from jobs.models import Job, JobStatus
-from notifications.models import Delivery, EmailBatch, Notification
 from tenancy.models import ApiToken, OperationKey, SigninLink, TokenKind
 from tests.jobs.factories import make_job
 from tests.notifications.factories import make_notification

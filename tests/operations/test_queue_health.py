@@ -5,8 +5,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from notifications.models import Delivery, DeliveryOutcome
-from notifications.scheduler.context import LATENESS_BOUNDS_S
+from delivery.models import Delivery, DeliveryOutcome
+from delivery.scheduler.context import LATENESS_BOUNDS_S
 from operations.queue_health import HOURS, hourly_lateness, hourly_outcomes, queue_health
 from tests.jobs.factories import make_job
 from tests.notifications.factories import make_tenant
@@ -100,8 +100,8 @@ def test_lateness_is_read_in_the_bands_of_the_metrics_histogram(tenant):
 
 
 def test_messages_and_their_deliveries_are_counted(tenant):
-    from notifications.messages import publish_message
     from tests.notifications.factories import make_endpoint
+    from webhooks.messages import publish_message
 
     make_endpoint(tenant=tenant, url="https://a.example.com/")
     make_endpoint(tenant=tenant, url="https://b.example.com/")

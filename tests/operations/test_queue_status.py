@@ -7,9 +7,9 @@ from datetime import timedelta
 from django.core.management import call_command
 from django.utils import timezone
 
+from delivery.models import WebhookEndpoint
+from delivery.stats import endpoint_circuit_stats, notification_queue_stats
 from jobs.stats import job_queue_stats
-from notifications.models import WebhookEndpoint
-from notifications.stats import endpoint_circuit_stats, notification_queue_stats
 from tenancy.models import Tenant
 from tests.jobs.factories import NOW
 from tests.support.queues import fill_queues

@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from dbtools.logfmt import JsonFormatter, LogfmtFormatter
-from notifications.scheduler.tick import run_tick
+from delivery.scheduler.tick import run_tick
 from outbound.redaction import redact_url_queries
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.support.http_server import Reply, recording_server
@@ -73,7 +73,7 @@ def test_a_delivery_at_debug_logs_no_query_string(alice, settings, debug_logs):
 
 
 def test_a_traceback_naming_the_url_is_logged_redacted(debug_logs):
-    logger = logging.getLogger("notifications.transports.webhook")
+    logger = logging.getLogger("delivery.transports.webhook")
     try:
         raise requests.ConnectionError(f"Max retries exceeded with url: /hook?token={SECRET}")
     except requests.ConnectionError:

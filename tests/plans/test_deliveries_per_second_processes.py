@@ -10,7 +10,7 @@ import time
 import pytest
 from django.utils import timezone
 
-from notifications.models import Delivery, DeliveryOutcome
+from delivery.models import Delivery, DeliveryOutcome
 from tests.conftest import requires_postgres
 from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
 from tests.plans.conftest import put_on_plan

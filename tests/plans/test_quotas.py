@@ -8,8 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from notifications.event_types import event_type_create
-from notifications.models import Message, Notification, NotificationSource, WebhookEndpoint
+from delivery.models import Notification, NotificationSource, WebhookEndpoint
 from notifications.services import notification_create
 from tenancy.models import Membership, OperationKey, UsageCounter
 from tenancy.plans import tenant_limits
@@ -18,6 +17,8 @@ from tests.conftest import make_member
 from tests.onboarding.conftest import emailed_token
 from tests.plans.conftest import put_on_plan
 from tests.support.problems import assert_problem
+from webhooks.event_types import event_type_create
+from webhooks.models import Message
 
 EMAIL = {"channels": ["email"], "email_to": ["ops@example.com"], "subject": "Hi", "body": "B"}
 NOW = datetime(2031, 5, 20, 12, 0, tzinfo=UTC)

@@ -7,7 +7,7 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from notifications.models import Notification, WebhookEndpoint
+from delivery.models import Notification, WebhookEndpoint
 from tenancy.quotas import charge, period_of, usage
 from tests.conftest import requires_postgres
 from tests.plans.conftest import put_on_plan

@@ -7,7 +7,7 @@ from datetime import timedelta
 from django.core.management import call_command
 from django.utils import timezone
 
-from notifications.models import Delivery
+from delivery.models import Delivery
 from tenancy.models import Plan
 from tests.plans.conftest import put_on_plan
 

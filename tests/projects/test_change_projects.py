@@ -7,11 +7,11 @@ import pytest
 from django.utils import timezone
 
 from dbqueue.clock import Clock
+from delivery.models import Notification
 from jobs.consumer import jobs_claim, jobs_drain
 from jobs.models import Job
 from jobs.processing import jobs_process
 from jobs.services import Outcome
-from notifications.models import Notification
 from projects.models import Project
 from tests.jobs.factories import make_endpoint
 from tests.projects.factories import make_project

@@ -7,10 +7,10 @@ import threading
 import pytest
 from django.utils import timezone
 
+from delivery.models import Notification
 from jobs.consumer import jobs_claim
 from jobs.models import Job
 from jobs.services import jobs_complete
-from notifications.models import Notification
 from projects.models import Project
 from projects.provisioning import provision_activate_many
 from projects.services import project_delete

@@ -3,11 +3,11 @@
 import pytest
 
 from dbqueue.clock import Clock
+from delivery.models import Channel, Notification
 from jobs.consumer import jobs_claim, jobs_drain
 from jobs.models import JobStatus
 from jobs.processing import jobs_process
 from jobs.services import Outcome
-from notifications.models import Channel, Notification
 from onboarding.front_door import ACCOUNT_MAIL_TENANT_ID
 from projects.models import ProjectStatus
 from projects.provisioning import provision_activate

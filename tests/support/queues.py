@@ -3,8 +3,8 @@
 from datetime import timedelta
 from typing import Any
 
+from delivery.models import Notification
 from jobs.models import JobStatus
-from notifications.models import Notification
 from tests.jobs.factories import NOW, make_job
 from tests.notifications.factories import state_of
 

@@ -63,7 +63,7 @@ def test_the_admin_names_its_models_and_fields_in_plain_english(admin_client, al
     endpoint = make_endpoint(tenant=alice.tenant, url="https://hooks.example.com/in")
     index = admin_client.get("/admin/").content.decode()
     endpoint_page = admin_client.get(
-        f"/admin/notifications/webhookendpoint/{endpoint.pk}/change/"
+        f"/admin/delivery/webhookendpoint/{endpoint.pk}/change/"
     ).content.decode()
 
     assert "API tokens" in index and "Api tokens" not in index

@@ -9,10 +9,10 @@ from django.utils import timezone
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
+from delivery.models import Notification, WebhookEndpoint
+from delivery.transports.signing import generate_secret, sign
 from jobs.models import Job, JobStatus
 from notifications import services
-from notifications.models import Notification, WebhookEndpoint
-from notifications.transports.signing import generate_secret, sign
 from projects.models import Project
 from tenancy.models import OperationKey
 from tests.jobs.factories import make_job

@@ -2,7 +2,7 @@
 
 import pytest
 
-from notifications.models import Notification
+from delivery.models import Notification
 from tenancy.models import OperationKey
 from tests.conftest import requires_postgres
 from tests.support.concurrency import run_together

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connection
 
-from notifications.models import WebhookEndpoint
-from notifications.webhook_endpoints import webhook_endpoint_rotate_secret
+from delivery.models import WebhookEndpoint
 from tests.support.stored import stored_values
 from web.sealed import PREFIX, UnsealError, is_sealed, seal, unseal
+from webhooks.endpoints import webhook_endpoint_rotate_secret
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 

@@ -4,8 +4,9 @@ guard against, or they would pass whatever the API wrote."""
 import pytest
 from django.contrib.auth import get_user_model
 
+from delivery.models import Notification, WebhookEndpoint
 from jobs.models import Job
-from notifications.models import Notification, Recipient, WebhookEndpoint
+from people.models import Recipient
 from projects.models import Project
 from tenancy.models import Membership, Tenant
 from tests.web.write_endpoints import seed_targets, stored_state

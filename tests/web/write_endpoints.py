@@ -13,19 +13,11 @@ from django.db.models.functions import Cast, JSONObject
 from django.test import Client
 from django.utils.timezone import now as utc_now
 
+from delivery.models import Delivery, Notification, WebhookEndpoint
+from delivery.states import DeadLetterReason
 from jobs.models import Job, JobStatus
-from notifications.event_types import event_type_create
-from notifications.messages import publish_message
-from notifications.models import (
-    Delivery,
-    EventType,
-    Message,
-    Notification,
-    Recipient,
-    WebhookEndpoint,
-)
-from notifications.recipients import recipient_put
-from notifications.states import DeadLetterReason
+from people.models import Recipient
+from people.recipients import recipient_put
 from projects.models import Project
 from tenancy.models import (
     ApiToken,
@@ -39,6 +31,9 @@ from tenancy.models import (
 from tests.conftest import make_member
 from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
+from webhooks.event_types import event_type_create
+from webhooks.messages import publish_message
+from webhooks.models import EventType, Message
 
 NOTIFICATION_FIELDS = frozenset(
     {"channels", "email_to", "subject", "body", "webhook_endpoint", "fire_at", "rrule"}

@@ -9,10 +9,10 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.timezone import now as utc_now
 
-from notifications import webhook_endpoints
-from notifications.models import EndpointHealth, WebhookEndpoint
+from delivery.models import EndpointHealth, WebhookEndpoint
 from notifications.services import InvalidInput
 from web.admin import ServiceSaveAdmin
+from webhooks import endpoints as webhook_endpoints
 
 DISABLED_BY_SUPPORT = "disabled by support"
 

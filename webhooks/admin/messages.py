@@ -1,13 +1,14 @@
 """Messages and event types in the admin, read-only: a message's page shows its deliveries
-per endpoint (notifications.messages.message_attempts), each linked to its delivery row."""
+per endpoint (webhooks.messages.message_attempts), each linked to its delivery row."""
 
 from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from notifications.messages import message_attempts
-from notifications.models import EventType, Message, Notification
+from delivery.models import Notification
 from web.admin import ReadOnlyModelAdmin
+from webhooks.messages import message_attempts
+from webhooks.models import EventType, Message
 
 
 @admin.register(EventType)
@@ -53,9 +54,7 @@ class MessageAdmin(ReadOnlyModelAdmin):
         }
         rows = [
             (
-                reverse(
-                    "admin:notifications_notification_change", args=[latest[entry.endpoint_id]]
-                ),
+                reverse("admin:delivery_notification_change", args=[latest[entry.endpoint_id]]),
                 entry.endpoint_id,
                 entry.status,
                 entry.attempts,

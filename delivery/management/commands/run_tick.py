@@ -12,7 +12,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from dbqueue.commands import add_mode_arguments, positive
-from notifications.scheduler.tick import tick_worker
+from delivery.scheduler.tick import tick_worker
 
 
 class Command(BaseCommand):

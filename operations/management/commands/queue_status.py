@@ -6,8 +6,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from dbqueue.clock import database_now
+from delivery.stats import endpoint_circuit_stats, notification_queue_stats
 from jobs.stats import job_queue_stats
-from notifications.stats import endpoint_circuit_stats, notification_queue_stats
 
 
 class Command(BaseCommand):

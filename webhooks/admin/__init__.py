@@ -1,0 +1,3 @@
+from webhooks.admin import endpoints, messages
+
+__all__ = ["endpoints", "messages"]

@@ -1,0 +1,86 @@
+"""The webhooks product's rows: event types and the messages published to endpoints."""
+
+import uuid
+
+from django.db import models
+from django.utils.timezone import now as utc_now
+
+from delivery.models import message_webhook_id
+from tenancy.models import Tenant
+
+# The product's own event types: they exist in every tenant (webhooks.event_types seeds
+# them), and a tenant can neither archive nor redefine them.
+PRODUCT_EVENT_TYPES: dict[str, str] = {
+    "project.created": "A project was created; it is being provisioned.",
+    "project.active": "A project finished provisioning and is active.",
+    "project.failed": "A project's provisioning failed for good.",
+    "member.joined": "Someone joined the team.",
+    "member.removed": "A member left or was removed from the team.",
+    "invitation.accepted": "An invitation to the team was accepted.",
+    "message.attempt.exhausted": "A message's delivery to an endpoint ran out of attempts.",
+    "endpoint.disabled": "A webhook endpoint was disabled.",
+}
+
+
+class EventType(models.Model):
+    """A kind of message a tenant publishes and its endpoints subscribe to. `product` rows
+    are the product's own types (PRODUCT_EVENT_TYPES), seeded in every tenant."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="event_types")
+    name = models.CharField(max_length=256)
+    description = models.CharField(max_length=1000, blank=True, default="")
+    archived = models.BooleanField(default=False)
+    product = models.BooleanField(default=False, editable=False)
+    created_at = models.DateTimeField(default=utc_now, editable=False)
+    updated_at = models.DateTimeField(default=utc_now)
+
+    class Meta:
+        # The table of the app it was first written in (notifications).
+        db_table = "notifications_eventtype"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="event_type_unique_name"),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"], name="event_type_tenant_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Message(models.Model):
+    """An event published once to every endpoint of the tenant subscribed to its type; each
+    delivery is a one-shot webhook Notification naming it. `dedup_key` holds `event_id`
+    while it deduplicates (24 hours): a later publish with the same event_id clears the old
+    one's first, so the unique constraint holds the window without a lock."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="messages")
+    event_type = models.CharField(max_length=256)
+    event_id = models.CharField(max_length=256, null=True, blank=True)  # noqa: DJ001
+    dedup_key = models.CharField(max_length=256, null=True, blank=True, editable=False)  # noqa: DJ001
+    payload = models.JSONField(default=dict)
+    # The endpoints the message was first sent to, as the API answered them.
+    endpoint_ids = models.JSONField(default=list, editable=False)
+    created_at = models.DateTimeField(default=utc_now, editable=False)
+
+    class Meta:
+        # The table of the app it was first written in (notifications).
+        db_table = "notifications_message"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "dedup_key"], name="message_unique_tenant_dedup_key"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"], name="message_tenant_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event_type} ({self.id})"
+
+    @property
+    def webhook_id(self) -> str:
+        """The webhook-id every delivery of this message carries, on every attempt."""
+        return message_webhook_id(self.id)

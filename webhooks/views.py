@@ -1,0 +1,311 @@
+"""The webhooks API (endpoints, event types, messages, recovery): thin views that parse,
+call one service and render.
+
+Every query filters on `tenant_of(request)` (set by IsTenantMember), so another tenant's row
+answers 404 exactly like a missing one.
+"""
+
+import uuid
+
+from django.db.models import QuerySet
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.generics import ListAPIView
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from delivery.models import (
+    WebhookEndpoint,
+)
+from tenancy.api.idempotency import Answer, answer_once, created
+from tenancy.api.permissions import tenant_of
+from tenancy.api.schema import location_header
+from web.pagination import NewestFirstCursorPagination
+from web.query import choice_query_param, datetime_query_param, single_query_param
+from webhooks import endpoints as webhook_endpoints
+from webhooks import event_types, messages, recovery
+from webhooks.models import EventType, Message
+from webhooks.serializers import (
+    EventTypePatchSerializer,
+    EventTypeSerializer,
+    EventTypeWriteSerializer,
+    MessageAttemptSerializer,
+    MessageResendSerializer,
+    MessageSerializer,
+    MessageWriteSerializer,
+    RecoverAcceptedSerializer,
+    WebhookEndpointRecoverSerializer,
+    WebhookEndpointRotateSecretSerializer,
+    WebhookEndpointSecretSerializer,
+    WebhookEndpointSerializer,
+    WebhookEndpointWriteSerializer,
+)
+
+
+class WebhookEndpointListView(ListAPIView):
+    owner_methods = ("*",)
+    pagination_class = NewestFirstCursorPagination
+    serializer_class = WebhookEndpointSerializer
+
+    @extend_schema(
+        operation_id="webhook_endpoints_list",
+        responses={200: WebhookEndpointSerializer(many=True)},
+    )
+    def get(self, request: Request) -> Response:
+        return self.list(request)
+
+    def get_queryset(self) -> QuerySet[WebhookEndpoint]:
+        return WebhookEndpoint.objects.filter(tenant=tenant_of(self.request))
+
+    @extend_schema(
+        operation_id="webhook_endpoints_create",
+        request=WebhookEndpointWriteSerializer,
+        parameters=[location_header("Path of the new endpoint, `/v1/webhook-endpoints/{id}`.")],
+        responses={201: WebhookEndpointSecretSerializer},
+    )
+    def post(self, request: Request) -> HttpResponse:
+        serializer = WebhookEndpointWriteSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+
+        def create() -> Answer:
+            endpoint = webhook_endpoints.webhook_endpoint_create(
+                tenant=tenant_of(request), **serializer.validated_data
+            )
+            data = WebhookEndpointSecretSerializer(endpoint).data
+            return created(data, f"/v1/webhook-endpoints/{endpoint.id}", shows_secret=True)
+
+        return answer_once(request, create, body=serializer.validated_data)
+
+
+class WebhookEndpointDetailView(APIView):
+    owner_methods = ("*",)
+
+    @extend_schema(responses={200: WebhookEndpointSerializer})
+    def get(self, request: Request, pk: uuid.UUID) -> Response:
+        endpoint = WebhookEndpoint.objects.get(pk=pk, tenant=tenant_of(request))
+        return Response(WebhookEndpointSerializer(endpoint).data)
+
+    @extend_schema(
+        request=WebhookEndpointWriteSerializer,
+        responses={200: WebhookEndpointSerializer},
+    )
+    def patch(self, request: Request, pk: uuid.UUID) -> Response:
+        serializer = WebhookEndpointWriteSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        endpoint = webhook_endpoints.webhook_endpoint_update(
+            tenant=tenant_of(request), endpoint_id=pk, **serializer.validated_data
+        )
+        return Response(WebhookEndpointSerializer(endpoint).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, pk: uuid.UUID) -> Response:
+        webhook_endpoints.webhook_endpoint_delete(tenant=tenant_of(request), endpoint_id=pk)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class WebhookEndpointRotateSecretView(APIView):
+    owner_methods = ("*",)
+
+    @extend_schema(request=None, responses={200: WebhookEndpointSecretSerializer})
+    def post(self, request: Request, pk: uuid.UUID) -> HttpResponse:
+        WebhookEndpointRotateSecretSerializer(data=request.data).is_valid(raise_exception=True)
+
+        def rotate() -> Answer:
+            endpoint = webhook_endpoints.webhook_endpoint_rotate_secret(
+                tenant=tenant_of(request), endpoint_id=pk
+            )
+            data = WebhookEndpointSecretSerializer(endpoint).data
+            resource = f"/v1/webhook-endpoints/{pk}"
+            return Answer.of(status.HTTP_200_OK, data, resource=resource, shows_secret=True)
+
+        return answer_once(request, rotate)
+
+
+class EventTypeListView(ListAPIView):
+    owner_methods = ("POST",)
+    pagination_class = NewestFirstCursorPagination
+    serializer_class = EventTypeSerializer
+    query_filters = (
+        OpenApiParameter(
+            "archived",
+            type=bool,
+            required=False,
+            description="Only archived (true) or only active (false) types.",
+        ),
+    )
+
+    @extend_schema(
+        operation_id="event_types_list",
+        responses={200: EventTypeSerializer(many=True)},
+    )
+    def get(self, request: Request) -> Response:
+        return self.list(request)
+
+    def get_queryset(self) -> QuerySet[EventType]:
+        types = EventType.objects.filter(tenant=tenant_of(self.request))
+        archived = choice_query_param(self.request, "archived", ["true", "false"])
+        if archived is not None:
+            types = types.filter(archived=archived == "true")
+        return types
+
+    @extend_schema(
+        operation_id="event_types_create",
+        request=EventTypeWriteSerializer,
+        parameters=[location_header("Path of the new event type, `/v1/event-types/{id}`.")],
+        responses={201: EventTypeSerializer},
+    )
+    def post(self, request: Request) -> HttpResponse:
+        serializer = EventTypeWriteSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+
+        def create() -> Answer:
+            event_type = event_types.event_type_create(
+                tenant=tenant_of(request), **serializer.validated_data
+            )
+            data = EventTypeSerializer(event_type).data
+            return created(data, f"/v1/event-types/{event_type.id}")
+
+        return answer_once(request, create, body=serializer.validated_data)
+
+
+class EventTypeDetailView(APIView):
+    owner_methods = ("PATCH", "DELETE")
+    extra_problem_statuses = {"PATCH": (409,), "DELETE": (409,)}
+
+    @extend_schema(responses={200: EventTypeSerializer})
+    def get(self, request: Request, pk: uuid.UUID) -> Response:
+        event_type = EventType.objects.get(pk=pk, tenant=tenant_of(request))
+        return Response(EventTypeSerializer(event_type).data)
+
+    @extend_schema(request=EventTypePatchSerializer, responses={200: EventTypeSerializer})
+    def patch(self, request: Request, pk: uuid.UUID) -> Response:
+        serializer = EventTypePatchSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        event_type = event_types.event_type_update(
+            tenant=tenant_of(request), event_type_id=pk, changes=dict(serializer.validated_data)
+        )
+        return Response(EventTypeSerializer(event_type).data)
+
+    @extend_schema(
+        description="Archives the type: no new message or subscription may name it.",
+        responses={200: EventTypeSerializer},
+    )
+    def delete(self, request: Request, pk: uuid.UUID) -> Response:
+        event_type = event_types.event_type_archive(tenant=tenant_of(request), event_type_id=pk)
+        return Response(EventTypeSerializer(event_type).data)
+
+
+class MessageListView(ListAPIView):
+    pagination_class = NewestFirstCursorPagination
+    serializer_class = MessageSerializer
+    idempotency_key_required = ("POST",)
+    query_filters = (
+        OpenApiParameter("event_type", type=str, required=False),
+        OpenApiParameter(
+            "since",
+            type=OpenApiTypes.DATETIME,
+            required=False,
+            description="Only messages created at or after this instant (ISO 8601; without "
+            "an offset, UTC).",
+        ),
+    )
+
+    @extend_schema(operation_id="messages_list", responses={200: MessageSerializer(many=True)})
+    def get(self, request: Request) -> Response:
+        return self.list(request)
+
+    def get_queryset(self) -> QuerySet[Message]:
+        return messages.message_pages(
+            tenant=tenant_of(self.request),
+            event_type=single_query_param(self.request, "event_type"),
+            since=datetime_query_param(self.request, "since"),
+        )
+
+    @extend_schema(
+        operation_id="messages_create",
+        request=MessageWriteSerializer,
+        parameters=[location_header("Path of the message, `/v1/messages/{id}`.")],
+        responses={202: MessageSerializer},
+    )
+    def post(self, request: Request) -> HttpResponse:
+        serializer = MessageWriteSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+
+        def publish() -> Answer:
+            message = messages.publish_message(
+                tenant=tenant_of(request), **serializer.validated_data
+            )
+            data = MessageSerializer(message).data
+            return Answer.of(
+                status.HTTP_202_ACCEPTED,
+                data,
+                resource=f"/v1/messages/{message.id}",
+                location=True,
+            )
+
+        return answer_once(request, publish, body=serializer.validated_data, required=True)
+
+
+class MessageDetailView(APIView):
+    @extend_schema(responses={200: MessageSerializer})
+    def get(self, request: Request, pk: uuid.UUID) -> Response:
+        message = Message.objects.get(pk=pk, tenant=tenant_of(request))
+        return Response(MessageSerializer(message).data)
+
+
+class MessageAttemptsView(APIView):
+    @extend_schema(
+        operation_id="messages_attempts_list",
+        responses={200: MessageAttemptSerializer(many=True)},
+    )
+    def get(self, request: Request, pk: uuid.UUID) -> Response:
+        attempts = messages.message_attempts(tenant=tenant_of(request), message_id=pk)
+        return Response(MessageAttemptSerializer(attempts, many=True).data)
+
+
+class MessageResendView(APIView):
+    @extend_schema(request=None, responses={202: MessageAttemptSerializer})
+    def post(self, request: Request, pk: uuid.UUID, endpoint_id: uuid.UUID) -> HttpResponse:
+        MessageResendSerializer(data=request.data).is_valid(raise_exception=True)
+
+        def resend() -> Answer:
+            messages.message_resend(
+                tenant=tenant_of(request), message_id=pk, endpoint_id=endpoint_id
+            )
+            attempts = messages.message_attempts(tenant=tenant_of(request), message_id=pk)
+            entry = next(entry for entry in attempts if entry.endpoint_id == endpoint_id)
+            data = MessageAttemptSerializer(entry).data
+            return Answer.of(status.HTTP_202_ACCEPTED, data, resource=f"/v1/messages/{pk}")
+
+        return answer_once(request, resend)
+
+
+class WebhookEndpointRecoverView(APIView):
+    """Queue again every delivery to the endpoint in a window that never succeeded, as a
+    task (202 with its id; GET /v1/tasks/{id} follows it); 409 for a disabled endpoint."""
+
+    owner_methods = ("*",)
+    extra_problem_statuses = {"POST": (409,)}
+
+    @extend_schema(
+        request=WebhookEndpointRecoverSerializer,
+        parameters=[location_header("Path of the recovery task, `/v1/tasks/{id}`.", status=202)],
+        responses={202: RecoverAcceptedSerializer},
+    )
+    def post(self, request: Request, pk: uuid.UUID) -> HttpResponse:
+        serializer = WebhookEndpointRecoverSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+
+        def recover() -> Answer:
+            task = recovery.endpoint_recover(
+                tenant=tenant_of(request), endpoint_id=pk, **serializer.validated_data
+            )
+            data = RecoverAcceptedSerializer({"task_id": task.id}).data
+            return Answer.of(
+                status.HTTP_202_ACCEPTED, data, resource=f"/v1/tasks/{task.id}", location=True
+            )
+
+        return answer_once(request, recover, body=serializer.validated_data)
