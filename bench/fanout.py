@@ -133,8 +133,9 @@ def drain(db: str, *, messages: int, per_message: int, tenants: int) -> None:
     from django.utils import timezone
 
     from delivery.models import Notification
+    from delivery.outbox import Event
     from tenancy.models import Tenant
-    from webhooks.messages import Publish, messages_publish
+    from webhooks.messages import messages_publish
 
     log = Path(tempfile.gettempdir()) / f"tw_bench_fanout_{db}.log"
     log.unlink(missing_ok=True)
@@ -144,7 +145,7 @@ def drain(db: str, *, messages: int, per_message: int, tenants: int) -> None:
         for tenant in owners:
             _endpoints(tenant, url, per_message)
         items = [
-            Publish(
+            Event(
                 tenant_id=owners[n % tenants].id,
                 event_type="project.active",
                 payload={"n": n, "items": list(range(20))},

@@ -45,9 +45,9 @@ def token_pool(kind: str, count: int, tenant_id: str) -> list[str]:
     from django.conf import settings
     from django.utils import timezone
 
-    from onboarding.invitations import invitation_issue
     from onboarding.signups import signup_request_record
     from tenancy import link_tokens
+    from tenancy.invitations import invitation_issue
     from tenancy.models import Tenant
 
     now, tenant = timezone.now(), Tenant.objects.get(pk=tenant_id)

@@ -2,7 +2,7 @@
 
 Input serializers check types, sizes and formats only; the rules that tie fields together
 (recipients for the email channel, the tenant's own endpoint and project, RRULE and time
-zone) live in notifications.services and the checks it applies (notifications.validation),
+zone) live in notifications.services and the checks it applies (delivery.validation),
 which every caller goes through.
 """
 
@@ -22,11 +22,16 @@ from delivery.models import (
     NotificationSource,
     NotificationState,
 )
+from delivery.outbox import MAX_WINDOW_SECONDS
 from delivery.recurrence.skipped import SKIP_COUNT_CAP
-from notifications.validation import CATEGORY_PATTERN, MAX_RECIPIENTS, subject_error
+from delivery.validation import (
+    CATEGORY_PATTERN,
+    KEY_PATTERN,
+    MAX_KEY_LENGTH,
+    MAX_RECIPIENTS,
+    subject_error,
+)
 from outbound.redaction import safe_error_text
-from people.digests import MAX_WINDOW_SECONDS
-from people.recipients import KEY_PATTERN, MAX_KEY_LENGTH
 from web.fields import (
     EmailAddressField,
     NullableCharField,

@@ -2,7 +2,7 @@
 
 Every function takes the tenant and looks rows up within it only, so another tenant's row
 raises `DoesNotExist` exactly like a missing one. Invalid input raises `InvalidInput` with
-client-safe messages per field (the checks live in notifications.validation). A
+client-safe messages per field (the checks live in delivery.validation). A
 notification that run_tick holds right now (its lease is running) raises
 `NotificationClaimed`: changing it under a worker would race the worker's write-back.
 """
@@ -34,9 +34,10 @@ from delivery.models import (
     NotificationSource,
     NotificationState,
 )
+from delivery.outbox import digest_join, rearmed
 from delivery.recurrence import RuleTooCostly, next_occurrence
 from delivery.states import Move, after, allows
-from notifications.validation import (
+from delivery.validation import (
     check_digest,
     checked_content,
     fire_instant,
@@ -44,7 +45,6 @@ from notifications.validation import (
     recurrence_budget,
     too_costly,
 )
-from people.digests import digest_join
 from tenancy.models import Tenant
 from tenancy.plans import tenant_limits
 from tenancy.quotas import charge
@@ -317,25 +317,6 @@ def notification_unpark(
     values = rearmed(next_fire_at=resume_at, state=state)
     values["occurrence"] = notification.occurrence + 1
     return _guarded_update(notification, values=values, now=now)
-
-
-def rearmed(*, next_fire_at: datetime, state: NotificationState) -> dict[str, Any]:
-    """The values that put a failing row back on the schedule with its error state cleared
-    (a retry, an unpark, an endpoint's recovery)."""
-    # A re-armed row starts its occurrence afresh: its lateness counts from now on, not
-    # from when it first failed.
-    return {
-        "state": state,
-        "error_count": 0,
-        "last_error": None,
-        "dead_letter_reason": "",
-        "unfinished_claims": 0,
-        "next_fire_at": next_fire_at,
-        "due_at": next_fire_at,
-        # A retried email goes in a new batch under a new key: the old batch's key would
-        # make Resend replay its old answer instead of sending.
-        "email_batch": None,
-    }
 
 
 def _guarded_update(

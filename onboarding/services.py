@@ -1,49 +1,40 @@
 """The front door's behaviour (README: API overview): signup behind Turnstile, invitations, and the
 emails that carry their single-use tokens.
 
-The rows are tenancy's (onboarding.signups, onboarding.invitations); this app sits above the
-notifications app, so it can queue each email as a one-shot email notification due now
+The rows are tenancy's (onboarding.signups, tenancy.invitations); each email is queued
+through the engine's door (delivery.outbox) as a one-shot email notification due now
 (run_tick delivers it) in the same transaction as the digest its token is checked against:
 a digest is never stored without its email, nor an email sent for a digest that was rolled
 back. The stored email holds a link reference where the token goes; the tick derives the
 token when it sends the email (tenancy.link_tokens), so no stored body carries one. The
-emails are kept in onboarding.front_door's account-mail tenant, away from every API caller.
+emails are kept in tenancy.front_door's account-mail tenant, away from every API caller.
 """
 
-import uuid
-from collections.abc import Iterable
 from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from delivery.models import Channel, NotificationSource
-from notifications.services import notification_create
-from onboarding.front_door import account_mail_tenant
-from onboarding.invitations import (
-    AcceptedInvitation,
-    IssuedInvitation,
-    invitation_accept,
-    invitation_issue,
-    invitations_issue_missing,
-)
+from delivery import outbox
+from delivery.models import NotificationSource
+from delivery.outbox import Event, events_publish
 from onboarding.signins import LINK_TTL, signin_link_record
 from onboarding.signups import signup_request_record
 from onboarding.turnstile import SIGNIN_ACTION, captcha_verify
+from tenancy.front_door import account_mail_tenant
+from tenancy.invitations import (
+    AcceptedInvitation,
+    invitation_accept,
+    invitation_email,
+    invitation_issue,
+)
 from tenancy.models import Invitation, Tenant
-from webhooks.messages import Publish, messages_publish
 
 
 def _email(address: str, subject: str, body: str, *, now: datetime) -> None:
-    notification_create(
-        tenant=account_mail_tenant(),
-        channels=[Channel.EMAIL],
-        email_to=[address],
-        subject=subject,
-        body=body,
-        source=NotificationSource.SYSTEM,
-        now=now,
+    outbox.email(
+        tenant_id=account_mail_tenant().pk, address=address, subject=subject, body=body, now=now
     )
 
 
@@ -100,25 +91,6 @@ def signin_request(*, email: str, address: str, now: datetime) -> None:
         )
 
 
-def _send_invitation(
-    issued: IssuedInvitation, tenant: Tenant, *, now: datetime, project_name: str | None = None
-) -> None:
-    """The email carrying an invitation's accept link: it names the team and, for an
-    invitation a project's `invite` list made, that project."""
-    invitation = issued.invitation
-    inviter = invitation.invited_by.email if invitation.invited_by is not None else "Someone"
-    link = settings.INVITATION_ACCEPT_URL.replace("{token}", issued.link)
-    project = f' to work on the project "{project_name}"' if project_name else ""
-    _email(
-        invitation.email,
-        f'You are invited to the team "{tenant.name}" on Tickwork',
-        f'{inviter} invited you to join the team "{tenant.name}" on Tickwork as '
-        f"{invitation.role}{project}. Accept the invitation:\n\n{link}\n\nThe link works "
-        f"once, until {invitation.expires_at:%Y-%m-%d %H:%M} UTC.",
-        now=now,
-    )
-
-
 @transaction.atomic
 def invitation_send(
     *, tenant: Tenant, email: str, role: str, invited_by: User, now: datetime
@@ -126,36 +98,15 @@ def invitation_send(
     """Invite `email` (or re-send the pending invitation with a new token) and queue the
     email carrying its accept link."""
     issued = invitation_issue(tenant=tenant, email=email, role=role, invited_by=invited_by, now=now)
-    _send_invitation(issued, tenant, now=now)
+    _email(*invitation_email(issued, tenant), now=now)
     return issued.invitation
-
-
-def project_invitations_send(
-    *,
-    tenant_id: uuid.UUID,
-    emails: Iterable[str],
-    invited_by: User | None,
-    project_name: str,
-    now: datetime,
-) -> list[str]:
-    """A project's invite list, inside the provision job's transaction: invitations (role
-    member) with their emails, naming the project, for addresses that are neither members
-    nor pending; returns the addresses that are members, who get the project's plain
-    announcement instead."""
-    issued, members = invitations_issue_missing(
-        tenant_id=tenant_id, emails=emails, invited_by=invited_by, now=now
-    )
-    for invitation in issued:
-        tenant = invitation.invitation.tenant
-        _send_invitation(invitation, tenant, now=now, project_name=project_name)
-    return members
 
 
 @transaction.atomic
 def invitation_accept_announced(
     *, token: str, user: User | None, now: datetime
 ) -> AcceptedInvitation:
-    """Accept the invitation (onboarding.invitations.invitation_accept) and, in the same
+    """Accept the invitation (tenancy.invitations.invitation_accept) and, in the same
     transaction, publish `invitation.accepted` and, for a new member, `member.joined` to
     the tenant's subscribed endpoints."""
     accepted = invitation_accept(token=token, user=user, now=now)
@@ -168,9 +119,9 @@ def invitation_accept_announced(
     events = [("invitation.accepted", {**member, "invitation_id": str(accepted.invitation_id)})]
     if accepted.joined:
         events.append(("member.joined", member))
-    messages_publish(
+    events_publish(
         [
-            Publish(
+            Event(
                 tenant_id=accepted.tenant.pk,
                 event_type=event_type,
                 payload=data,

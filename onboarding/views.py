@@ -19,11 +19,6 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
-from onboarding.invitations import (
-    invitation_preview,
-    invitation_revoke,
-    invitations_of,
-)
 from onboarding.serializers import (
     InvitationAcceptedSerializer,
     InvitationCreateSerializer,
@@ -59,6 +54,11 @@ from tenancy.api.throttling import (
     SignupAddressThrottle,
     UserRateThrottle,
     client_address,
+)
+from tenancy.invitations import (
+    invitation_preview,
+    invitation_revoke,
+    invitations_of,
 )
 from tenancy.models import Invitation, InvitationStatus
 from web.pagination import NewestFirstCursorPagination

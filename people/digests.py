@@ -22,14 +22,13 @@ from django.db import connection, transaction
 
 from dbtools.fields import concrete_field
 from delivery.models import Channel, Notification
-from delivery.states import Move, after
+from delivery.outbox import one_shot_due, put
 from people.models import Digest
 from tenancy.models import Tenant
 
 # Events an email lists, and so the events a digest keeps (all are counted): every join
 # rewrites the row, so a window of a noisy key must stay one small row.
 MAX_SHOWN = 10
-MAX_WINDOW_SECONDS = 7 * 86_400
 _ITEM_BODY_CHARS = 500
 
 _JOIN = {
@@ -102,7 +101,9 @@ def digest_join(
             (returned,) = cursor.fetchone()
         notification_id = Digest._meta.get_field("notification").to_python(returned)
         if notification_id == proposed:
-            return Notification.objects.create(
+            delivers = one_shot_due(
+                closes_at,
+                now=now,
                 id=proposed,
                 tenant=tenant,
                 channels=[Channel.EMAIL],
@@ -110,13 +111,9 @@ def digest_join(
                 category=category,
                 subject=subject,
                 digest_key=key,
-                recurrence_anchor=closes_at,
-                next_fire_at=closes_at,
-                due_at=closes_at,
-                state=after(None, Move.CREATE),
-                created_at=now,
-                updated_at=now,
             )
+            put([delivers])
+            return delivers
     return Notification.objects.get(pk=notification_id)
 
 

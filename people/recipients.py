@@ -6,7 +6,6 @@ A notification names recipients by key; their rows are read when it is sent, so 
 address is the one used.
 """
 
-import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -17,24 +16,12 @@ from django.db.models import QuerySet
 
 from delivery.recurrence import InvalidRecurrence
 from delivery.recurrence import validate_timezone as validate_tz_name
+from delivery.validation import key_error
 from people.models import Recipient
 from people.quiet_hours import window_errors
 from tenancy.models import Tenant
 from web.errors import InvalidInput
 from web.fields import validate_email_address
-
-MAX_KEY_LENGTH = 255
-# A key is one path segment of /v1/recipients/{id}: printable, no slash, no whitespace.
-KEY_PATTERN = r"^[A-Za-z0-9._~@+:=-]{1,255}$"
-_KEY = re.compile(KEY_PATTERN)
-KEY_RULE = "1 to 255 characters among letters, digits and . _ ~ @ + : = -"
-
-
-def key_error(key: Any) -> str | None:
-    """Why `key` cannot be a recipient key, or None when it can."""
-    if not isinstance(key, str) or not _KEY.fullmatch(key):
-        return f"A recipient id has {KEY_RULE}."
-    return None
 
 
 def _profile_errors(email: str, timezone: str, send_window: Any) -> dict[str, list[str]]:
@@ -123,7 +110,7 @@ def preferences_put(
     return recipient
 
 
-def unknown_keys(*, tenant: Tenant, keys: Sequence[str]) -> list[str]:
+def unknown_keys(tenant: Tenant, keys: Sequence[str]) -> list[str]:
     """The keys among `keys` the tenant has no recipient for, in their order."""
     known = set(Recipient.objects.filter(tenant=tenant, key__in=keys).values_list("key", flat=True))
     return [key for key in keys if key not in known]

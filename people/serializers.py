@@ -6,7 +6,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from notifications.validation import CATEGORY_PATTERN, CATEGORY_RULE
+from delivery.validation import CATEGORY_PATTERN, CATEGORY_RULE
 from people.models import Recipient
 from people.quiet_hours import DAYS, window_errors
 from web.fields import EmailAddressField, StrictBooleanField

@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from delivery.validation import KEY_RULE
 from people import recipients
 from people.models import Recipient
 from people.serializers import PreferencesSerializer, RecipientSerializer, RecipientWriteSerializer
@@ -27,7 +28,7 @@ from web.pagination import NewestFirstCursorPagination
 from web.query import single_query_param
 
 _ID = OpenApiParameter(
-    "id", str, OpenApiParameter.PATH, description=f"The tenant's own key: {recipients.KEY_RULE}."
+    "id", str, OpenApiParameter.PATH, description=f"The tenant's own key: {KEY_RULE}."
 )
 
 

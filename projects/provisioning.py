@@ -22,15 +22,17 @@ from typing import Any
 
 from django.conf import settings
 
+from delivery import outbox
+from delivery.outbox import Announced, Announcement, announce
 from jobs.models import Job
 from jobs.registry import Handler, JobError
-from notifications.announcements import Announced, Announcement, notifications_announce
-from onboarding.services import project_invitations_send
 from outbound.categories import ErrorCategory
 from outbound.http import HttpError, post
 from outbound.statuses import TRANSIENT_4XX, parse_retry_after
 from projects.models import Project
 from projects.services import project_fail, project_reprovision, projects_activate
+from tenancy.front_door import account_mail_tenant
+from tenancy.invitations import invitation_email, invitations_issue_missing
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +133,7 @@ def provision_activate_many(jobs: list[Job], *, now: datetime) -> None:
     projects = {
         project.pk: project for project in projects_activate(project_ids=project_ids, now=now)
     }
-    notifications_announce(
+    announce(
         [
             _announced(job, projects[project_id], now=now)
             for job, project_id in zip(jobs, project_ids, strict=True)
@@ -153,13 +155,21 @@ def _member_addresses(job: Job, project: Project, *, now: datetime) -> list[str]
     addresses = invite_addresses(job.payload)
     if not addresses:
         return []
-    return project_invitations_send(
-        tenant_id=job.tenant_id,
-        emails=addresses,
-        invited_by=project.created_by,
-        project_name=project.name,
-        now=now,
+    issued, members = invitations_issue_missing(
+        tenant_id=job.tenant_id, emails=addresses, invited_by=project.created_by, now=now
     )
+    for invitation in issued:
+        address, subject, body = invitation_email(
+            invitation, invitation.invitation.tenant, project_name=project.name
+        )
+        outbox.email(
+            tenant_id=account_mail_tenant().pk,
+            address=address,
+            subject=subject,
+            body=body,
+            now=now,
+        )
+    return members
 
 
 def _announced(job: Job, project: Project, *, now: datetime) -> Announced:
@@ -207,9 +217,7 @@ def project_job_dead_lettered(sender: type, *, job: Job, now: datetime, **kwargs
         ),
         event={"type": "project.failed", "data": _project_fields(job, name=project.name)},
     )
-    notifications_announce(
-        [Announced(job.tenant_id, project.pk, f"job:{job.id}:failed", announcement)], now=now
-    )
+    announce([Announced(job.tenant_id, project.pk, f"job:{job.id}:failed", announcement)], now=now)
 
 
 def project_job_retried(sender: type, *, job: Job, now: datetime, **kwargs: Any) -> None:

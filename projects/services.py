@@ -16,12 +16,12 @@ from django.db import models, transaction
 from dbtools.compiled import Param
 from dbtools.pages import CompiledPages
 from delivery.models import NotificationSource
+from delivery.outbox import Event, event_rows
 from jobs.models import Job, JobStatus
 from jobs.services import job_enqueue
 from projects.models import PROVISION_KIND, Project, ProjectStatus
 from tenancy.api.idempotency import Answer
 from tenancy.models import OperationKey, Tenant
-from webhooks.messages import Publish, message_rows
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -102,7 +102,7 @@ def project_create(
     # commits, then fails with its project and job, so only one request creates anything.
     # Foreign keys are checked at commit, so the key may come before the project.
     # The project.created message and its deliveries go in the same statement.
-    created = Publish(
+    created = Event(
         tenant_id=tenant.id,
         event_type="project.created",
         payload={"project_id": str(project.id), "tenant_id": str(tenant.id), "name": name},
@@ -116,7 +116,7 @@ def project_create(
         project_id=project.id,
         job_id=job_id,
         now=now,
-        alongside=(key_row(answer), project, *message_rows(created, now=now)),
+        alongside=(key_row(answer), project, *event_rows(created, now=now)),
     )
     return answer
 

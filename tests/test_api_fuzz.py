@@ -26,10 +26,10 @@ from config.wsgi import application
 from delivery import header_tokens
 from delivery.models import Delivery, Notification, WebhookEndpoint
 from jobs.models import Job, JobStatus
-from onboarding.invitations import invitation_issue
 from people import unsubscribe
 from people.recipients import recipient_put
 from projects.models import Project
+from tenancy.invitations import invitation_issue
 from tenancy.models import ApiToken, Invitation, Membership, SigninLink, SignupRequest, Tenant
 from tests.conftest import Actor, forget_throttle_counts, make_member, make_owner
 from tests.notifications.factories import make_endpoint, make_notification

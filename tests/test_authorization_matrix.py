@@ -21,11 +21,11 @@ from django.utils import timezone
 from delivery import header_tokens
 from delivery.models import Delivery
 from jobs.models import Job, JobStatus
-from onboarding.invitations import invitation_issue
 from onboarding.signins import signin_link_record
 from onboarding.signups import signup_request_record
 from people import unsubscribe
 from people.recipients import recipient_put
+from tenancy.invitations import invitation_issue
 from tenancy.models import ApiToken, Tenant
 from tests.authz import RouteSpec, build_world, check_case, matrix_cases
 from tests.conftest import Actor, link_token, make_member, make_owner

@@ -21,9 +21,9 @@ from django.db.models import F
 from dbqueue.leases import lease_free
 from delivery.hooks import WriteBackOutcomes
 from delivery.models import DISABLED_FAILING, Channel, Notification, WebhookEndpoint
+from delivery.outbox import Announced, Announcement, announce
 from delivery.states import CLAIMABLE, Move, NotificationState, after
-from notifications.announcements import Announced, Announcement, notifications_announce
-from notifications.validation import recipient_errors
+from delivery.validation import recipient_errors
 from tenancy.models import Membership, Role
 from webhooks.messages import messages_exhausted
 from webhooks.recovery import CHUNK_SIZE, requeue
@@ -45,7 +45,7 @@ def endpoints_retire(endpoints: Sequence[WebhookEndpoint], *, now: datetime) -> 
         claim_token=F("claim_token") + 1,
         updated_at=now,
     )
-    notifications_announce([_announced(endpoint, now=now) for endpoint in endpoints], now=now)
+    announce([_announced(endpoint, now=now) for endpoint in endpoints], now=now)
 
 
 def _announced(endpoint: WebhookEndpoint, *, now: datetime) -> Announced:

@@ -32,7 +32,7 @@ from delivery.models import (
     NotificationState,
     WebhookEndpoint,
 )
-from delivery.outbox import one_shot_due
+from delivery.outbox import Event, one_shot_due, put
 from tenancy.models import Tenant
 from tenancy.plans import tenant_limits
 from tenancy.quotas import charge
@@ -44,19 +44,6 @@ MAX_PAYLOAD_BYTES = 256 * 1024
 # How long an event_id deduplicates: a repeat within it answers the first message.
 DEDUP_WINDOW = timedelta(hours=24)
 SUBJECT_MAX = max_length(Notification, "subject")
-
-
-@dataclass(frozen=True)
-class Publish:
-    """One message to publish: `event_type` with `payload` to the tenant's subscribed,
-    enabled endpoints; `event_id` deduplicates it for DEDUP_WINDOW."""
-
-    tenant_id: UUID
-    event_type: str
-    payload: dict[str, Any]
-    event_id: str | None = None
-    project_id: UUID | None = None
-    source: NotificationSource = NotificationSource.API
 
 
 def publish_message(
@@ -82,7 +69,7 @@ def publish_message(
     errors = active_event_type_errors(tenant_id=tenant.id, names=[event_type])
     if errors:
         raise InvalidInput({"event_type": errors})
-    item = Publish(tenant_id=tenant.id, event_type=event_type, payload=payload, event_id=event_id)
+    item = Event(tenant_id=tenant.id, event_type=event_type, payload=payload, event_id=event_id)
     now = now or utc_now()
     with transaction.atomic():
         message = messages_publish([item], now=now)[0]
@@ -94,7 +81,7 @@ def publish_message(
 
 
 def messages_publish(
-    items: Sequence[Publish],
+    items: Sequence[Event],
     *,
     now: datetime | None = None,
     alongside: Sequence[Notification] = (),
@@ -137,9 +124,9 @@ def messages_publish(
             for endpoint_id in message.endpoint_ids
         ]
         if alongside:
-            Notification.objects.bulk_create([*alongside, *rows], ignore_conflicts=True)
-        elif rows:
-            Notification.objects.bulk_create(rows)
+            put([*alongside, *rows], skip_existing=True)
+        else:
+            put(rows)
     return [
         fresh[index] if index in fresh and fresh[index].id in landed else firsts[_key(item)]
         for index, item in enumerate(items)
@@ -157,7 +144,7 @@ def product_event_publish(
 ) -> Message:
     """Publish one of the product's own events (PRODUCT_EVENT_TYPES) to the tenant's
     subscribed endpoints, through the same path as a tenant's messages."""
-    item = Publish(
+    item = Event(
         tenant_id=tenant_id,
         event_type=event_type,
         payload=data,
@@ -182,7 +169,7 @@ def messages_exhausted(notification_ids: Sequence[Any], *, now: datetime) -> Non
         .values_list("tenant_id", "message_id", "message__event_type", "webhook_endpoint_id")
     )
     items = [
-        Publish(
+        Event(
             tenant_id=tenant_id,
             event_type=EXHAUSTED,
             payload={
@@ -199,7 +186,7 @@ def messages_exhausted(notification_ids: Sequence[Any], *, now: datetime) -> Non
         messages_publish(items, now=now)
 
 
-def message_rows(item: Publish, *, now: datetime | None = None) -> list[Any]:
+def message_rows(item: Event, *, now: datetime | None = None) -> list[Any]:
     """`item`'s message and its deliveries as unsaved rows, the message first, for a
     producer that inserts them with its own rows in one statement (a project's create).
     `item` carries no event_id: the producer's own insert is what happens once."""
@@ -223,12 +210,12 @@ def message_rows(item: Publish, *, now: datetime | None = None) -> list[Any]:
     return [message, *deliveries]
 
 
-def _key(item: Publish) -> tuple[UUID, str | None]:
+def _key(item: Event) -> tuple[UUID, str | None]:
     return (item.tenant_id, item.event_id)
 
 
 def _first_messages(
-    items: Sequence[Publish], *, now: datetime
+    items: Sequence[Event], *, now: datetime
 ) -> dict[tuple[UUID, str | None], Message]:
     """The messages still deduplicating the items' event ids; an expired one stops
     deduplicating (its key is cleared) so the new message can take it."""
@@ -267,7 +254,7 @@ def _insert_messages(messages: list[Message]) -> set[UUID]:
 
 
 def _subscribed_endpoints(
-    items: Sequence[Publish],
+    items: Sequence[Event],
 ) -> dict[UUID, list[tuple[UUID, list[str] | None]]]:
     """The enabled endpoints of the items' tenants with their subscriptions, oldest first."""
     endpoints: dict[UUID, list[tuple[UUID, list[str] | None]]] = {}
@@ -280,7 +267,7 @@ def _subscribed_endpoints(
 
 
 def _delivery_row(
-    message: Message, item: Publish, *, endpoint_id: UUID, now: datetime
+    message: Message, item: Event, *, endpoint_id: UUID, now: datetime
 ) -> Notification:
     """A one-shot webhook notification delivering `message` to one endpoint, due now."""
     return one_shot_due(
@@ -333,7 +320,7 @@ def message_resend(
     )
     if not targeted:
         raise WebhookEndpoint.DoesNotExist
-    item = Publish(tenant_id=tenant.id, event_type=message.event_type, payload=message.payload)
+    item = Event(tenant_id=tenant.id, event_type=message.event_type, payload=message.payload)
     row = _delivery_row(message, item, endpoint_id=endpoint_id, now=now)
     row.save(force_insert=True)
     return row
@@ -392,3 +379,16 @@ def message_attempts(*, tenant: Tenant, message_id: UUID) -> list[EndpointAttemp
     return sorted(
         by_endpoint.values(), key=lambda entry: order.get(str(entry.endpoint_id), 1 << 30)
     )
+
+
+class MessagePublisher:
+    """Events published as messages to the tenant's subscribed endpoints: the webhooks
+    product's publisher (delivery.outbox), registered at start-up."""
+
+    def publish(
+        self, events: Sequence[Event], *, now: datetime, alongside: Sequence[Notification]
+    ) -> list[Message]:
+        return messages_publish(events, now=now, alongside=alongside)
+
+    def rows(self, event: Event, *, now: datetime) -> list[Any]:
+        return message_rows(event, now=now)

@@ -29,11 +29,11 @@ from django.utils.timezone import now as utc_now
 from dbtools.fields import column_of, concrete_field
 from delivery.conflicts import EndpointDisabled
 from delivery.models import Channel, DeliveryOutcome, Notification, WebhookEndpoint
+from delivery.outbox import rearmed
 from delivery.states import Move, NotificationState, after
 from jobs.models import Job
 from jobs.registry import Handler, JobError
 from jobs.services import job_enqueue, job_progress
-from notifications.services import rearmed
 from outbound.categories import ErrorCategory
 from tenancy.models import Tenant
 from web.errors import InvalidInput

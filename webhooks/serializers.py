@@ -2,7 +2,7 @@
 
 Input serializers check types, sizes and formats only; the rules that tie fields together
 (recipients for the email channel, the tenant's own endpoint and project, RRULE and time
-zone) live in notifications.services and the checks it applies (notifications.validation),
+zone) live in notifications.services and the checks it applies (delivery.validation),
 which every caller goes through.
 """
 

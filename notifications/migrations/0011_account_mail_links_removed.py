@@ -15,7 +15,7 @@ import re
 
 from django.db import migrations
 
-# onboarding.front_door.ACCOUNT_MAIL_TENANT_ID; a migration keeps the value it was written with.
+# tenancy.front_door.ACCOUNT_MAIL_TENANT_ID; a migration keeps the value it was written with.
 ACCOUNT_MAIL_TENANT_ID = "00000000-0000-4000-8000-00000000a11c"
 # The whole link around a token of the old kind: secrets.token_urlsafe(32), 43 characters.
 LIVE_LINK = re.compile(r"\S*(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])\S*")

@@ -5,7 +5,7 @@ e-mails); every other row was made through the API."""
 
 from django.db import migrations, models
 
-# onboarding.front_door.ACCOUNT_MAIL_TENANT_ID; a migration keeps the value it was written with.
+# tenancy.front_door.ACCOUNT_MAIL_TENANT_ID; a migration keeps the value it was written with.
 ACCOUNT_MAIL_TENANT_ID = "00000000-0000-4000-8000-00000000a11c"
 
 

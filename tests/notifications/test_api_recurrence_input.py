@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import pytest
 from django.conf import settings
 
+import delivery.validation
 import notifications.services
-import notifications.validation
 from delivery.models import Notification
 from delivery.recurrence import CpuBudget, next_occurrence
 from tests.notifications.factories import make_notification
@@ -100,7 +100,7 @@ def test_the_issues_sparse_rule_is_accepted_with_its_first_occurrence(alice, mon
     # leaves the answer to the count alone.
     frozen = CpuBudget(limit_ms=settings.RECURRENCE_BUDGET_MS, clock=lambda: 0.0)
     monkeypatch.setattr(notifications.services, "recurrence_budget", lambda: frozen)
-    monkeypatch.setattr(notifications.validation, "recurrence_budget", lambda: frozen)
+    monkeypatch.setattr(delivery.validation, "recurrence_budget", lambda: frozen)
     response = _create(
         alice,
         rrule="FREQ=MINUTELY;INTERVAL=11;BYMINUTE=7;BYHOUR=3;BYDAY=MO",

@@ -14,7 +14,7 @@ from django.utils import timezone
 from delivery.models import EmailBatch, Notification
 from delivery.transports.base import EmailMessage
 from delivery.transports.resend import batch_body
-from onboarding.front_door import account_mail_tenant
+from tenancy.front_door import account_mail_tenant
 from tests.notifications.factories import make_notification, make_tenant
 
 migration = importlib.import_module("notifications.migrations.0011_account_mail_links_removed")

@@ -1,4 +1,4 @@
-"""notifications.services (and the checks of notifications.validation they apply): the
+"""notifications.services (and the checks of delivery.validation they apply): the
 rules every caller (API, admin, producers) goes through. The webhook endpoints' own are in
 test_webhook_endpoint_services.py."""
 
@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from dbqueue.fences import fenced_update
-from delivery import conflicts
+from delivery import conflicts, outbox
 from delivery.models import Notification
-from notifications import announcements, services
+from notifications import services
 from tests.notifications.factories import make_notification, make_tenant
 
 NOW = datetime(2030, 3, 4, 12, 0, tzinfo=UTC)
@@ -189,15 +189,13 @@ def test_every_start_of_an_occurrence_sets_its_due_time(tenant):
 
 
 def test_announced_rows_are_due_now(tenant):
-    announcement = announcements.Announcement(
+    announcement = outbox.Announcement(
         addresses=["a@example.com"],
         email_subject="Welcome",
         email_body="",
         event={"type": "project.active", "data": {}},
     )
 
-    announcements.notifications_announce(
-        [announcements.Announced(tenant.id, None, "k", announcement)], now=NOW
-    )
+    outbox.announce([outbox.Announced(tenant.id, None, "k", announcement)], now=NOW)
 
     assert list(Notification.objects.values_list("due_at", "next_fire_at")) == [(NOW, NOW)]

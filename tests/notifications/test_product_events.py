@@ -10,7 +10,7 @@ from django.utils import timezone
 from dbqueue.clock import Clock
 from delivery.models import Notification
 from jobs.consumer import jobs_drain
-from onboarding.invitations import invitation_issue
+from tenancy.invitations import invitation_issue
 from tests.conftest import link_token, make_member
 from tests.notifications.factories import make_endpoint
 from webhooks.models import Message

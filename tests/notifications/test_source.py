@@ -13,7 +13,7 @@ from django.utils import timezone
 from dbqueue.clock import Clock
 from delivery.models import Notification
 from jobs.consumer import jobs_drain
-from onboarding.front_door import account_mail_tenant
+from tenancy.front_door import account_mail_tenant
 from tests.jobs.factories import make_endpoint
 from tests.notifications.factories import make_notification, make_tenant
 from tests.projects.factories import make_project

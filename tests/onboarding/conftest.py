@@ -8,7 +8,7 @@ from django.core import mail
 from django.core.management import call_command
 
 from delivery.models import Notification
-from onboarding.front_door import ACCOUNT_MAIL_TENANT_ID
+from tenancy.front_door import ACCOUNT_MAIL_TENANT_ID
 from tests.conftest import link_token
 from tests.support.fake_siteverify import fake_siteverify
 

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from onboarding.invitations import invitation_issue
+from tenancy.invitations import invitation_issue
 from tenancy.models import Invitation
 from tests.conftest import link_token
 from tests.onboarding.conftest import emailed_token

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from delivery.models import Delivery, EmailBatch, Notification
 from delivery.scheduler.tick import run_tick
-from onboarding.front_door import account_mail_tenant
+from tenancy.front_door import account_mail_tenant
 from tenancy.models import Invitation, SignupRequest
 from tests.conftest import make_member
 from tests.onboarding.conftest import TOKEN_IN_LINK, deliver_mail

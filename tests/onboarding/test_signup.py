@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from onboarding.front_door import ACCOUNT_MAIL_TENANT_ID
+from tenancy.front_door import ACCOUNT_MAIL_TENANT_ID
 from tenancy.models import ApiToken, Membership, SignupRequest, Tenant, token_digest
 from tests.onboarding.conftest import account_emails, deliver_mail, emailed_token
 

@@ -8,9 +8,9 @@ from jobs.consumer import jobs_claim, jobs_drain
 from jobs.models import JobStatus
 from jobs.processing import jobs_process
 from jobs.services import Outcome
-from onboarding.front_door import ACCOUNT_MAIL_TENANT_ID
 from projects.models import ProjectStatus
 from projects.provisioning import provision_activate
+from tenancy.front_door import ACCOUNT_MAIL_TENANT_ID
 from tenancy.models import Invitation
 from tests.jobs.factories import NOW, make_endpoint, make_job, reload
 

@@ -9,9 +9,9 @@ import pytest
 from django.utils import timezone
 from rest_framework import serializers
 
-from onboarding.invitations import invitation_issue
 from onboarding.signins import signin_link_record
 from onboarding.signups import signup_request_record
+from tenancy.invitations import invitation_issue
 from tenancy.models import Tenant
 from tests.conftest import link_token
 from tests.web.write_endpoints import WRITES, assert_problem, seed_targets, send, stored_state

@@ -10,8 +10,8 @@ from django.http import HttpRequest
 from django.utils.timezone import now as utc_now
 
 from delivery.models import EndpointHealth, WebhookEndpoint
-from notifications.services import InvalidInput
 from web.admin import ServiceSaveAdmin
+from web.errors import InvalidInput
 from webhooks import endpoints as webhook_endpoints
 
 DISABLED_BY_SUPPORT = "disabled by support"

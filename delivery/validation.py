@@ -2,11 +2,13 @@
 recipients or endpoint, the recurrence rule and its time zone, the instant it first fires.
 
 Every caller (the API, the admin, producers' announcements) goes through them by way of
-the services; each raises `InvalidInput` with client-safe messages per field.
+the services; each raises `InvalidInput` with client-safe messages per field. A send names
+recipients by the tenant's own keys; which keys exist is the people product's to say, through
+the directory it registers (`register_recipient_directory`).
 """
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -24,12 +26,16 @@ from delivery.recurrence import (
     validate_rrule,
 )
 from delivery.recurrence import validate_timezone as validate_tz_name
-from people.recipients import key_error, unknown_keys
 from tenancy.models import Tenant
 from web.errors import InvalidInput
 from web.fields import validate_email_address
 
 MAX_RECIPIENTS = 50
+MAX_KEY_LENGTH = 255
+# A key is one path segment of /v1/recipients/{id}: printable, no slash, no whitespace.
+KEY_PATTERN = r"^[A-Za-z0-9._~@+:=-]{1,255}$"
+_KEY = re.compile(KEY_PATTERN)
+KEY_RULE = "1 to 255 characters among letters, digits and . _ ~ @ + : = -"
 CATEGORY_PATTERN = r"^[A-Za-z0-9._-]{1,64}$"
 _CATEGORY = re.compile(CATEGORY_PATTERN)
 CATEGORY_RULE = "1 to 64 characters among letters, digits and . _ -"
@@ -41,6 +47,33 @@ _NO_OCCURRENCE = (
     "The rule has no occurrence at or after fire_at (for example, its COUNT or UNTIL ends "
     "it before then)."
 )
+
+
+# The keys among the given ones a tenant has no recipient for, in their order.
+RecipientDirectory = Callable[[Tenant, Sequence[str]], list[str]]
+_directories: list[RecipientDirectory] = []
+
+
+def register_recipient_directory(directory: RecipientDirectory) -> None:
+    """Say which recipient keys exist (the people product, at start-up)."""
+    if directory not in _directories:
+        _directories.append(directory)
+
+
+def key_error(key: Any) -> str | None:
+    """Why `key` cannot be a recipient key, or None when it can."""
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
+        return f"A recipient id has {KEY_RULE}."
+    return None
+
+
+def unknown_keys(*, tenant: Tenant, keys: Sequence[str]) -> list[str]:
+    """The keys among `keys` no registered directory knows in the tenant, in their order
+    (every key, without a directory)."""
+    unknown = list(keys)
+    for directory in _directories:
+        unknown = directory(tenant, unknown) if unknown else unknown
+    return unknown
 
 
 def checked_content(
@@ -91,7 +124,7 @@ def checked_content(
 def _people_errors(
     tenant: Tenant, recipients: list[str], email_to: Sequence[str]
 ) -> dict[str, list[str]]:
-    """`recipients` name the tenant's recipients (people.recipients), instead of
+    """`recipients` name the tenant's recipients (the registered directory), instead of
     `email_to`."""
     if email_to:
         return {"recipients": ["Give recipients or email_to, not both."]}

@@ -238,3 +238,21 @@ def invitations_issue_missing(
         if email.lower() not in pending
     ]
     return issued, [email for email in emails if email.lower() in members]
+
+
+def invitation_email(
+    issued: IssuedInvitation, tenant: Tenant, *, project_name: str | None = None
+) -> tuple[str, str, str]:
+    """(address, subject, body) of the e-mail carrying an invitation's accept link: it
+    names the team and, for an invitation a project's `invite` list made, that project."""
+    invitation = issued.invitation
+    inviter = invitation.invited_by.email if invitation.invited_by is not None else "Someone"
+    link = settings.INVITATION_ACCEPT_URL.replace("{token}", issued.link)
+    project = f' to work on the project "{project_name}"' if project_name else ""
+    return (
+        invitation.email,
+        f'You are invited to the team "{tenant.name}" on Tickwork',
+        f'{inviter} invited you to join the team "{tenant.name}" on Tickwork as '
+        f"{invitation.role}{project}. Accept the invitation:\n\n{link}\n\nThe link works "
+        f"once, until {invitation.expires_at:%Y-%m-%d %H:%M} UTC.",
+    )
