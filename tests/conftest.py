@@ -23,6 +23,7 @@ from tenancy import link_tokens
 from tenancy.models import Role, Tenant
 from tenancy.plans import forget_plans
 from tenancy.services import member_add, tenant_create
+from tests.delivery.factories import make_tenant
 from tests.support.sqlite_files import migrated_file
 from tests.support.static_files import static_files_walked_once
 
@@ -77,6 +78,18 @@ def bob(alice) -> Actor:
 @pytest.fixture
 def charlie(db) -> Actor:
     return make_owner("Tenant B", "charlie@example.com")
+
+
+@pytest.fixture
+def tenant(db) -> Tenant:
+    """A tenant with no members, for the rows the delivery engine and the services work on."""
+    return make_tenant()
+
+
+@pytest.fixture
+def local_channels(settings) -> None:
+    """Webhooks may target the local test servers (plain http on 127.0.0.1)."""
+    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ from projects.models import Project
 from tenancy.invitations import invitation_issue
 from tenancy.models import ApiToken, Invitation, Membership, SigninLink, SignupRequest, Tenant
 from tests.conftest import Actor, forget_throttle_counts, make_member, make_owner
-from tests.notifications.factories import make_endpoint, make_notification
+from tests.delivery.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
 from tests.support.module_rows import rows_for_the_module
 from webhooks.event_types import event_type_create

@@ -29,8 +29,8 @@ from tenancy.invitations import invitation_issue
 from tenancy.models import ApiToken, Tenant
 from tests.authz import RouteSpec, build_world, check_case, matrix_cases
 from tests.conftest import Actor, link_token, make_member, make_owner
+from tests.delivery.factories import make_endpoint, make_notification
 from tests.jobs.factories import make_job
-from tests.notifications.factories import make_endpoint, make_notification
 from tests.projects.factories import make_project
 from tests.support.module_rows import rows_for_the_module
 from webhooks.event_types import event_type_create

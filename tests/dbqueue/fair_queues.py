@@ -12,7 +12,7 @@ from jobs.consumer import JOB_CLAIM
 from jobs.models import Job
 from projects.models import Project
 from tenancy.models import Tenant
-from tests.notifications.factories import notification_fields
+from tests.delivery.factories import notification_fields
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=60)

@@ -12,7 +12,7 @@ from django.db.models.sql.query import Query
 from dbqueue import claims, ranking
 from delivery.models import Notification
 from delivery.scheduler.tick import DUE
-from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
+from tests.delivery.factories import make_endpoint, make_notifications, make_tenant
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=45)

@@ -15,7 +15,7 @@ from delivery.scheduler.tick import DUE
 from tenancy.models import Tenant
 from tests.conftest import requires_postgres
 from tests.dbqueue.fair_queues import LEASE, NOW
-from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
+from tests.delivery.factories import make_endpoint, make_notifications, make_tenant
 from tests.support.plans import plan_nodes
 
 pytestmark = [requires_postgres, pytest.mark.django_db]

@@ -5,7 +5,7 @@ import pytest
 from django.db import transaction
 
 from tests.dbqueue.fair_queues import QUEUES, seconds_ago
-from tests.notifications.factories import make_tenant
+from tests.delivery.factories import make_tenant
 
 pytestmark = pytest.mark.django_db
 

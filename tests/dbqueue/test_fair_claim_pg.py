@@ -15,7 +15,7 @@ from jobs.models import Job
 from projects.models import Project
 from tests.conftest import requires_postgres
 from tests.dbqueue.fair_queues import LEASE, NOW, QUEUES, seconds_ago
-from tests.notifications.factories import make_tenant
+from tests.delivery.factories import make_tenant
 from tests.support.concurrency import run_together
 
 pytestmark = [requires_postgres]

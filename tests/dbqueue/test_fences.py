@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from dbqueue.fences import fenced_update_many
 from delivery.models import Notification
-from tests.notifications.factories import make_notifications, make_tenant
+from tests.delivery.factories import make_notifications, make_tenant
 
 AT = datetime(2026, 12, 5, 6, 30, tzinfo=UTC)
 # What an array literal would have to quote or escape: it must arrive as it was.

@@ -12,8 +12,8 @@ from delivery.scheduler.deliver import Senders
 from delivery.scheduler.tick import run_tick
 from delivery.transports.base import DeliveryResult
 from jobs.consumer import jobs_drain
+from tests.delivery.factories import make_notifications, make_tenant
 from tests.jobs.factories import make_job
-from tests.notifications.factories import make_notifications, make_tenant
 
 T1 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 T2 = datetime(2026, 1, 1, 12, 1, tzinfo=UTC)

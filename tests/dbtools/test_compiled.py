@@ -19,7 +19,7 @@ from delivery.models import Delivery, DeliveryOutcome, Notification
 from projects.models import Project, ProjectStatus
 from tenancy.models import ApiToken, Membership, Role, Tenant
 from tests.conftest import make_member, requires_postgres
-from tests.notifications.factories import make_notifications
+from tests.delivery.factories import make_notifications
 
 
 def token_with_membership() -> models.QuerySet[ApiToken]:

@@ -10,7 +10,7 @@ from django.db.models import signals
 
 from dbtools.instances import fresh, loaded
 from delivery.models import Delivery, DeliveryOutcome, Notification
-from tests.notifications.factories import make_notification, make_tenant
+from tests.delivery.factories import make_notification, make_tenant
 
 AT = datetime(2026, 12, 5, 6, 30, tzinfo=UTC)
 

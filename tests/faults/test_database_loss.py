@@ -15,9 +15,9 @@ from delivery.models import Delivery, Notification
 from jobs.models import Job, JobStatus
 from projects.models import ProjectStatus
 from tests.conftest import direct_sessions_only, requires_postgres
+from tests.delivery.factories import make_endpoint, make_notifications, make_tenant
 from tests.faults.workers import Finished, terminate_backends, wait_past, wait_until
 from tests.jobs.factories import make_job
-from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
 from tests.support.http_server import Reply, recording_server
 
 pytestmark = [

@@ -13,7 +13,7 @@ from django.utils import timezone
 from dbqueue.models import ConcurrencySlot
 from delivery.models import Delivery
 from tests.conftest import requires_postgres
-from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
+from tests.delivery.factories import make_endpoint, make_notifications, make_tenant
 from tests.support.http_server import RecordedRequest, Reply, recording_server
 
 pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True), pytest.mark.fault]

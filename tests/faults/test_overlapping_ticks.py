@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from delivery.models import Delivery, Notification
 from tests.conftest import requires_postgres
-from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
+from tests.delivery.factories import make_endpoint, make_notifications, make_tenant
 from tests.support.http_server import recording_server
 
 pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True), pytest.mark.fault]

@@ -12,8 +12,8 @@ from django.utils import timezone
 from delivery.models import Notification, NotificationState
 from jobs.models import Job, JobStatus
 from tests.conftest import requires_postgres
+from tests.delivery.factories import make_endpoint, make_tenant, notification_fields
 from tests.faults.workers import terminate_backends, wait_past, wait_until
-from tests.notifications.factories import make_endpoint, make_tenant, notification_fields
 from webhooks.recovery import CHUNK_SIZE, endpoint_recover
 
 pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True), pytest.mark.fault]

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from delivery.models import Delivery, DeliveryOutcome, NotificationState
 from tests.conftest import requires_postgres
-from tests.notifications.factories import make_endpoint, make_notification, make_tenant
+from tests.delivery.factories import make_endpoint, make_notification, make_tenant
 from tests.support.http_server import silent_server
 
 pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True), pytest.mark.fault]

@@ -16,8 +16,8 @@ from django.utils import timezone
 from dbqueue.models import ConcurrencySlot
 from delivery.models import Delivery, Notification
 from tests.conftest import requires_postgres
+from tests.delivery.factories import make_endpoint, make_notifications, make_tenant
 from tests.faults.workers import wait_past, wait_until
-from tests.notifications.factories import make_endpoint, make_notifications, make_tenant
 from tests.support.http_server import Reply, recording_server
 
 pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True), pytest.mark.fault]

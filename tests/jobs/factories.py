@@ -8,7 +8,7 @@ from delivery.models import WebhookEndpoint
 from jobs.models import Job
 from projects.models import Project
 from tenancy.models import Tenant
-from tests.notifications import factories as notification_factories
+from tests.delivery import factories as notification_factories
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from delivery.models import Notification
-from tests.notifications.factories import make_endpoint, make_notification, make_tenant
+from tests.delivery.factories import make_endpoint, make_notification, make_tenant
 
 CHANGELIST = "/admin/delivery/notification/"
 QUEUE_STATE_FIELDS = [

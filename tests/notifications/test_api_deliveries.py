@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from delivery.models import Delivery
-from tests.notifications.factories import make_notification
+from tests.delivery.factories import make_notification
 
 
 def make_delivery(*, tenant, notification_id, minutes_ago=0, **fields):

@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from delivery.models import Notification
-from tests.notifications.factories import make_endpoint, make_notification
+from tests.delivery.factories import make_endpoint, make_notification
 from tests.projects.factories import make_project
 
 EMAIL = {"channels": ["email"], "email_to": ["ops@example.com"], "subject": "Hi", "body": "B"}

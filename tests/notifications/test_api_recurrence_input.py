@@ -14,8 +14,8 @@ import delivery.validation
 import notifications.services
 from delivery.models import Notification
 from delivery.recurrence import CpuBudget, next_occurrence
-from tests.notifications.factories import make_notification
-from tests.notifications.recurrence_support import MULTIPLIED
+from tests.delivery.factories import make_notification
+from tests.delivery.recurrence_support import MULTIPLIED
 
 EMAIL = {"channels": ["email"], "email_to": ["ops@example.com"], "subject": "Hi", "body": "B"}
 # The rule: COUNT is walked from fire_at, one day per occurrence, 10,000 of them.

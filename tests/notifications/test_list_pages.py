@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from delivery.models import Notification
-from tests.notifications.factories import make_notifications
+from tests.delivery.factories import make_notifications
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

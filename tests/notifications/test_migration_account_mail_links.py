@@ -15,7 +15,7 @@ from delivery.models import EmailBatch, Notification
 from delivery.transports.base import EmailMessage
 from delivery.transports.resend import batch_body
 from tenancy.front_door import account_mail_tenant
-from tests.notifications.factories import make_notification, make_tenant
+from tests.delivery.factories import make_notification, make_tenant
 
 migration = importlib.import_module("notifications.migrations.0011_account_mail_links_removed")
 

@@ -14,8 +14,8 @@ from dbqueue.clock import Clock
 from delivery.models import Notification
 from jobs.consumer import jobs_drain
 from tenancy.front_door import account_mail_tenant
+from tests.delivery.factories import make_notification, make_tenant
 from tests.jobs.factories import make_endpoint
-from tests.notifications.factories import make_notification, make_tenant
 from tests.projects.factories import make_project
 
 migration = importlib.import_module("notifications.migrations.0014_notification_source")

@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from playwright.sync_api import Page, expect, sync_playwright
 
-from tests.notifications.factories import make_notification, make_tenant
+from tests.delivery.factories import make_notification, make_tenant
 from tests.support.browser import CHROMIUM, TIMEOUT_MS
 
 PASSWORD = "correct horse battery staple"

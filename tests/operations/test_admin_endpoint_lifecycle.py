@@ -7,7 +7,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from delivery.models import DISABLED_FAILING
-from tests.notifications.factories import make_endpoint, make_tenant
+from tests.delivery.factories import make_endpoint, make_tenant
 from webhooks.recovery import RECOVER_KIND, endpoint_recover
 
 URL = "https://hooks.example.com/in"

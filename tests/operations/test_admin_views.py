@@ -7,8 +7,8 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from delivery.models import Delivery
+from tests.delivery.factories import make_notification, make_tenant
 from tests.jobs.factories import make_job
-from tests.notifications.factories import make_notification, make_tenant
 
 PAGE = "/admin/queue-health/"
 

@@ -11,7 +11,7 @@ from dbqueue.totals import worker_totals_add
 from delivery.scheduler.deliver import Senders
 from delivery.scheduler.tick import run_tick
 from delivery.transports.base import DeliveryResult
-from tests.notifications.factories import make_endpoint, make_notification
+from tests.delivery.factories import make_endpoint, make_notification
 from tests.support.queues import fill_queues
 
 LABEL = r'[a-z_]+="[a-z_0-9.+A-Za-z]+"'

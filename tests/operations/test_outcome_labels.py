@@ -12,8 +12,8 @@ from delivery.transports.base import DeliveryResult
 from jobs.consumer import jobs_drain
 from jobs.registry import HANDLERS, Handler, JobError
 from outbound.categories import ErrorCategory
+from tests.delivery.factories import make_endpoint, make_notification
 from tests.jobs.factories import NOW, make_job
-from tests.notifications.factories import make_endpoint, make_notification
 from tests.operations.test_metrics import samples
 
 DUE = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

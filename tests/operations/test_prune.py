@@ -19,8 +19,8 @@ from django.utils import timezone
 from delivery.models import Delivery, EmailBatch, Notification
 from jobs.models import Job, JobStatus
 from tenancy.models import ApiToken, OperationKey, SigninLink, TokenKind
+from tests.delivery.factories import make_notification
 from tests.jobs.factories import make_job
-from tests.notifications.factories import make_notification
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,8 @@ import pytest
 from delivery.models import Delivery, DeliveryOutcome
 from delivery.scheduler.context import LATENESS_BOUNDS_S
 from operations.queue_health import HOURS, hourly_lateness, hourly_outcomes, queue_health
+from tests.delivery.factories import make_tenant
 from tests.jobs.factories import make_job
-from tests.notifications.factories import make_tenant
 
 NOW = datetime(2026, 3, 2, 9, 40, tzinfo=UTC)
 
@@ -100,7 +100,7 @@ def test_lateness_is_read_in_the_bands_of_the_metrics_histogram(tenant):
 
 
 def test_messages_and_their_deliveries_are_counted(tenant):
-    from tests.notifications.factories import make_endpoint
+    from tests.delivery.factories import make_endpoint
     from webhooks.messages import publish_message
 
     make_endpoint(tenant=tenant, url="https://a.example.com/")

@@ -11,7 +11,7 @@ import requests
 from dbtools.logfmt import JsonFormatter, LogfmtFormatter
 from delivery.scheduler.tick import run_tick
 from outbound.redaction import redact_url_queries
-from tests.notifications.factories import make_endpoint, make_notification
+from tests.delivery.factories import make_endpoint, make_notification
 from tests.support.http_server import Reply, recording_server
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

@@ -5,8 +5,8 @@ from typing import Any
 
 from delivery.models import Notification
 from jobs.models import JobStatus
+from tests.delivery.factories import state_of
 from tests.jobs.factories import NOW, make_job
-from tests.notifications.factories import state_of
 
 
 def make_notification(tenant, **fields) -> Notification:

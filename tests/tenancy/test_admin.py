@@ -3,7 +3,7 @@
 import pytest
 
 from tenancy.models import ApiToken
-from tests.notifications.factories import make_endpoint
+from tests.delivery.factories import make_endpoint
 from tests.projects.factories import make_project
 
 

@@ -15,8 +15,8 @@ from jobs.models import Job, JobStatus
 from notifications import services
 from projects.models import Project
 from tenancy.models import OperationKey
+from tests.delivery.factories import make_endpoint, make_notification
 from tests.jobs.factories import make_job
-from tests.notifications.factories import make_endpoint, make_notification
 
 EMAIL = {"channels": ["email"], "email_to": ["ops@example.com"], "subject": "Hi", "body": "B"}
 HOOK = "https://hooks.example.com/in"

@@ -17,7 +17,7 @@ from django.utils import timezone
 from tenancy.api.idempotency import Idempotency
 from tenancy.models import OperationKey
 from tests.conftest import requires_postgres
-from tests.notifications.factories import make_tenant
+from tests.delivery.factories import make_tenant
 from tests.support.plans import plan_nodes
 
 KEYS = 2_000

@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from tests.notifications.factories import make_notification
+from tests.delivery.factories import make_notification
 from tests.web.write_endpoints import assert_problem
 
 # An id no row has, fixed: every pytest-xdist worker must collect the same test ids.

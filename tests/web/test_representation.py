@@ -14,7 +14,7 @@ from notifications.services import notification_pages
 from projects.models import Project
 from projects.serializers import PROJECTS, ProjectSerializer
 from projects.services import project_pages, project_queryset
-from tests.notifications.factories import make_endpoint, make_notification
+from tests.delivery.factories import make_endpoint, make_notification
 from tests.projects.factories import make_project
 from web.representation import Representation
 

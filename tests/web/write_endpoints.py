@@ -29,7 +29,7 @@ from tenancy.models import (
     Tenant,
 )
 from tests.conftest import make_member
-from tests.notifications.factories import make_endpoint, make_notification
+from tests.delivery.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
 from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message

@@ -1,0 +1,356 @@
+"""The tick sending to people: recipients' current addresses, opt-outs skipped and logged,
+critical categories, quiet hours deferred without an attempt, and the RFC 8058 headers
+received by Django's e-mail backend and by the fake Resend — and the unsubscribe they
+lead to, which holds from the next tick on."""
+
+from datetime import UTC, datetime
+
+import pytest
+from django.core import mail
+from rest_framework.test import APIClient
+
+from delivery.models import Delivery, Notification
+from delivery.scheduler.tick import run_tick
+from notifications.services import notification_create
+from people import preferences
+from people.models import Recipient
+from people.recipients import preferences_put, recipient_put
+from tenancy.models import OperationKey
+from tests.delivery.factories import make_tenant
+from tests.support.fake_resend import fake_resend
+
+# Saturday 2026-03-28 10:00 UTC; the Monday after, 09:00 in Berlin (CEST since Sunday).
+SATURDAY = datetime(2026, 3, 28, 10, 0, tzinfo=UTC)
+MONDAY_OPENING = datetime(2026, 3, 30, 7, 0, tzinfo=UTC)
+WEEKDAYS = {"days": ["MO", "TU", "WE", "TH", "FR"], "from": "09:00", "until": "17:00"}
+
+
+@pytest.fixture
+def backend(settings):
+    settings.RESEND_API_KEY = ""
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    settings.UNSUBSCRIBE_URL = "https://api.example.com/v1/unsubscribe/{token}"
+    settings.CRITICAL_CATEGORIES = ["security"]
+
+
+@pytest.fixture
+def tenant(db):
+    return make_tenant()
+
+
+def person(tenant, key="ada", *, email="ada@example.com", **fields):
+    return recipient_put(tenant=tenant, key=key, email=email, now=SATURDAY, **fields)[0]
+
+
+def notify(tenant, *recipients, category="", channels=("email",), now=SATURDAY):
+    return notification_create(
+        tenant=tenant,
+        channels=list(channels),
+        subject="Reminder",
+        body="It is time.",
+        recipients=list(recipients),
+        category=category,
+        now=now,
+    )
+
+
+def token_of(header: str) -> str:
+    assert header.startswith("<https://api.example.com/v1/unsubscribe/") and header.endswith(">")
+    return header[1:-1].rsplit("/", 1)[1]
+
+
+def unsubscribe(token: str):
+    return APIClient().post(f"/v1/unsubscribe/{token}")
+
+
+def test_the_email_goes_to_the_recipients_address_at_send_time_with_both_headers(backend, tenant):
+    person(tenant)
+    notify(tenant, "ada", category="reminders")
+    person(tenant, email="ada@new.example.com")  # changed after the notification was made
+
+    summary = run_tick(now=SATURDAY)
+
+    assert summary.delivered == 1
+    [sent] = mail.outbox
+    assert sent.to == ["ada@new.example.com"]
+    message = sent.message()
+    assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    token = token_of(message["List-Unsubscribe"])
+    # Never stored: neither the row nor anything else in the database holds it.
+    assert token not in str(list(Notification.objects.values()))
+    assert token not in str(list(Delivery.objects.values()))
+
+
+def test_an_opted_out_email_is_skipped_logged_and_never_sent(backend, tenant):
+    person(tenant)
+    preferences_put(
+        tenant=tenant,
+        key="ada",
+        preferences={"categories": {"marketing": {"email": False}}},
+        now=SATURDAY,
+    )
+    row = notify(tenant, "ada", category="marketing")
+
+    run_tick(now=SATURDAY)
+
+    assert mail.outbox == []
+    [log] = Delivery.objects.filter(notification_id=row.pk)
+    assert (log.channel, log.outcome, log.error_category) == ("email", "skipped", "preference")
+    row.refresh_from_db()
+    assert (row.state, row.error_count) == ("completed", 0)
+
+
+def test_all_email_off_skips_every_category_but_a_critical_one(backend, tenant):
+    person(tenant)
+    preferences_put(
+        tenant=tenant, key="ada", preferences={"channels": {"email": False}}, now=SATURDAY
+    )
+    skipped = notify(tenant, "ada", category="reminders")
+    critical = notify(tenant, "ada", category="security")
+
+    run_tick(now=SATURDAY)
+
+    [sent] = mail.outbox
+    assert sent.to == ["ada@example.com"]
+    # A critical email carries no unsubscribe link.
+    assert "List-Unsubscribe" not in sent.message()
+    outcomes = dict(Delivery.objects.values_list("notification_id", "outcome"))
+    assert outcomes == {skipped.pk: "skipped", critical.pk: "delivered"}
+
+
+def test_a_webhook_the_recipient_opted_out_of_is_skipped(backend, tenant, settings):
+    from tests.delivery.factories import make_endpoint
+
+    person(tenant)
+    preferences_put(
+        tenant=tenant, key="ada", preferences={"channels": {"webhook": False}}, now=SATURDAY
+    )
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/in")
+    row = notification_create(
+        tenant=tenant,
+        channels=["email", "webhook"],
+        subject="S",
+        body="B",
+        recipients=["ada"],
+        webhook_endpoint_id=endpoint.pk,
+        now=SATURDAY,
+    )
+
+    run_tick(now=SATURDAY)
+
+    logs = dict(Delivery.objects.filter(notification_id=row.pk).values_list("channel", "outcome"))
+    assert logs == {"email": "delivered", "webhook": "skipped"}
+    assert len(mail.outbox) == 1
+
+
+def test_a_recipient_deleted_before_the_send_skips_the_email(backend, tenant):
+    person(tenant)
+    row = notify(tenant, "ada")
+    Recipient.objects.all().delete()
+
+    run_tick(now=SATURDAY)
+
+    assert mail.outbox == []
+    [log] = Delivery.objects.filter(notification_id=row.pk)
+    assert (log.outcome, log.error_category) == ("skipped", "no_recipient")
+
+
+def test_unsubscribe_mutes_the_category_from_the_next_tick_and_is_idempotent(backend, tenant):
+    person(tenant)
+    notify(tenant, "ada", category="reminders")
+    run_tick(now=SATURDAY)
+    token = token_of(mail.outbox[0].message()["List-Unsubscribe"])
+
+    assert unsubscribe(token).status_code == 204
+    assert unsubscribe(token).status_code == 204
+
+    assert Recipient.objects.get().preferences == {"categories": {"reminders": {"email": False}}}
+    muted = notify(tenant, "ada", category="reminders")
+    other = notify(tenant, "ada", category="billing")
+    run_tick(now=SATURDAY)
+    assert len(mail.outbox) == 2
+    outcomes = dict(
+        Delivery.objects.filter(notification_id__in=[muted.pk, other.pk]).values_list(
+            "notification_id", "outcome"
+        )
+    )
+    assert outcomes == {muted.pk: "skipped", other.pk: "delivered"}
+
+
+def test_unsubscribe_without_a_category_mutes_all_email(backend, tenant):
+    person(tenant)
+    notify(tenant, "ada")
+    run_tick(now=SATURDAY)
+
+    assert unsubscribe(token_of(mail.outbox[0].message()["List-Unsubscribe"])).status_code == 204
+
+    assert Recipient.objects.get().preferences == {"channels": {"email": False}}
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda t: t[:-1] + ("A" if t[-1] != "A" else "B"),  # the signature altered
+        lambda t: "eyJ4Ijoi" + t[8:],  # the payload altered
+        lambda t: "garbage",
+        lambda t: "a.b",
+        lambda t: t.split(".")[0],
+        lambda t: "%00" + t,
+    ],
+)
+def test_a_forged_token_is_400_and_changes_nothing(backend, tenant, mangle):
+    person(tenant)
+    notify(tenant, "ada")
+    run_tick(now=SATURDAY)
+    token = token_of(mail.outbox[0].message()["List-Unsubscribe"])
+
+    response = unsubscribe(mangle(token))
+
+    assert response.status_code == 400
+    assert response.json()["type"].endswith("/invalid-token")
+    assert Recipient.objects.get().preferences == {}
+
+
+def test_a_token_of_a_deleted_recipient_is_400(backend, tenant):
+    person(tenant)
+    notify(tenant, "ada")
+    run_tick(now=SATURDAY)
+    token = token_of(mail.outbox[0].message()["List-Unsubscribe"])
+    Recipient.objects.all().delete()
+
+    assert unsubscribe(token).status_code == 400
+
+
+def test_an_email_due_in_quiet_hours_is_deferred_to_the_windows_opening_not_attempted(
+    backend, tenant
+):
+    person(tenant, timezone="Europe/Berlin", send_window=WEEKDAYS)
+    row = notify(tenant, "ada")
+
+    summary = run_tick(now=SATURDAY)
+
+    assert (summary.deferred, summary.delivered, mail.outbox) == (1, 0, [])
+    row.refresh_from_db()
+    assert (row.next_fire_at, row.error_count, row.state) == (MONDAY_OPENING, 0, "scheduled")
+    [log] = Delivery.objects.filter(notification_id=row.pk)
+    assert (log.outcome, log.error_category) == ("deferred", "quiet_hours")
+
+    assert run_tick(now=MONDAY_OPENING).delivered == 1
+    assert [m.to for m in mail.outbox] == [["ada@example.com"]]
+
+
+def test_several_recipients_share_one_email_without_an_unsubscribe_link(backend, tenant):
+    person(tenant)
+    person(tenant, "bob", email="bob@example.com")
+    person(tenant, "eve", email="eve@example.com", send_window=None)
+    preferences_put(
+        tenant=tenant, key="eve", preferences={"channels": {"email": False}}, now=SATURDAY
+    )
+    notify(tenant, "ada", "bob", "eve")
+
+    run_tick(now=SATURDAY)
+
+    [sent] = mail.outbox
+    assert sent.to == ["ada@example.com", "bob@example.com"]
+    assert "List-Unsubscribe" not in sent.message()
+
+
+def test_resend_batches_carry_the_headers_per_email(db, settings, tenant):
+    settings.UNSUBSCRIBE_URL = "https://api.example.com/v1/unsubscribe/{token}"
+    settings.CRITICAL_CATEGORIES = ["security"]
+    with fake_resend(rate=10) as resend:
+        settings.RESEND_API_KEY, settings.RESEND_API_URL = resend.api_key, resend.url
+        person(tenant)
+        person(tenant, "bob", email="bob@example.com")
+        notify(tenant, "ada", category="reminders")
+        notify(tenant, "bob", category="security")
+
+        summary = run_tick()
+
+    assert summary.delivered == 2
+    by_address = {email.to[0]: email for email in resend.sent}
+    ada, bob = by_address["ada@example.com"], by_address["bob@example.com"]
+    assert ada.headers["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    token = token_of(ada.headers["List-Unsubscribe"])
+    assert "List-Unsubscribe" not in bob.headers
+    # The recorded batch holds the reference, not the token.
+    from delivery.models import EmailBatch
+
+    assert token not in EmailBatch.objects.get().body
+    assert unsubscribe(token).status_code == 204
+
+
+def test_quiet_hours_hold_the_email_while_the_webhook_goes_through_its_endpoint_slot(
+    backend, tenant, settings
+):
+    from tests.delivery.factories import make_endpoint
+    from tests.support.http_server import Reply, recording_server
+
+    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
+    person(tenant, timezone="Europe/Berlin", send_window=WEEKDAYS)
+    with recording_server(lambda request: Reply(200)) as server:
+        endpoint = make_endpoint(tenant=tenant, url=f"{server.url}/hook")
+        row = notification_create(
+            tenant=tenant,
+            channels=["email", "webhook"],
+            subject="S",
+            body="B",
+            recipients=["ada"],
+            webhook_endpoint_id=endpoint.pk,
+            now=SATURDAY,
+        )
+
+        run_tick(now=SATURDAY)
+
+        assert len(server.received("/hook")) == 1
+    assert mail.outbox == []
+    row.refresh_from_db()
+    assert (row.channel_state, row.next_fire_at, row.error_count) == (
+        {"webhook": "delivered"},
+        MONDAY_OPENING,
+        0,
+    )
+    logs = dict(Delivery.objects.filter(notification_id=row.pk).values_list("channel", "outcome"))
+    assert logs == {"webhook": "delivered", "email": "deferred"}
+
+
+def test_an_unsubscribe_with_a_key_keeps_only_the_tokens_digest(backend, tenant):
+    person(tenant)
+    notify(tenant, "ada", category="reminders")
+    run_tick(now=SATURDAY)
+    token = token_of(mail.outbox[0].message()["List-Unsubscribe"])
+
+    answers = [
+        APIClient().post(f"/v1/unsubscribe/{token}", headers={"Idempotency-Key": "one-click"})
+        for _ in range(2)
+    ]
+
+    assert [answer.status_code for answer in answers] == [204, 204]
+    [stored] = OperationKey.objects.filter(key="one-click").values_list("scope", "resource")
+    assert token not in "".join(stored)
+
+
+def test_one_statement_reads_every_claimed_rows_recipients_each_in_its_own_tenant(
+    backend, tenant, django_assert_num_queries
+):
+    other = make_tenant()
+    person(tenant, "ada", email="ada@one.example", timezone="Europe/Berlin")
+    person(other, "ada", email="ada@two.example")
+    person(other, "bob", email="bob@two.example")
+    person(tenant, "bob")
+    person(other, "eve")
+    rows = [notify(tenant, "ada", "bob"), notify(other, "ada"), notify(other, "bob", "eve")]
+    Recipient.objects.filter(tenant=tenant, key="bob").delete()
+    Recipient.objects.filter(tenant=other, key="eve").delete()
+    for row in rows:
+        row.refresh_from_db()
+
+    with django_assert_num_queries(1):
+        decided = preferences.decisions(rows, now=SATURDAY)
+
+    # Now `bob` exists in the other tenant only, and `eve` nowhere.
+    assert [list(decided[row.pk].email_to or []) for row in rows] == [
+        ["ada@one.example"],
+        ["ada@two.example"],
+        ["bob@two.example"],
+    ]

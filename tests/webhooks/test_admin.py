@@ -1,0 +1,80 @@
+"""The support admin of webhooks: endpoints without secrets, enabled and disabled, edited
+through the service and never added there; messages with their deliveries per endpoint."""
+
+from delivery.models import WebhookEndpoint
+from tests.delivery.factories import make_endpoint, make_tenant
+from webhooks.messages import publish_message
+
+
+def test_endpoint_pages_never_show_secrets(admin_client, tenant):
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/x")
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
+        retired_secrets=[{"secret": "whsec_previousSecretValue", "until": "2999-01-01T00:00:00Z"}],
+        disabled_reason="410 Gone",
+    )
+
+    listing = admin_client.get("/admin/delivery/webhookendpoint/")
+    change = admin_client.get(f"/admin/delivery/webhookendpoint/{endpoint.pk}/change/")
+
+    assert listing.status_code == change.status_code == 200
+    for page in (listing.content.decode(), change.content.decode()):
+        assert endpoint.secret not in page
+        assert "whsec_previousSecretValue" not in page
+    assert "410 Gone" in listing.content.decode()
+
+
+def test_enable_and_disable_actions(admin_client, tenant):
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/x")
+    url = "/admin/delivery/webhookendpoint/"
+
+    admin_client.post(url, {"action": "disable", "_selected_action": [endpoint.pk]})
+    disabled = WebhookEndpoint.objects.get(pk=endpoint.pk)
+    admin_client.post(url, {"action": "enable", "_selected_action": [endpoint.pk]})
+    enabled = WebhookEndpoint.objects.get(pk=endpoint.pk)
+
+    assert (disabled.enabled, disabled.disabled_reason) == (False, "disabled by support")
+    assert (enabled.enabled, enabled.disabled_reason) == (True, "")
+
+
+def test_endpoint_edits_go_through_the_service(admin_client, tenant, public_dns):
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/x")
+    url = f"/admin/delivery/webhookendpoint/{endpoint.pk}/change/"
+
+    response = admin_client.post(url, {"url": "https://hooks.example.com/y"})
+
+    stored = WebhookEndpoint.objects.get(pk=endpoint.pk)
+    assert response.status_code == 302
+    assert (stored.url, stored.secret) == ("https://hooks.example.com/y", endpoint.secret)
+    assert stored.enabled is False
+    assert stored.disabled_reason == "disabled by support"
+
+
+def test_an_unsafe_endpoint_url_is_refused_with_its_reason(admin_client, tenant):
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/x")
+    url = f"/admin/delivery/webhookendpoint/{endpoint.pk}/change/"
+
+    response = admin_client.post(
+        url, {"url": "https://127.0.0.1/hook", "enabled": "on"}, follow=True
+    )
+
+    assert "Nothing was saved: url:" in response.content.decode()
+    assert WebhookEndpoint.objects.get(pk=endpoint.pk).url == "https://hooks.example.com/x"
+
+
+def test_endpoints_are_not_added_in_the_admin(admin_client):
+    assert admin_client.get("/admin/delivery/webhookendpoint/add/").status_code == 403
+
+
+def test_a_message_s_page_shows_its_deliveries_per_endpoint(admin_client):
+    tenant = make_tenant()
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/in")
+    message = publish_message(tenant=tenant, event_type="project.active", payload={"k": 1})
+
+    listed = admin_client.get("/admin/webhooks/message/")
+    page = admin_client.get(f"/admin/webhooks/message/{message.id}/change/")
+    types = admin_client.get("/admin/webhooks/eventtype/")
+
+    assert listed.status_code == page.status_code == types.status_code == 200
+    assert "project.active" in listed.content.decode()
+    assert str(endpoint.id) in page.content.decode()
+    assert "pending" in page.content.decode()

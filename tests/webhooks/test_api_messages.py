@@ -1,0 +1,199 @@
+"""/v1/messages and endpoint subscriptions through the API: publish (Idempotency-Key
+required, event_id dedup, payload limit), list and detail, attempts, resend, and another
+tenant's message or endpoint answering 404."""
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from delivery.models import Delivery, Notification, WebhookEndpoint
+from tests.delivery.factories import make_endpoint
+from webhooks.event_types import event_type_create
+from webhooks.messages import MAX_PAYLOAD_BYTES
+from webhooks.models import Message
+
+pytestmark = pytest.mark.usefixtures("public_dns")
+
+URL = "https://hooks.example.com/in"
+
+
+def _publish(actor, body, key=None):
+    return actor.client().post(
+        "/v1/messages",
+        body,
+        format="json",
+        headers={"Idempotency-Key": key or str(uuid.uuid4())},
+    )
+
+
+def test_an_endpoint_subscribes_through_the_api_and_unknown_types_are_400(alice):
+    event_type_create(tenant=alice.tenant, name="invoice.paid")
+    archived = event_type_create(tenant=alice.tenant, name="old.type")
+    archived.archived = True
+    archived.save()
+    client = alice.client()
+
+    created = client.post(
+        "/v1/webhook-endpoints", {"url": URL, "event_types": ["invoice.paid"]}, format="json"
+    )
+    assert created.status_code == 201
+    assert created.json()["event_types"] == ["invoice.paid"]
+    path = f"/v1/webhook-endpoints/{created.json()['id']}"
+    for names in (["nope"], ["old.type"], ["invoice.paid", "nope"]):
+        refused = client.patch(path, {"event_types": names}, format="json")
+        assert refused.status_code == 400
+        assert "event_types" in refused.json()["errors"]
+    assert client.get(path).json()["event_types"] == ["invoice.paid"]
+    assert client.patch(path, {"event_types": None}, format="json").json()["event_types"] is None
+    before = WebhookEndpoint.objects.count()
+    refused = client.post(
+        "/v1/webhook-endpoints", {"url": URL, "event_types": ["nope"]}, format="json"
+    )
+    assert refused.status_code == 400
+    assert WebhookEndpoint.objects.count() == before
+
+
+def test_publish_answers_202_with_the_endpoints_it_queued_to(alice):
+    event_type_create(tenant=alice.tenant, name="invoice.paid")
+    everything = make_endpoint(tenant=alice.tenant, url=URL)
+    paid = make_endpoint(tenant=alice.tenant, url=URL, event_types=["invoice.paid"])
+    make_endpoint(tenant=alice.tenant, url=URL, event_types=["project.active"])
+
+    response = _publish(alice, {"event_type": "invoice.paid", "payload": {"amount": 5}})
+
+    assert response.status_code == 202
+    body = response.json()
+    assert set(body) == {"id", "event_type", "event_id", "payload", "created_at", "endpoints"}
+    assert set(body["endpoints"]) == {str(everything.id), str(paid.id)}
+    assert response["Location"] == f"/v1/messages/{body['id']}"
+    assert Notification.objects.filter(message_id=body["id"]).count() == 2
+
+
+def test_publish_requires_an_idempotency_key_and_replays_it(alice):
+    make_endpoint(tenant=alice.tenant, url=URL)
+    body = {"event_type": "project.active", "payload": {}}
+    missing = alice.client().post("/v1/messages", body, format="json")
+    assert missing.status_code == 400
+
+    first = _publish(alice, body, key="k-1")
+    replay = _publish(alice, body, key="k-1")
+
+    assert replay.status_code == 202
+    assert replay.content == first.content
+    assert replay["Idempotent-Replayed"] == "true"
+    assert Message.objects.count() == 1
+    assert Notification.objects.count() == 1
+
+
+def test_a_repeated_event_id_answers_the_first_message(alice):
+    make_endpoint(tenant=alice.tenant, url=URL)
+    first = _publish(alice, {"event_type": "project.active", "payload": {}, "event_id": "e1"})
+    again = _publish(alice, {"event_type": "project.active", "payload": {}, "event_id": "e1"})
+
+    assert again.status_code == 202
+    assert again.json()["id"] == first.json()["id"]
+    assert Notification.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"event_type": "nope", "payload": {}},
+        {"event_type": "project.active", "payload": []},
+        {"event_type": "project.active", "payload": "x"},
+        {"event_type": "project.active"},
+        {"event_type": 5, "payload": {}},
+        {"event_type": "project.active", "payload": {}, "id": str(uuid.uuid4())},
+    ],
+)
+def test_bad_input_is_400_and_writes_nothing(alice, body):
+    make_endpoint(tenant=alice.tenant, url=URL)
+    response = _publish(alice, body)
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/problem+json"
+    assert not Message.objects.exists()
+    assert not Notification.objects.exists()
+
+
+def test_a_payload_over_256_kib_is_a_payload_too_large_problem(alice):
+    big = {"x": "a" * MAX_PAYLOAD_BYTES}
+    response = _publish(alice, {"event_type": "project.active", "payload": big})
+    assert response.status_code == 400
+    assert response.json()["type"].endswith("/payload-too-large")
+    assert not Message.objects.exists()
+
+
+def test_list_filters_by_event_type_and_since(alice, bob):
+    event_type_create(tenant=alice.tenant, name="invoice.paid")
+    old = _publish(alice, {"event_type": "invoice.paid", "payload": {}}).json()
+    Message.objects.filter(pk=old["id"]).update(created_at=timezone.now() - timedelta(days=2))
+    paid = _publish(alice, {"event_type": "invoice.paid", "payload": {}}).json()
+    active = _publish(bob, {"event_type": "project.active", "payload": {}}).json()
+    client = bob.client()
+
+    def ids(query):
+        response = client.get(f"/v1/messages{query}")
+        assert response.status_code == 200
+        return [row["id"] for row in response.json()["results"]]
+
+    assert ids("") == [active["id"], paid["id"], old["id"]]
+    assert ids("?event_type=invoice.paid") == [paid["id"], old["id"]]
+    since = (timezone.now() - timedelta(days=1)).isoformat().replace("+00:00", "Z")
+    assert ids(f"?event_type=invoice.paid&since={since}") == [paid["id"]]
+    assert client.get("/v1/messages?kind=x").status_code == 400
+    assert client.get(f"/v1/messages/{paid['id']}").json() == paid
+
+
+def test_attempts_and_resend_through_the_api(alice):
+    endpoint = make_endpoint(tenant=alice.tenant, url=URL)
+    message = _publish(alice, {"event_type": "project.active", "payload": {}}).json()
+    row = Notification.objects.get(message_id=message["id"])
+    Delivery.objects.create(
+        tenant=alice.tenant,
+        notification_id=row.id,
+        endpoint_id=endpoint.id,
+        occurrence=1,
+        channel="webhook",
+        outcome="failed",
+        http_status=503,
+    )
+
+    attempts = alice.client().get(f"/v1/messages/{message['id']}/attempts")
+
+    assert attempts.status_code == 200
+    [entry] = attempts.json()
+    assert entry["endpoint_id"] == str(endpoint.id)
+    assert (entry["status"], entry["attempts"], entry["last_outcome"]) == ("pending", 1, "failed")
+    assert entry["last_http_status"] == 503
+
+    resent = alice.client().post(
+        f"/v1/messages/{message['id']}/endpoints/{endpoint.id}/resend", format="json"
+    )
+    assert resent.status_code == 202
+    assert resent.json()["endpoint_id"] == str(endpoint.id)
+    assert Notification.objects.filter(message_id=message["id"]).count() == 2
+
+
+def test_another_tenant_s_message_or_endpoint_is_404(alice, charlie):
+    mine = make_endpoint(tenant=alice.tenant, url=URL)
+    theirs = make_endpoint(tenant=charlie.tenant, url=URL)
+    message = _publish(alice, {"event_type": "project.active", "payload": {}}).json()
+    their_message = _publish(charlie, {"event_type": "project.active", "payload": {}}).json()
+    client = alice.client()
+
+    for path in (
+        f"/v1/messages/{their_message['id']}",
+        f"/v1/messages/{their_message['id']}/attempts",
+    ):
+        assert client.get(path).status_code == 404
+    for message_id, endpoint_id in (
+        (message["id"], theirs.id),
+        (their_message["id"], mine.id),
+        (their_message["id"], theirs.id),
+    ):
+        response = client.post(f"/v1/messages/{message_id}/endpoints/{endpoint_id}/resend")
+        assert response.status_code == 404
+        assert str(theirs.id) not in response.content.decode()
+    assert Notification.objects.count() == 2
