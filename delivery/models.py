@@ -111,10 +111,6 @@ def slot_scope(endpoint_id: Any) -> str:
     return f"webhook:{endpoint_id}"
 
 
-def message_webhook_id(message_id: uuid.UUID) -> str:
-    return f"msg_{message_id}"
-
-
 def default_max_attempts() -> int:
     """A new row's own attempt limit: MAX_ATTEMPTS as it is when the row is created, so a
     later change of the setting never reclassifies existing rows."""

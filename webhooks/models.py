@@ -5,7 +5,7 @@ import uuid
 from django.db import models
 from django.utils.timezone import now as utc_now
 
-from delivery.models import message_webhook_id
+from delivery.occurrences import message_webhook_id
 from tenancy.models import Tenant
 
 # The product's own event types: they exist in every tenant (webhooks.event_types seeds

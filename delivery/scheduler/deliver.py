@@ -7,11 +7,10 @@ endpoint) was loaded by the row lane. Never raises: a channel that raises or ove
 becomes a failed DeliveryResult.
 """
 
-import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Executor, Future, wait
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,42 +19,46 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from delivery import header_tokens
-from delivery.models import Channel, Notification, WebhookEndpoint, message_webhook_id
+from delivery.models import Channel, Notification, WebhookEndpoint
 from delivery.scheduler.sending_process import WAVES_BEFORE_A_PROCESS, SendingProcess
-from delivery.transports.base import DeliveryResult, EmailMessage, WebhookMessage
+from delivery.transports import webhook
+from delivery.transports.base import DeliveryResult
+from delivery.transports.registry import TRANSPORTS
 from outbound.categories import ErrorCategory
 from outbound.connections import Connections
-from tenancy import link_tokens
 
 logger = logging.getLogger("delivery.scheduler")
 
 Sender = Callable[..., DeliveryResult]  # sender(message, *, timeout=seconds)
 
 
-@dataclass(frozen=True)
 class Senders:
-    """The channel functions; tests inject fakes, production uses the transports. With
+    """The send function of each channel, by channel (`Senders(email=…, webhook=…)`); tests
+    inject fakes, production uses the transports' own (`default_senders`). With
     `email_batch` (Resend configured), emails go out in batches instead of one by one:
     email_batch(body=, size=, key=, timeout=) -> BatchAnswer."""
 
-    email: Sender
-    webhook: Sender
-    email_batch: Callable[..., Any] | None = None
+    __slots__ = ("by_channel", "email_batch")
+
+    def __init__(
+        self, *, email_batch: Callable[..., Any] | None = None, **by_channel: Sender
+    ) -> None:
+        self.by_channel: Mapping[str, Sender] = by_channel
+        self.email_batch = email_batch
+
+    def of(self, channel: str) -> Sender | None:
+        return self.by_channel.get(channel)
 
 
 def default_senders(connections: Connections | None = None) -> Senders:
-    """The transports, sending on connections kept alive in `connections` (the tick's)."""
-    from delivery.transports.email import send_email
+    """Every registered transport's sender, on connections kept alive in `connections`
+    (the tick's)."""
     from delivery.transports.resend import send_batch
-    from delivery.transports.webhook import send_webhook
 
-    webhook = functools.partial(send_webhook, connections=connections)
     batches = functools.partial(send_batch, connections=connections)
     return Senders(
-        email=send_email,
-        webhook=webhook,
         email_batch=batches if settings.RESEND_API_KEY else None,
+        **{channel: transport.sender(connections) for channel, transport in TRANSPORTS.items()},
     )
 
 
@@ -96,55 +99,6 @@ def pending_channels(notification: Notification) -> list[str]:
     return [c for c in notification.channels if c not in notification.channel_state]
 
 
-def occurrence_id(notification: Notification) -> str:
-    """The occurrence's stable identity: webhook-id and email idempotency key. A message's
-    delivery carries the message's id instead, the same for every endpoint and resend."""
-    if notification.message_id is not None:
-        return message_webhook_id(notification.message_id)
-    return f"notification_{notification.id}_{notification.occurrence}"
-
-
-def iso_utc(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
-
-
-def due_time(notification: Notification) -> datetime | None:
-    """When the row's current occurrence was due: the same on every attempt of it (a
-    backoff or a deferral moves next_fire_at, never this). A row written by a process of
-    an older release (during a rolling deploy) has no due_at; its next_fire_at is the best
-    guess."""
-    return notification.due_at or notification.next_fire_at
-
-
-def webhook_payload(notification: Notification) -> dict[str, Any]:
-    """The custom event a producer set, or the standard notification.fired event. Built
-    from the occurrence alone (its `timestamp` is the occurrence's due time, or the
-    message's creation for a message's delivery), so every attempt of an occurrence sends
-    the same bytes; only the signature headers change."""
-    due = due_time(notification)
-    timestamp = iso_utc(due) if due else None
-    custom = notification.webhook_event
-    if custom:
-        return {
-            "type": custom.get("type"),
-            "timestamp": custom.get("timestamp", timestamp),
-            "data": custom.get("data"),
-        }
-    return {
-        "type": "notification.fired",
-        "timestamp": timestamp,
-        "data": {
-            "notification_id": str(notification.id),
-            "tenant_id": str(notification.tenant_id),
-            "project_id": str(notification.project_id) if notification.project_id else None,
-            "occurrence": notification.occurrence,
-            "subject": notification.subject,
-            "body": notification.body,
-            "scheduled_for": timestamp,
-        },
-    }
-
-
 def _failure(
     error: str, category: ErrorCategory, *, permanent: bool, started: float
 ) -> DeliveryResult:
@@ -170,45 +124,6 @@ def _call(sender: Sender, message: Any, timeout: float) -> DeliveryResult:
         )
 
 
-def email_message(notification: Notification) -> EmailMessage:
-    """The row's email as stored: link references where link tokens go (what a recorded
-    batch holds)."""
-    return EmailMessage(
-        to=tuple(notification.email_to or ()),
-        subject=notification.subject,
-        body=notification.body,
-        idempotency_key=occurrence_id(notification),
-        headers=notification.email_headers,
-    )
-
-
-def with_links(text: str, recipients: Sequence[str]) -> str:
-    """`text` as it goes out to `recipients`: its link references rendered into tokens
-    (tenancy.link_tokens). Only the transport sees the result; nothing stores it."""
-    return link_tokens.render(text, recipients=recipients, secret=settings.SECRET_KEY)
-
-
-def email_to_send(notification: Notification) -> EmailMessage:
-    message = email_message(notification)
-    return dataclasses.replace(
-        message,
-        body=with_links(message.body, message.to),
-        headers=tuple(header_tokens.rendered_headers(dict(message.headers)).items()),
-    )
-
-
-def webhook_message(
-    notification: Notification, *, endpoint: WebhookEndpoint, now: datetime
-) -> WebhookMessage:
-    """The row's webhook to `endpoint`, signed with the secrets that sign at `now`."""
-    return WebhookMessage(
-        url=endpoint.url,
-        secrets=tuple(endpoint.signing_secrets(now=now)),
-        msg_id=occurrence_id(notification),
-        payload=webhook_payload(notification),
-    )
-
-
 def _channel_call(
     channel: str,
     notification: Notification,
@@ -217,22 +132,21 @@ def _channel_call(
     now: datetime,
     senders: Senders,
 ) -> tuple[Sender, Any] | DeliveryResult:
-    """The sender and message for `channel`, or a ready result when no call can help."""
-    if channel == Channel.EMAIL:
-        return senders.email, email_to_send(notification)
-    if channel == Channel.WEBHOOK:
-        if endpoint is None or not endpoint.enabled:
-            state = "missing" if endpoint is None else "disabled"
-            return _failure(
-                f"webhook endpoint {state}",
-                ErrorCategory.ENDPOINT_DISABLED,
-                permanent=True,
-                started=time.monotonic(),
-            )
-        return senders.webhook, webhook_message(notification, endpoint=endpoint, now=now)
-    return _failure(
-        "unknown channel", ErrorCategory.INVALID_REQUEST, permanent=True, started=time.monotonic()
-    )
+    """The sender and message for `channel` (its transport, delivery.transports.registry),
+    or a ready result when no call can help."""
+    transport = TRANSPORTS.get(channel)
+    sender = senders.of(channel)
+    if transport is None or sender is None:
+        return _failure(
+            "unknown channel",
+            ErrorCategory.INVALID_REQUEST,
+            permanent=True,
+            started=time.monotonic(),
+        )
+    message = transport.message(notification, endpoint=endpoint, now=now)
+    if isinstance(message, DeliveryResult):
+        return message
+    return sender, message
 
 
 def deliver_row(
@@ -392,7 +306,7 @@ class RowWorkers:
                 return None
         if not self.sending.accepting:
             return None
-        message = webhook_message(row, endpoint=endpoint, now=now)
+        message = webhook.signed_message(row, endpoint=endpoint, now=now)
         delivered = functools.partial(_webhook_delivery, row, attempted_at=now, deferred=deferred)
         return self.sending.submit(message, timeout=self.timeout, then=delivered)
 

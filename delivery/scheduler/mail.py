@@ -25,7 +25,7 @@ from dbqueue import pacing
 from dbqueue.fences import fenced_update_many
 from delivery import header_tokens
 from delivery.models import EmailBatch, Notification
-from delivery.scheduler.deliver import email_message, with_links
+from delivery.transports.email import email_message, with_links
 from delivery.transports.resend import (
     BATCH_LIMIT,
     PROVIDER,

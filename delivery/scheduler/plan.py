@@ -24,9 +24,10 @@ from dbqueue.backoff import retry_delay
 from dbtools.instances import fresh
 from delivery.circuits import Signal
 from delivery.models import WHOLE_OCCURRENCE, Channel, Delivery, DeliveryOutcome, Notification
+from delivery.occurrences import due_time
 from delivery.recurrence import CpuBudget, InvalidRecurrence
 from delivery.recurrence.skipped import next_and_skipped
-from delivery.scheduler.deliver import Deferral, DeferralReason, RowDelivery, due_time
+from delivery.scheduler.deliver import Deferral, DeferralReason, RowDelivery
 from delivery.states import DeadLetterReason, Move, after
 from outbound.categories import ErrorCategory
 

@@ -6,16 +6,63 @@ import dataclasses
 import logging
 import smtplib
 import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core import mail
 from django.core.mail.backends.base import BaseEmailBackend
 
+from delivery import header_tokens
+from delivery.occurrences import occurrence_id
 from outbound.categories import ErrorCategory
+from outbound.connections import Connections
+from tenancy import link_tokens
 
 from .base import DeliveryResult, EmailMessage, internal_error_result
 
+if TYPE_CHECKING:
+    from delivery.models import Notification, WebhookEndpoint
+
 logger = logging.getLogger(__name__)
+
+CHANNEL = "email"
+
+
+def message(
+    notification: "Notification", *, endpoint: "WebhookEndpoint | None", now: datetime
+) -> EmailMessage:
+    """The row's email as it goes out: its link references rendered into tokens."""
+    stored = email_message(notification)
+    return dataclasses.replace(
+        stored,
+        body=with_links(stored.body, stored.to),
+        headers=tuple(header_tokens.rendered_headers(dict(stored.headers)).items()),
+    )
+
+
+def sender(connections: Connections | None) -> Callable[..., DeliveryResult]:
+    """One email at a time through the EMAIL_BACKEND (its own connections)."""
+    return send_email
+
+
+def email_message(notification: "Notification") -> EmailMessage:
+    """The row's email as stored: link references where link tokens go (what a recorded
+    batch holds)."""
+    return EmailMessage(
+        to=tuple(notification.email_to or ()),
+        subject=notification.subject,
+        body=notification.body,
+        idempotency_key=occurrence_id(notification),
+        headers=notification.email_headers,
+    )
+
+
+def with_links(text: str, recipients: Sequence[str]) -> str:
+    """`text` as it goes out to `recipients`: its link references rendered into tokens
+    (tenancy.link_tokens). Only the transport sees the result; nothing stores it."""
+    return link_tokens.render(text, recipients=recipients, secret=settings.SECRET_KEY)
 
 
 def send_email(message: EmailMessage, *, timeout: float) -> DeliveryResult:

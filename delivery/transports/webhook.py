@@ -2,12 +2,16 @@
 webhook signature")."""
 
 import dataclasses
+import functools
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from delivery.occurrences import occurrence_id, webhook_payload
 from outbound import http
 from outbound.categories import ErrorCategory
 from outbound.connections import Connections
@@ -21,7 +25,46 @@ from .base import (
 )
 from .signing import sign
 
+if TYPE_CHECKING:
+    from delivery.models import Notification, WebhookEndpoint
+
 logger = logging.getLogger(__name__)
+
+CHANNEL = "webhook"
+
+
+def message(
+    notification: "Notification", *, endpoint: "WebhookEndpoint | None", now: datetime
+) -> WebhookMessage | DeliveryResult:
+    """The row's webhook to its endpoint, signed with the secrets that sign at `now`; a
+    permanent failure when the endpoint is gone or disabled (no call can help)."""
+    if endpoint is None or not endpoint.enabled:
+        state = "missing" if endpoint is None else "disabled"
+        return DeliveryResult(
+            ok=False,
+            error=f"webhook endpoint {state}",
+            permanent=True,
+            category=ErrorCategory.ENDPOINT_DISABLED,
+        )
+    return signed_message(notification, endpoint=endpoint, now=now)
+
+
+def signed_message(
+    notification: "Notification", *, endpoint: "WebhookEndpoint", now: datetime
+) -> WebhookMessage:
+    """The row's webhook to `endpoint` (enabled), signed with the secrets that sign at
+    `now`."""
+    return WebhookMessage(
+        url=endpoint.url,
+        secrets=tuple(endpoint.signing_secrets(now=now)),
+        msg_id=occurrence_id(notification),
+        payload=webhook_payload(notification),
+    )
+
+
+def sender(connections: Connections | None) -> Callable[..., DeliveryResult]:
+    """Webhooks on the connections kept alive in `connections` (the tick's)."""
+    return functools.partial(send_webhook, connections=connections)
 
 
 def send_webhook(
