@@ -15,7 +15,7 @@ Every queued send is a Notification row the tick claims; the products make them 
 """
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -25,7 +25,6 @@ from dbtools.fields import max_length
 from delivery.models import Channel, Notification, NotificationSource
 from delivery.states import Move, NotificationState, after
 from delivery.validation import recipient_errors
-from tenancy.models import Tenant
 from web.errors import InvalidInput
 
 SUBJECT_MAX = max_length(Notification, "subject")
@@ -99,23 +98,10 @@ def rearmed(*, next_fire_at: datetime, state: NotificationState) -> dict[str, An
 MAX_WINDOW_SECONDS = 7 * 86_400
 
 
-class DigestJoiner(Protocol):
-    """Who gathers a recipient's events into one e-mail (the people product)."""
-
-    def __call__(
-        self,
-        *,
-        tenant: Tenant,
-        recipient_key: str,
-        key: str,
-        window_seconds: int,
-        subject: str,
-        body: str,
-        category: str,
-        now: datetime,
-    ) -> Notification: ...
-
-
+# Who gathers a recipient's events into one e-mail (the people product): called with the
+# event (tenant, recipient_key, key, window_seconds, subject, body, category, now), it
+# answers the notification that delivers the digest.
+DigestJoiner = Callable[..., Notification]
 _digest_joiner: list[DigestJoiner] = []  # at most one
 
 
@@ -124,31 +110,13 @@ def register_digest_joiner(joiner: DigestJoiner) -> None:
     _digest_joiner[:] = [joiner]
 
 
-def digest_join(
-    *,
-    tenant: Tenant,
-    recipient_key: str,
-    key: str,
-    window_seconds: int,
-    subject: str,
-    body: str,
-    category: str,
-    now: datetime,
-) -> Notification:
-    """Add one event to the recipient's open digest for `key`; returns the notification that
-    delivers the digest. InvalidInput when no product gathers digests."""
+def digest_join(**event: Any) -> Notification:
+    """Add one event to the recipient's open digest (the registered joiner's arguments);
+    returns the notification that delivers the digest. InvalidInput when no product
+    gathers digests."""
     if not _digest_joiner:
         raise InvalidInput({"digest": ["Digests are not available."]})
-    return _digest_joiner[0](
-        tenant=tenant,
-        recipient_key=recipient_key,
-        key=key,
-        window_seconds=window_seconds,
-        subject=subject,
-        body=body,
-        category=category,
-        now=now,
-    )
+    return _digest_joiner[0](**event)
 
 
 # --- Events --------------------------------------------------------------------------------

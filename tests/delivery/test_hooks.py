@@ -105,3 +105,15 @@ def test_without_a_directory_every_recipient_key_is_unknown(monkeypatch, tenant)
     monkeypatch.setattr(validation, "_directories", [])
 
     assert validation.unknown_keys(tenant=tenant, keys=["ada", "bob"]) == ["ada", "bob"]
+
+
+def test_without_a_joiner_a_digest_is_refused_as_bad_input(monkeypatch):
+    from delivery import outbox
+    from web.errors import InvalidInput
+
+    monkeypatch.setattr(outbox, "_digest_joiner", [])
+
+    with pytest.raises(InvalidInput) as refused:
+        outbox.digest_join(recipient_key="ada", key="k")
+
+    assert refused.value.errors == {"digest": ["Digests are not available."]}
