@@ -10,6 +10,7 @@ token when it sends the email (tenancy.link_tokens), so no stored body carries o
 emails are kept in tenancy.front_door's account-mail tenant, away from every API caller.
 """
 
+import uuid
 from datetime import datetime
 
 from django.conf import settings
@@ -104,12 +105,13 @@ def invitation_send(
 
 @transaction.atomic
 def invitation_accept_announced(
-    *, token: str, user: User | None, now: datetime
+    *, token: str, user: User | None, now: datetime, bound_tenant_id: uuid.UUID | None = None
 ) -> AcceptedInvitation:
-    """Accept the invitation (tenancy.invitations.invitation_accept) and, in the same
+    """Accept the invitation (tenancy.invitations.invitation_accept; a caller whose token is
+    bound to another tenant is refused) and, in the same
     transaction, publish `invitation.accepted` and, for a new member, `member.joined` to
     the tenant's subscribed endpoints."""
-    accepted = invitation_accept(token=token, user=user, now=now)
+    accepted = invitation_accept(token=token, user=user, now=now, bound_tenant_id=bound_tenant_id)
     member = {
         "tenant_id": str(accepted.tenant.pk),
         "user_id": accepted.user.pk,

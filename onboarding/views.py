@@ -45,7 +45,7 @@ from onboarding.services import (
 from onboarding.signins import signin_verify
 from onboarding.signups import signup_verify
 from tenancy.api.idempotency import Answer, answer_once
-from tenancy.api.permissions import tenant_of, user_of
+from tenancy.api.permissions import bound_tenant_of, tenant_of, user_of
 from tenancy.api.schema import location_header
 from tenancy.api.throttling import (
     AddressRateThrottle,
@@ -255,7 +255,10 @@ class InvitationAcceptView(_PublicView):
 
         def accept() -> Answer:
             accepted = invitation_accept_announced(
-                token=serializer.validated_data["token"], user=user, now=timezone.now()
+                token=serializer.validated_data["token"],
+                user=user,
+                now=timezone.now(),
+                bound_tenant_id=bound_tenant_of(request),
             )
             data = InvitationAcceptedSerializer(accepted).data
             resource = f"/v1/members/{accepted.user.pk}"

@@ -26,7 +26,7 @@ from tenancy.account_serializers import (
     TokenSerializer,
 )
 from tenancy.api.idempotency import Answer, answer_once
-from tenancy.api.permissions import membership_of, tenant_of, user_of
+from tenancy.api.permissions import bound_tenant_of, membership_of, tenant_of, user_of
 from tenancy.api.schema import location_header
 from tenancy.models import ApiToken, Membership
 from web.pagination import NewestFirstCursorPagination
@@ -95,7 +95,9 @@ class TokenListView(ListAPIView):
     serializer_class = TokenSerializer
 
     def get_queryset(self) -> QuerySet[ApiToken]:
-        return tokens.tokens_of(user_of(self.request), now=timezone.now())
+        return tokens.tokens_of(
+            user_of(self.request), now=timezone.now(), bound_to=bound_tenant_of(self.request)
+        )
 
     @extend_schema(operation_id="tokens_list", responses={200: TokenSerializer(many=True)})
     def get(self, request: Request) -> Response:
@@ -122,7 +124,7 @@ class TokenListView(ListAPIView):
                 name=serializer.validated_data["name"],
                 expires_in_days=serializer.validated_data.get("expires_in_days"),
                 tenant_id=serializer.validated_data.get("tenant_id"),
-                caller_tenant_id=getattr(request.auth, "tenant_id", None),
+                caller_tenant_id=bound_tenant_of(request),
                 now=timezone.now(),
             )
             data = TokenSecretSerializer(token).data
@@ -163,5 +165,10 @@ class TokenDetailView(APIView):
 
     @extend_schema(operation_id="tokens_destroy", parameters=[_TOKEN_ID], responses={204: None})
     def delete(self, request: Request, pk: str) -> Response:
-        tokens.token_revoke(user=user_of(request), token_id=_path_id(pk), now=timezone.now())
+        tokens.token_revoke(
+            user=user_of(request),
+            token_id=_path_id(pk),
+            now=timezone.now(),
+            bound_to=bound_tenant_of(request),
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)

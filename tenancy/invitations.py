@@ -28,7 +28,7 @@ from tenancy.models import (
     token_digest,
 )
 from tenancy.services import user_get_or_create
-from tenancy.tokens import session_issue
+from tenancy.tokens import TenantNotYours, session_issue
 from web.errors import Conflict, Forbidden, InvalidInput
 
 
@@ -171,11 +171,15 @@ def invitation_preview(*, token: str, now: datetime) -> Invitation:
 
 
 @transaction.atomic
-def invitation_accept(*, token: str, user: User | None, now: datetime) -> AcceptedInvitation:
+def invitation_accept(
+    *, token: str, user: User | None, now: datetime, bound_tenant_id: uuid.UUID | None = None
+) -> AcceptedInvitation:
     """The membership a pending invitation's token grants, and its user (created when
     needed), in one transaction. `user` is the authenticated caller, who must be the
-    invitee (NotTheInvitee); an anonymous caller gets a session token of the invitee
-    (SESSION_TTL_SECONDS), shown once. Used, revoked, expired or unknown: InvalidToken.
+    invitee (NotTheInvitee), through a token bound to no tenant or to the invitation's
+    (`bound_tenant_id`; another is TenantNotYours, the invitation left pending); an
+    anonymous caller gets a session token of the invitee (SESSION_TTL_SECONDS), shown once.
+    Used, revoked, expired or unknown: InvalidToken.
     The invitation's row lock makes two concurrent accepts of one token one membership
     and one InvalidToken."""
     invitation = (
@@ -188,6 +192,8 @@ def invitation_accept(*, token: str, user: User | None, now: datetime) -> Accept
         raise InvalidToken
     if user is not None and (user.email or "").lower() != invitation.email:
         raise NotTheInvitee
+    if bound_tenant_id is not None and bound_tenant_id != invitation.tenant_id:
+        raise TenantNotYours("This token is bound to another tenant.")
     Invitation.objects.filter(pk=invitation.pk).update(
         status=InvitationStatus.ACCEPTED, accepted_at=now
     )

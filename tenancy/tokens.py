@@ -28,10 +28,16 @@ class NotRevocableHere(Conflict):
         )
 
 
-def tokens_of(user: User, *, now: datetime | None = None) -> QuerySet[ApiToken]:
+def tokens_of(
+    user: User, *, now: datetime | None = None, bound_to: uuid.UUID | None = None
+) -> QuerySet[ApiToken]:
     """The user's tokens that are not revoked (expired API tokens included: they show when;
-    with `now`, sessions past their end are left out, as they can never be used again)."""
+    with `now`, sessions past their end are left out, as they can never be used again). A
+    caller whose token is bound to a tenant (`bound_to`) sees its user's tokens bound to
+    that tenant only: a bound token never reaches beyond its tenant."""
     tokens = ApiToken.objects.filter(user=user, revoked_at__isnull=True)
+    if bound_to is not None:
+        tokens = tokens.filter(tenant_id=bound_to)
     if now is not None:
         tokens = tokens.exclude(Q(kind=TokenKind.SESSION) & Q(expires_at__lte=now))
     return tokens
@@ -82,10 +88,13 @@ def session_issue(*, user: User, name: str, now: datetime) -> ApiToken:
     return token
 
 
-def token_revoke(*, user: User, token_id: int, now: datetime) -> None:
-    """Revoke one of `user`'s tokens: its next request is a 401. Another user's token, or a
-    revoked one, is ApiToken.DoesNotExist (404)."""
-    revoked = tokens_of(user).filter(pk=token_id).update(revoked_at=now)
+def token_revoke(
+    *, user: User, token_id: int, now: datetime, bound_to: uuid.UUID | None = None
+) -> None:
+    """Revoke one of `user`'s tokens: its next request is a 401. Another user's token, a
+    revoked one, or, for a caller bound to a tenant (`bound_to`), one not bound to it, is
+    ApiToken.DoesNotExist (404)."""
+    revoked = tokens_of(user, bound_to=bound_to).filter(pk=token_id).update(revoked_at=now)
     if not revoked:
         raise ApiToken.DoesNotExist
 

@@ -6,7 +6,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from tenancy.api.permissions import tenant_of, user_of
+from tenancy.api.permissions import bound_tenant_of, tenant_of, user_of
 from tenancy.me import me_of, tenant_rename, user_rename
 from tenancy.quotas import usage_report
 from tenancy.serializers import (
@@ -24,7 +24,7 @@ class MeView(APIView):
     permission_classes = [IsAuthenticated]
 
     def _me(self, request: Request) -> Response:
-        me = me_of(user_of(request), bound_tenant_id=getattr(request.auth, "tenant_id", None))
+        me = me_of(user_of(request), bound_tenant_id=bound_tenant_of(request))
         return Response(MeSerializer(me).data)
 
     @extend_schema(responses={200: MeSerializer}, operation_id="me_retrieve")

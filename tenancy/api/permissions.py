@@ -1,6 +1,7 @@
 """The authorization order, as one permission class that every tenant view uses by default:
 token (authentication) → user → selected tenant → membership → role → only then data."""
 
+import uuid
 from typing import Any, cast
 
 from django.contrib.auth.models import User
@@ -34,7 +35,7 @@ class IsTenantMember(BasePermission):
             # Read by the authentication's query (tenancy.services.token_authenticate).
             candidates=getattr(request.auth, "tenant_candidates", None),
             # A token bound to one tenant (POST /v1/tokens `tenant_id`) acts only there.
-            bound_tenant_id=getattr(request.auth, "tenant_id", None),
+            bound_tenant_id=bound_tenant_of(request),
         )
         if _owner_required(view, request.method) and membership.role != Role.OWNER:
             raise exceptions.PermissionDenied("This action is reserved to the tenant's owners.")
@@ -71,3 +72,9 @@ def user_of(request: Request) -> User:
     """The authenticated user; only for a request a permission that refuses anonymous callers
     (IsTenantMember, IsAuthenticated) let through."""
     return cast(User, request.user)
+
+
+def bound_tenant_of(request: Request) -> uuid.UUID | None:
+    """The tenant the request's token is bound to (None for an unbound token, an identity
+    provider's JWT or an anonymous caller): a bound token acts in that tenant only."""
+    return getattr(request.auth, "tenant_id", None)

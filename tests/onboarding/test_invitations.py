@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from rest_framework.test import APIClient
 
 from tenancy.models import ApiToken, Invitation, Membership
 from tests.conftest import make_owner
@@ -122,6 +123,23 @@ def test_someone_else_signed_in_is_403_and_the_invitation_stays_pending(alice, c
 
     assert response.status_code == 403
     assert Invitation.objects.get().status == "pending"
+
+
+def test_a_token_bound_to_another_tenant_cannot_accept_and_the_invitation_stays_pending(
+    alice, charlie
+):
+    # Charlie's token bound to Charlie's own tenant acts there only: not in Alice's.
+    _, bound = ApiToken.issue(user=charlie.user, name="ci", tenant=charlie.tenant)
+    invite(alice, email=charlie.user.email)
+    token = emailed_token(charlie.user.email)
+
+    refused = accept(APIClient(headers={"Authorization": f"Bearer {bound}"}), token)
+
+    assert refused.status_code == 403
+    assert refused["Content-Type"] == "application/problem+json"
+    assert Invitation.objects.get().status == "pending"
+    assert not Membership.objects.filter(tenant=alice.tenant, user=charlie.user).exists()
+    assert accept(charlie.client(), token).status_code == 200
 
 
 def test_revoked_used_expired_and_unknown_tokens_get_one_answer(anonymous, alice):

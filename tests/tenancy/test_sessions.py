@@ -160,6 +160,23 @@ def test_a_bound_token_makes_only_tokens_bound_to_its_tenant(alice, alice_in_b):
     assert not ApiToken.objects.filter(name="escape").exists()
 
 
+def test_a_bound_token_lists_and_revokes_only_the_tokens_bound_to_its_tenant(alice, alice_in_b):
+    bound_a, _ = ApiToken.issue(user=alice.user, name="in A", tenant=alice.tenant)
+    bound_b, in_b = ApiToken.issue(user=alice.user, name="in B", tenant=alice_in_b)
+    unbound = ApiToken.objects.filter(user=alice.user, tenant=None).first()
+
+    listed = bearer(in_b).get("/v1/tokens").json()["results"]
+    escapes = [bearer(in_b).delete(f"/v1/tokens/{t.id}") for t in (bound_a, unbound)]
+
+    assert [row["id"] for row in listed] == [bound_b.id]
+    assert [response.status_code for response in escapes] == [404, 404]
+    assert not ApiToken.objects.filter(pk__in=[bound_a.pk, unbound.pk], revoked_at__isnull=False)
+    # The unbound token still sees and revokes every one of its user's tokens.
+    every = ApiToken.objects.filter(user=alice.user).count()
+    assert len(alice.client().get("/v1/tokens").json()["results"]) == every
+    assert alice.client().delete(f"/v1/tokens/{bound_a.id}").status_code == 204
+
+
 def test_me_through_a_bound_token_lists_only_its_tenant(alice, alice_in_b):
     _, plaintext = ApiToken.issue(user=alice.user, name="bound", tenant=alice.tenant)
 
