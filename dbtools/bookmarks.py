@@ -1,9 +1,14 @@
-"""Read-your-writes bookmarks on every API answer, as Cloudflare D1's Sessions API has them.
+"""Read-your-writes bookmarks on the API's answers, as Cloudflare D1's Sessions API has them.
 
-Every `/v1/` answer carries `Tickwork-Bookmark: <LSN>`: after a write, the primary's WAL
-position once the write has committed; after a read, a position the read was at least as
-fresh as. A request that sends a bookmark is read from a replica that has replayed it, or
-else from the primary (D1's `first-unconstrained` without one); `Tickwork-Consistency:
+Every `/v1/` answer to an authenticated caller carries `Tickwork-Bookmark: <LSN>`: after a
+write, the primary's WAL position once the write has committed; after a read, a position
+the read was at least as fresh as. An anonymous caller, and every caller of a public route
+(signup, sign-in, invitations, unsubscribe), gets none: a bookmark tells a client about its
+own writes, and the log's growth between two anonymous answers would tell a stranger what
+the database did for someone else (whether an address has an account).
+
+A request that sends a bookmark is read from a replica that has replayed it, or else from
+the primary (D1's `first-unconstrained` without one); `Tickwork-Consistency:
 primary` reads from the primary (D1's `first-primary`). A replica that fails mid-request
 is marked down and the request's view runs again on the primary: a replica never fails a
 request.
@@ -14,6 +19,7 @@ from collections.abc import Callable
 
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
+from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 
 from dbtools import replicas
@@ -62,6 +68,24 @@ def refuse_malformed_routing(request: Request) -> None:
         )
 
 
+def mark_known_caller(request: Request) -> None:
+    """The authentication knows the caller: the answer, even a refusal of its headers, may
+    carry a bookmark."""
+    request._request.known_caller = True  # type: ignore[attr-defined]
+
+
+def _tells_bookmark(request: HttpRequest) -> bool:
+    """Whether the answer may carry a bookmark: the caller was authenticated (DRF sets the
+    user it authenticated on the request) and the route is not a public one."""
+    user = getattr(request, "user", None)
+    known = getattr(request, "known_caller", False)
+    if not known and (user is None or not user.is_authenticated):
+        return False
+    match = request.resolver_match
+    view = getattr(match.func, "cls", None) if match is not None else None
+    return not any(permission is AllowAny for permission in getattr(view, "permission_classes", ()))
+
+
 class BookmarkMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -78,7 +102,8 @@ class BookmarkMiddleware:
             bookmark, primary_only = None, True
         if request.method not in _READS:
             response = self.get_response(request)
-            response[BOOKMARK_HEADER] = str(replicas.primary_position(fresh=True))
+            if _tells_bookmark(request):
+                response[BOOKMARK_HEADER] = str(replicas.primary_position(fresh=True))
             return response
         routing = replicas.route_read(bookmark, primary_only=primary_only)
         token = replicas.routing.set(routing)
@@ -86,7 +111,8 @@ class BookmarkMiddleware:
             response = self.get_response(request)
         finally:
             replicas.routing.reset(token)
-        response[BOOKMARK_HEADER] = str(routing.fresh_as)
+        if _tells_bookmark(request):
+            response[BOOKMARK_HEADER] = str(routing.fresh_as)
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:

@@ -17,7 +17,7 @@ from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
-from dbtools.bookmarks import refuse_malformed_routing
+from dbtools.bookmarks import mark_known_caller, refuse_malformed_routing
 from tenancy.api import oidc
 from tenancy.api.identities import JwtCredential, jwt_user
 from tenancy.api.throttling import AuthFailures, too_many_failures
@@ -59,6 +59,9 @@ class BearerTokenAuthentication(BaseAuthentication):
             raise too_many_failures(exc.seconds_left) from None
         except (TokenRejected, oidc.JwtRejected) as exc:
             raise failures.refuse(str(exc), expired=isinstance(exc, TokenExpired)) from None
+        # The caller is known from here: a refusal of its headers is an answer to it, with
+        # the bookmark an authenticated caller gets (DRF forgets the user on a refusal).
+        mark_known_caller(request)
         refuse_repeated_headers(request)
         refuse_malformed_routing(request)
         return authenticated

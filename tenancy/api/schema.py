@@ -7,7 +7,7 @@ with its `Idempotent-Replayed` answer header and its 409/422 problems, and every
 problem an operation can answer (`application/problem+json`), plus any
 `extra_problem_statuses` a view declares; and on every operation the read-routing headers
 (dbtools.bookmarks): `Tickwork-Bookmark` and `Tickwork-Consistency` asked, `Tickwork-Bookmark`
-answered.
+answered to authenticated callers (never on a public route).
 """
 
 from typing import Any, Literal
@@ -19,6 +19,7 @@ from drf_spectacular.plumbing import get_override
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
+from rest_framework.permissions import AllowAny
 
 from tenancy.api.permissions import IsTenantMember
 from web.problems import PROBLEM_CONTENT_TYPE
@@ -104,13 +105,20 @@ CONSISTENCY_PARAMETER = OpenApiParameter(
 )
 _BOOKMARK_HEADER = {
     "schema": _LSN_SCHEMA,
-    "required": True,
+    # Absent when the caller was not authenticated (a 401, an anonymous 429).
+    "required": False,
     "description": (
-        "A position in the database's log: after a write, where the write committed; after a "
-        "read, a position the data read was at least as fresh as (`0/0` on SQLite). Send it "
-        "back as `Tickwork-Bookmark` to read at least that fresh."
+        "To an authenticated caller: a position in the database's log: after a write, where "
+        "the write committed; after a read, a position the data read was at least as fresh "
+        "as (`0/0` on SQLite). Send it back as `Tickwork-Bookmark` to read at least that "
+        "fresh. Public routes never send one."
     ),
 }
+
+
+def _public(view: Any) -> bool:
+    """A route open to anonymous callers (signup, sign-in, invitations, unsubscribe)."""
+    return any(permission is AllowAny for permission in getattr(view, "permission_classes", ()))
 
 
 class ProblemSerializer(serializers.Serializer):
@@ -216,8 +224,9 @@ class TickworkAutoSchema(AutoSchema):
             extra = (*extra, *_IDEMPOTENT_PROBLEMS)
         for status in (*COMMON_PROBLEM_STATUSES, *extra):
             responses.setdefault(str(status), self._problem_response(status, direction))
-        for response in responses.values():
-            response.setdefault("headers", {})["Tickwork-Bookmark"] = _BOOKMARK_HEADER
+        if not _public(self.view):
+            for response in responses.values():
+                response.setdefault("headers", {})["Tickwork-Bookmark"] = _BOOKMARK_HEADER
         return responses
 
     def _problem_response(self, status: int, direction: str) -> dict[str, Any]:
