@@ -7,12 +7,14 @@ that are too large before any view runs.
 
 import io
 import logging
+import sys
 from collections.abc import Callable
 from typing import Any, cast
 
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, RequestDataTooBig
 from django.core.handlers.wsgi import LimitedStream
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
@@ -241,7 +243,35 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
     return problem_response(404, "Not found.")
 
 
+# How long a client should wait before retrying when the database cannot be reached.
+DATABASE_RETRY_AFTER_SECONDS = 5
+# SQLite's errors that say the file is busy or cannot be opened now, not that a statement is
+# wrong ("no such table" is an OperationalError too, and a bug).
+_SQLITE_UNAVAILABLE = ("database is locked", "unable to open database file", "disk I/O error")
+
+
+def database_unavailable(exc: BaseException | None) -> bool:
+    """Whether `exc` says the database cannot serve now (unreachable, shutting down, out of
+    connections, busy) rather than that the server is wrong: a retry can succeed."""
+    if isinstance(exc, InterfaceError):
+        return True
+    if not isinstance(exc, OperationalError):
+        return False
+    cause = exc.__cause__
+    if type(cause).__module__.startswith("psycopg"):
+        return True
+    return any(message in str(exc) for message in _SQLITE_UNAVAILABLE)
+
+
 def server_error(request: HttpRequest) -> HttpResponse:
+    # Called while Django handles the uncaught exception: it is the one in flight.
+    if database_unavailable(sys.exc_info()[1]):
+        return problem_response(
+            503,
+            "The database cannot be reached now. Retry shortly.",
+            kind="unavailable",
+            headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
+        )
     return problem_response(500, "The server could not complete the request. It has been logged.")
 
 

@@ -186,3 +186,42 @@ def test_an_accept_header_without_json_is_406(alice):
     response = alice.client().get("/v1/me", HTTP_ACCEPT="text/html")
 
     assert_problem(response, 406)
+
+
+@pytest.fixture
+def database_unreachable():
+    """The default database pointed where nothing answers (a port nobody listens on, a file
+    in a folder that does not exist), then back."""
+    from django.db import connection
+
+    settings_dict = connection.settings_dict
+    saved = dict(settings_dict)
+    if connection.vendor == "postgresql":
+        settings_dict.update(HOST="127.0.0.1", PORT="1")
+    else:
+        settings_dict.update(NAME="/nonexistent-folder/tickwork.sqlite3")
+    connection.close()
+    yield
+    settings_dict.clear()
+    settings_dict.update(saved)
+    connection.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_database_that_cannot_be_reached_is_a_503_problem_with_retry_after(
+    alice, settings, database_unreachable
+):
+    settings.DEBUG = False
+    client = alice.client()
+    client.raise_request_exception = False
+
+    answers = [
+        client.get("/v1/projects"),
+        client.post("/v1/projects", {"name": "P"}, format="json", headers={"Idempotency-Key": "k"}),
+    ]
+
+    for response in answers:
+        body = assert_problem(response, 503)
+        assert body["type"].endswith("/unavailable")
+        assert int(response["Retry-After"]) >= 1
+        assert "nonexistent" not in response.content.decode()
