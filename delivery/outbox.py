@@ -26,6 +26,7 @@ from delivery.models import Channel, Notification, NotificationSource
 from delivery.states import Move, NotificationState, after
 from delivery.validation import recipient_errors
 from web.errors import InvalidInput
+from web.fields import single_line
 
 SUBJECT_MAX = max_length(Notification, "subject")
 
@@ -66,7 +67,7 @@ def email(*, tenant_id: UUID, address: str, subject: str, body: str, now: dateti
         source=NotificationSource.SYSTEM,
         channels=[Channel.EMAIL],
         email_to=[address],
-        subject=subject[:SUBJECT_MAX],
+        subject=single_line(subject)[:SUBJECT_MAX],
         body=body,
     )
     row.save(force_insert=True)
@@ -239,7 +240,7 @@ def _emails(item: Announced, *, now: datetime) -> Iterable[Notification]:
             source=NotificationSource.SYSTEM,
             channels=[Channel.EMAIL],
             email_to=[address],
-            subject=announcement.email_subject[:SUBJECT_MAX],
+            subject=single_line(announcement.email_subject)[:SUBJECT_MAX],
             body=announcement.email_body,
             source_key=f"{source_key}:invite:{_digest(address)}",
         )

@@ -28,7 +28,7 @@ from delivery.recurrence import (
 from delivery.recurrence import validate_timezone as validate_tz_name
 from tenancy.models import Tenant
 from web.errors import InvalidInput
-from web.fields import validate_email_address
+from web.fields import LINE_BREAK_RULE, has_line_break, validate_email_address
 
 MAX_RECIPIENTS = 50
 MAX_KEY_LENGTH = 255
@@ -41,7 +41,6 @@ _CATEGORY = re.compile(CATEGORY_PATTERN)
 CATEGORY_RULE = "1 to 64 characters among letters, digits and . _ -"
 # A subject becomes an email's Subject header, where a line break or NUL cannot go: the
 # send would fail every time and the row end dead-lettered.
-_NOT_IN_SUBJECT = frozenset("\r\n\x00")
 _ENDPOINT_MISSING = "No webhook endpoint with this id exists in this tenant."
 _NO_OCCURRENCE = (
     "The rule has no occurrence at or after fire_at (for example, its COUNT or UNTIL ends "
@@ -203,8 +202,8 @@ def _recurrence_errors(rrule: str, timezone: str) -> dict[str, list[str]]:
 
 def subject_error(subject: str) -> str | None:
     """Why `subject` cannot be sent as an email subject, or None when it can."""
-    if _NOT_IN_SUBJECT.intersection(subject):
-        return "Must not contain a line break (CR, LF) or NUL."
+    if has_line_break(subject):
+        return LINE_BREAK_RULE
     return None
 
 

@@ -5,7 +5,7 @@ from rest_framework import serializers
 
 from onboarding.turnstile import TOKEN_MAX_LENGTH
 from tenancy.models import Invitation, InvitationStatus, Role
-from web.fields import EmailAddressField, StrictCharField
+from web.fields import EmailAddressField, SingleLineCharField, StrictCharField
 from web.serializers import RejectsUndeclaredFields
 
 # Our own tokens are 43 characters; anything much longer is not one.
@@ -20,7 +20,7 @@ class SignupSerializer(RejectsUndeclaredFields, serializers.Serializer):
     representation = SignupAcceptedSerializer
 
     email = EmailAddressField()
-    tenant_name = StrictCharField(max_length=200)
+    tenant_name = SingleLineCharField(max_length=200)
     captcha_token = StrictCharField(
         max_length=TOKEN_MAX_LENGTH, help_text="The Turnstile widget's response token."
     )

@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from projects.models import Project, ProjectStatus
-from web.fields import EmailAddressField, FieldsBoundOnce, StrictCharField
+from web.fields import EmailAddressField, FieldsBoundOnce, SingleLineCharField
 from web.representation import Representation
 from web.serializers import RejectsUndeclaredFields
 
@@ -54,7 +54,7 @@ class ProjectCreateSerializer(RejectsUndeclaredFields, FieldsBoundOnce, serializ
 
     representation = ProjectSerializer
 
-    name = StrictCharField(max_length=200)
+    name = SingleLineCharField(max_length=200)
     invite = serializers.ListField(
         child=EmailAddressField(),
         required=False,
@@ -69,7 +69,7 @@ class ProjectPatchSerializer(RejectsUndeclaredFields, serializers.Serializer):
 
     representation = ProjectSerializer
 
-    name = StrictCharField(max_length=200)
+    name = SingleLineCharField(max_length=200)
 
 
 # Bound once: a serializer instance deep-copies its declared fields, which cost a create

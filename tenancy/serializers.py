@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from web.fields import StrictCharField
+from web.fields import SingleLineCharField, StrictCharField
 from web.serializers import RejectsUndeclaredFields
 
 # Kept in the user's `first_name` column (Django's user model: 150 characters).
@@ -40,7 +40,7 @@ class TenantSerializer(serializers.Serializer):
 class TenantPatchSerializer(RejectsUndeclaredFields, serializers.Serializer):
     representation = TenantSerializer
 
-    name = StrictCharField(max_length=MAX_TENANT_NAME)
+    name = SingleLineCharField(max_length=MAX_TENANT_NAME)
 
 
 class UsageLimitSerializer(serializers.Serializer):

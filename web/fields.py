@@ -37,6 +37,35 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+# What may not stand in a text that reaches a header (an e-mail's Subject): every line
+# boundary Python's str.splitlines knows (CR, LF, VT, FF, FS, GS, RS, NEL, LS, PS) and NUL.
+LINE_BREAKS = frozenset("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\x00")
+LINE_BREAK_RULE = "Must not contain a line break (CR, LF, NEL, U+2028, U+2029 and the like) or NUL."
+
+
+def has_line_break(text: str) -> bool:
+    return not LINE_BREAKS.isdisjoint(text)
+
+
+def single_line(text: str) -> str:
+    """`text` fit for a header: each line break or NUL a space (a row stored before names
+    were checked)."""
+    return "".join(" " if character in LINE_BREAKS else character for character in text)
+
+
+class SingleLineCharField(StrictCharField):
+    """A name that can reach a header (a tenant's or a project's, in an e-mail's Subject):
+    a line break or NUL is refused."""
+
+    default_error_messages = {"line_break": LINE_BREAK_RULE}
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        if has_line_break(value):
+            self.fail("line_break")
+        return value
+
+
 # RFC 5321 §4.5.3.1.3: a path is at most 256 octets with its angle brackets. Django's
 # validator lets 320 through, which no address column (254) holds.
 MAX_EMAIL_LENGTH = 254

@@ -11,6 +11,7 @@ from django.utils.dateparse import parse_datetime
 from tenancy.front_door import ACCOUNT_MAIL_TENANT_ID
 from tenancy.models import ApiToken, Membership, SignupRequest, Tenant, token_digest
 from tests.onboarding.conftest import account_emails, deliver_mail, emailed_token
+from web.fields import LINE_BREAK_RULE
 
 pytestmark = pytest.mark.django_db
 
@@ -200,3 +201,12 @@ def test_verify_hands_out_a_session_that_ends_after_the_session_ttl(anonymous, s
     expected = session.created_at + timedelta(seconds=3600)
     assert session.expires_at == expected and session.created_at >= before
     assert parse_datetime(body["expires_at"]) == expected
+
+
+@pytest.mark.parametrize("name", ["Team\r\nBcc: all@example.com", "Te\u2028am", "Te\x85am"])
+def test_a_tenant_name_with_a_line_break_is_400_and_sends_nothing(anonymous, name):
+    response = signup(anonymous, tenant_name=name)
+
+    assert response.status_code == 400
+    assert response.json()["errors"] == {"tenant_name": [LINE_BREAK_RULE]}
+    assert account_emails() == []
