@@ -70,6 +70,20 @@ class EndpointDisabled(Conflict):
         )
 
 
+class NotificationFinished(Conflict):
+    """A completed or dead-lettered notification is finished: no PATCH schedules it again
+    (its sends were counted once; retry a dead letter, or create a new notification)."""
+
+    kind = "notification-completed"
+    title = "Notification finished"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "This notification is finished (completed or dead-lettered): its schedule cannot "
+            "change. Create a new notification, or retry a dead-lettered one."
+        )
+
+
 class ScheduleFinished(Conflict):
     """The recurring schedule has no occurrence left to resume at."""
 

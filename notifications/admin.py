@@ -117,7 +117,11 @@ QUEUE_STATE_FIELDS = (
 class NotificationAdmin(StateButtonsAdmin[Notification], ServiceSaveAdmin):
     change_list_template = "admin/queue_change_list.html"
     form = NotificationForm
-    refusals = (conflicts.NotificationClaimed, services.InvalidInput)
+    refusals = (
+        conflicts.NotificationClaimed,
+        conflicts.NotificationFinished,
+        services.InvalidInput,
+    )
     list_display = [
         "subject_or_placeholder",
         "tenant",

@@ -22,6 +22,7 @@ from dbtools.pages import CompiledPages
 from delivery.conflicts import (
     EndpointDeleted,
     NotificationClaimed,
+    NotificationFinished,
     NotificationHealthy,
     NotificationNotParked,
     ScheduleFinished,
@@ -36,7 +37,7 @@ from delivery.models import (
 )
 from delivery.outbox import digest_join, rearmed
 from delivery.recurrence import RuleTooCostly, next_occurrence
-from delivery.states import Move, after, allows
+from delivery.states import CLAIMABLE, Move, after, allows
 from delivery.validation import (
     check_digest,
     checked_content,
@@ -195,9 +196,10 @@ def notification_update(
     A change of fire_at, rrule or timezone starts the schedule afresh from the new fire_at
     (default: the current one): recurrence_anchor moves there, next_fire_at to the first
     occurrence from there, the error state is cleared and the row is `scheduled` again,
-    `occurrence` is kept — but for a completed row, whose occurrence was delivered: the new
-    schedule fires a new occurrence, which receivers must not take for a redelivery.
-    A change of content alone leaves the state as it is.
+    `occurrence` is kept. A finished row (completed or dead-lettered) is not scheduled again
+    (NotificationFinished); removing the rule of a recurring row that has fired, with no new
+    fire_at, finishes its schedule instead of firing it once more. A change of content
+    alone leaves the state as it is.
     """
     unknown = set(changes) - UPDATABLE_FIELDS
     if unknown:
@@ -206,11 +208,16 @@ def notification_update(
     notification = Notification.objects.get(pk=notification_id, tenant=tenant)
     if notification.is_claimed(now=now):
         raise NotificationClaimed
+    rescheduled = bool(_SCHEDULE_FIELDS & set(changes))
+    if rescheduled and notification.state in _FINISHED:
+        raise NotificationFinished
     merged = _merged_content(notification, changes)
     fire_at = merged.pop("fire_at", None) or notification.recurrence_anchor or now
     values: dict[str, Any] = checked_content(tenant=tenant, **merged)
     values.update({key: changes[key] for key in ("subject", "body") if key in changes})
-    if _SCHEDULE_FIELDS & set(changes):
+    if rescheduled and _rule_removed_after_firing(notification, values, changes):
+        values.update(next_fire_at=None, state=after(notification.state, Move.COMPLETE))
+    elif rescheduled:
         values.update(
             **_schedule_from(fire_at, values, now=now),
             error_count=0,
@@ -218,9 +225,24 @@ def notification_update(
             unfinished_claims=0,
             state=after(notification.state, Move.RESCHEDULE),
         )
-        if notification.state == NotificationState.COMPLETED:
-            values["occurrence"] = notification.occurrence + 1
     return _guarded_update(notification, values=values, now=now)
+
+
+_FINISHED = (NotificationState.COMPLETED, NotificationState.DEAD_LETTERED)
+
+
+def _rule_removed_after_firing(
+    notification: Notification, values: Mapping[str, Any], changes: Mapping[str, Any]
+) -> bool:
+    """A recurring row that has fired loses its rule with no new fire_at: what is left of a
+    one-shot at its old anchor is in the past and delivered already, so the schedule ends."""
+    return (
+        bool(notification.rrule)
+        and not values["rrule"]
+        and "fire_at" not in changes
+        and notification.last_fired_at is not None
+        and notification.state in CLAIMABLE
+    )
 
 
 def _merged_content(notification: Notification, changes: Mapping[str, Any]) -> dict[str, Any]:

@@ -84,18 +84,53 @@ def test_retry_of_a_completed_row_is_409_and_touches_nothing(alice, finished):
     )
 
 
-def test_a_new_schedule_rearms_a_completed_row_as_a_new_occurrence(alice, finished):
-    fire_at = "2031-05-01T09:00:00+00:00"
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"fire_at": "2031-05-01T09:00:00+00:00"},
+        {"rrule": "FREQ=DAILY"},
+        {"timezone": "Asia/Tokyo"},
+        {"fire_at": "2031-05-01T09:00:00+00:00", "email_to": ["new@example.com"], "body": "x"},
+    ],
+)
+def test_a_finished_one_shot_is_never_scheduled_again_by_a_patch(alice, finished, change):
+    # Its send was counted once: sending it again is a new notification (and a new count).
+    response = alice.client().patch(f"/v1/notifications/{finished.id}", change, format="json")
 
-    response = alice.client().patch(
-        f"/v1/notifications/{finished.id}", {"fire_at": fire_at}, format="json"
+    assert response.status_code == 409
+    assert response.json()["type"].endswith("/notification-completed")
+    row = Notification.objects.get(pk=finished.pk)
+    assert (row.state, row.next_fire_at, row.occurrence, row.rrule) == ("completed", None, 1, "")
+    assert run_tick(now=NOW + timedelta(days=3650), senders=SENDERS).delivered == 0
+
+
+def test_a_dead_lettered_one_shot_is_not_rescheduled_either(alice):
+    row = make_notification(
+        tenant=alice.tenant, next_fire_at=None, error_count=3, dead_letter_reason="exhausted"
     )
 
+    response = alice.client().patch(
+        f"/v1/notifications/{row.id}", {"fire_at": "2031-05-01T09:00:00+00:00"}, format="json"
+    )
+
+    assert response.status_code == 409
+    assert Notification.objects.get(pk=row.pk).state == "dead_lettered"
+
+
+def test_removing_the_rule_of_a_recurring_row_that_fired_finishes_its_schedule(alice):
+    endpoint = make_endpoint(tenant=alice.tenant, url="http://127.0.0.1:9/unused")
+    row = make_notification(
+        tenant=alice.tenant, endpoint=endpoint, next_fire_at=NOW, rrule="FREQ=DAILY"
+    )
+    assert run_tick(now=NOW, senders=SENDERS).delivered == 1
+
+    response = alice.client().patch(f"/v1/notifications/{row.id}", {"rrule": ""}, format="json")
+
     assert response.status_code == 200
-    body = response.json()
-    assert (body["state"], body["next_fire_at"]) == ("scheduled", "2031-05-01T09:00:00Z")
-    # Occurrence 1 was delivered: the new one must not share its webhook-id.
-    assert body["occurrence"] == 2
+    assert (response.json()["state"], response.json()["next_fire_at"]) == ("completed", None)
+    assert Notification.objects.get(pk=row.pk).occurrence == 2  # the next, never sent
+    # Nothing more goes out: no "occurrence 2" dated before occurrence 1.
+    assert run_tick(now=NOW + timedelta(minutes=1), senders=SENDERS).delivered == 0
 
 
 def test_a_content_change_leaves_a_completed_row_completed(alice, finished):

@@ -225,6 +225,20 @@ def test_content_the_service_rejects_is_refused_with_its_reason(admin_client, te
     assert Notification.objects.get(pk=notification.pk).channels == ["email"]
 
 
+def test_a_finished_row_given_a_rule_in_the_admin_is_refused_and_stays_finished(
+    admin_client, tenant
+):
+    notification = _dead_lettered(tenant)
+
+    response = admin_client.post(
+        _change_url(notification), _form(notification, rrule="FREQ=DAILY"), follow=True
+    )
+
+    assert "This notification is finished" in response.content.decode()
+    stored = Notification.objects.get(pk=notification.pk)
+    assert (stored.state, stored.rrule, stored.next_fire_at) == ("dead_lettered", "", None)
+
+
 def test_notifications_are_not_added_in_the_admin(admin_client):
     assert admin_client.get(f"{CHANGELIST}add/").status_code == 403
 

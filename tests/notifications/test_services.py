@@ -86,9 +86,7 @@ def test_update_racing_a_claim_is_a_conflict(tenant):
 
 
 def test_schedule_change_clears_the_error_state_and_keeps_the_occurrence(tenant):
-    notification = _email(
-        tenant, next_fire_at=None, error_count=3, dead_letter_reason="permanent", occurrence=4
-    )
+    notification = _email(tenant, next_fire_at=None, error_count=3, occurrence=4)  # parked
 
     updated = services.notification_update(
         tenant=tenant, notification_id=notification.id, changes={"timezone": "Asia/Tokyo"}, now=NOW
