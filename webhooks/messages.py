@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from django.db import transaction
@@ -102,9 +102,9 @@ def messages_publish(
             if (item.tenant_id, item.event_id) in firsts:
                 continue
             endpoint_ids = [
-                endpoint_id
-                for endpoint_id, types in subscribed.get(item.tenant_id, [])
-                if types is None or item.event_type in types
+                endpoint.id
+                for endpoint in subscribed.get(item.tenant_id, [])
+                if endpoint.receives(item)
             ]
             fresh[index] = Message(
                 tenant_id=item.tenant_id,
@@ -156,13 +156,17 @@ def product_event_publish(
 
 
 EXHAUSTED = "message.attempt.exhausted"
+# The product's events about its own deliveries: they reach only endpoints that name them.
+OPERATIONAL_EVENT_TYPES = frozenset({EXHAUSTED, "endpoint.disabled"})
 
 
 def messages_exhausted(notification_ids: Sequence[Any], *, now: datetime) -> None:
     """Publish `message.attempt.exhausted` for each message delivery among the rows just
     dead-lettered, to the tenant's endpoints subscribed to it (in the write-back's
     transaction). A delivery of that event itself publishes nothing, so an endpoint that
-    fails it cannot feed it back; the event id (message and endpoint) tells it once a day."""
+    fails it cannot feed it back; the event id (the message and the hour) tells it at most
+    once an hour per message, and only to endpoints that name the type and are not failing
+    (`_Subscriber.receives`)."""
     exhausted = (
         Notification.objects.filter(pk__in=notification_ids, message__isnull=False)
         .exclude(message__event_type=EXHAUSTED)
@@ -177,7 +181,8 @@ def messages_exhausted(notification_ids: Sequence[Any], *, now: datetime) -> Non
                 "event_type": event_type,
                 "endpoint_id": str(endpoint_id),
             },
-            event_id=f"exhausted:{message_id}:{endpoint_id}",
+            # One per message an hour, whichever of its endpoints ran out.
+            event_id=f"exhausted:{message_id}:{now:%Y-%m-%dT%H}",
             source=NotificationSource.SYSTEM,
         )
         for tenant_id, message_id, event_type, endpoint_id in exhausted
@@ -192,9 +197,9 @@ def message_rows(item: Event, *, now: datetime | None = None) -> list[Any]:
     `item` carries no event_id: the producer's own insert is what happens once."""
     now = now or utc_now()
     endpoint_ids = [
-        endpoint_id
-        for endpoint_id, types in _subscribed_endpoints([item]).get(item.tenant_id, [])
-        if types is None or item.event_type in types
+        endpoint.id
+        for endpoint in _subscribed_endpoints([item]).get(item.tenant_id, [])
+        if endpoint.receives(item)
     ]
     message = Message(
         tenant_id=item.tenant_id,
@@ -253,16 +258,41 @@ def _insert_messages(messages: list[Message]) -> set[UUID]:
     return set(Message.objects.filter(id__in=ids).values_list("id", flat=True))
 
 
-def _subscribed_endpoints(
-    items: Sequence[Event],
-) -> dict[UUID, list[tuple[UUID, list[str] | None]]]:
+class _Subscriber(NamedTuple):
+    """An enabled endpoint as a publish weighs it."""
+
+    id: UUID
+    event_types: list[str] | None
+    # Its last delivery failed (a 4xx included), or its circuit is open.
+    failing: bool
+
+    def receives(self, item: Event) -> bool:
+        """Whether `item` goes to this endpoint. The product's operational events go only to
+        an endpoint that names them (never through "every type"), never to the endpoint they
+        are about, and never to one that is failing itself: a failing message must not
+        multiply into a delivery per endpoint per endpoint."""
+        if item.event_type not in OPERATIONAL_EVENT_TYPES:
+            return self.event_types is None or item.event_type in self.event_types
+        return (
+            self.event_types is not None
+            and item.event_type in self.event_types
+            and not self.failing
+            and str(self.id) != item.payload.get("endpoint_id")
+        )
+
+
+def _subscribed_endpoints(items: Sequence[Event]) -> dict[UUID, list[_Subscriber]]:
     """The enabled endpoints of the items' tenants with their subscriptions, oldest first."""
-    endpoints: dict[UUID, list[tuple[UUID, list[str] | None]]] = {}
+    endpoints: dict[UUID, list[_Subscriber]] = {}
     enabled = WebhookEndpoint.objects.filter(
         tenant_id__in={item.tenant_id for item in items}, enabled=True
     ).order_by("created_at", "id")
-    for tenant_id, endpoint_id, types in enabled.values_list("tenant_id", "id", "event_types"):
-        endpoints.setdefault(tenant_id, []).append((endpoint_id, types))
+    rows = enabled.values_list(
+        "tenant_id", "id", "event_types", "consecutive_failures", "failed_deliveries"
+    )
+    for tenant_id, endpoint_id, types, failures, failed in rows:
+        subscriber = _Subscriber(endpoint_id, types, failing=bool(failures or failed))
+        endpoints.setdefault(tenant_id, []).append(subscriber)
     return endpoints
 
 

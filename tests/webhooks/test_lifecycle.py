@@ -56,7 +56,9 @@ def announcements(tenant):
 
 
 def test_failing_for_the_whole_period_disables_it_and_parks_its_deliveries(alice, bob, failing):
-    other = make_endpoint(tenant=alice.tenant, url=OTHER_URL)
+    other = make_endpoint(tenant=alice.tenant, url=OTHER_URL, event_types=["endpoint.disabled"])
+    # Subscribed to every type: not to the product's operational events.
+    make_endpoint(tenant=alice.tenant, url=f"{OTHER_URL}/all")
     later = T0 + timedelta(days=30)
     pending = make_notifications(3, tenant=alice.tenant, endpoint=failing, next_fire_at=later)
     recurring = make_notification(

@@ -304,7 +304,9 @@ def test_a_delivery_out_of_attempts_publishes_message_attempt_exhausted_once(ten
 @pytest.mark.usefixtures("local_channels")
 def test_an_exhausted_delivery_of_that_event_itself_publishes_nothing(tenant):
     with recording_server(lambda request: Reply(status=500)) as server:
-        make_endpoint(tenant=tenant, url=f"{server.url}/hook")
+        make_endpoint(
+            tenant=tenant, url=f"{server.url}/hook", event_types=["message.attempt.exhausted"]
+        )
         message = publish_message(
             tenant=tenant, event_type="message.attempt.exhausted", payload={}, now=NOW
         )
@@ -313,3 +315,47 @@ def test_an_exhausted_delivery_of_that_event_itself_publishes_nothing(tenant):
         assert run_tick(now=NOW + timedelta(seconds=1)).dead_lettered == 1
 
     assert Message.objects.filter(tenant=tenant).count() == 1
+
+
+@pytest.mark.usefixtures("local_channels")
+def test_a_message_failing_at_every_endpoint_does_not_multiply_itself(tenant):
+    # Endpoints subscribed to every type (event_types null) are not told of the product's
+    # operational events: 5 failing endpoints make 5 deliveries, not 5 + 5 x 5.
+    with recording_server(lambda request: Reply(status=500)) as server:
+        for n in range(5):
+            make_endpoint(tenant=tenant, url=f"{server.url}/hook{n}")
+        message = publish_message(tenant=tenant, event_type="project.active", payload={}, now=NOW)
+        Notification.objects.filter(message=message).update(max_attempts=1)
+
+        assert run_tick(now=NOW + timedelta(seconds=1)).dead_lettered == 5
+        assert run_tick(now=NOW + timedelta(seconds=2)).claimed == 0
+
+    assert Notification.objects.filter(tenant=tenant).count() == 5
+    [exhausted] = Message.objects.filter(tenant=tenant, event_type="message.attempt.exhausted")
+    assert exhausted.endpoint_ids == []
+
+
+@pytest.mark.usefixtures("local_channels")
+def test_exhaustion_is_told_once_an_hour_to_healthy_endpoints_that_name_it_and_not_about(tenant):
+    watched = ["project.active", "message.attempt.exhausted"]
+    with recording_server(
+        lambda request: Reply() if request.path == "/healthy" else Reply(status=500)
+    ) as server:
+        failing = [
+            make_endpoint(tenant=tenant, url=f"{server.url}/failing{n}", event_types=watched)
+            for n in range(3)
+        ]
+        healthy = make_endpoint(
+            tenant=tenant, url=f"{server.url}/healthy", event_types=["message.attempt.exhausted"]
+        )
+        message = publish_message(tenant=tenant, event_type="project.active", payload={}, now=NOW)
+        Notification.objects.filter(message=message).update(max_attempts=1)
+
+        assert run_tick(now=NOW + timedelta(seconds=1)).dead_lettered == 3
+        assert run_tick(now=NOW + timedelta(seconds=2)).delivered == 1
+        assert run_tick(now=NOW + timedelta(minutes=5)).claimed == 0
+
+        [told] = server.received("/healthy")
+    assert json.loads(told.body)["data"]["endpoint_id"] in {str(e.id) for e in failing}
+    exhausted = Message.objects.get(tenant=tenant, event_type="message.attempt.exhausted")
+    assert _queued(exhausted) == {healthy.id}
