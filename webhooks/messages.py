@@ -337,7 +337,8 @@ def message_pages(
 def message_resend(
     *, tenant: Tenant, message_id: UUID, endpoint_id: UUID, now: datetime | None = None
 ) -> Notification:
-    """Queue `message` to the endpoint again, due now, with the same webhook-id and body.
+    """Queue `message` to the endpoint again, due now, with the same webhook-id and body,
+    counted as one message of the plan (QuotaExceeded over it, nothing queued).
     DoesNotExist when the message or the endpoint is not the tenant's, or the message never
     targeted that endpoint."""
     now = now or utc_now()
@@ -352,7 +353,11 @@ def message_resend(
         raise WebhookEndpoint.DoesNotExist
     item = Event(tenant_id=tenant.id, event_type=message.event_type, payload=message.payload)
     row = _delivery_row(message, item, endpoint_id=endpoint_id, now=now)
-    row.save(force_insert=True)
+    with transaction.atomic():
+        row.save(force_insert=True)
+        # A resend is one more message sent: it counts against messages_per_month, and over
+        # the quota QuotaExceeded undoes it.
+        charge(tenant.id, "messages_per_month", now=now, limits=tenant_limits(tenant))
     return row
 
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from delivery.models import Notification, NotificationSource, WebhookEndpoint
 from notifications.services import notification_create
@@ -252,4 +253,35 @@ def test_the_messages_quota_answers_429_and_a_repeated_event_id_is_not_a_new_use
     assert body["type"].endswith("/quota-exceeded")
     assert (body["limit"], body["used"]) == (2, 2)
     assert Message.objects.filter(tenant=alice.tenant).count() == 2
+    assert Notification.objects.filter(tenant=alice.tenant).count() == deliveries
+
+
+def test_a_resend_counts_one_message_and_is_refused_over_the_quota(alice, public_dns):
+    event_type_create(tenant=alice.tenant, name="invoice.paid")
+    endpoint = (
+        alice.client()
+        .post(
+            "/v1/webhook-endpoints",
+            {"url": "https://hooks.example.com/in"},
+            format="json",
+            headers={"Idempotency-Key": str(uuid.uuid4())},
+        )
+        .json()["id"]
+    )
+    put_on_plan(alice.tenant, messages_per_month=2)
+    message = _publish(alice, {"event_type": "invoice.paid", "payload": {"n": 1}}).json()["id"]
+    path = f"/v1/messages/{message}/endpoints/{endpoint}/resend"
+
+    def resend():
+        return alice.client().post(path, headers={"Idempotency-Key": str(uuid.uuid4())})
+
+    assert resend().status_code == 202
+    assert usage(alice.tenant.id, "messages_per_month", period_of(timezone.now())) == 2
+    deliveries = Notification.objects.filter(tenant=alice.tenant).count()
+
+    refused = resend()
+
+    body = assert_problem(refused, 429)
+    assert body["type"].endswith("/quota-exceeded")
+    assert (body["limit"], body["used"]) == (2, 2)
     assert Notification.objects.filter(tenant=alice.tenant).count() == deliveries
