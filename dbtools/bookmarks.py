@@ -16,6 +16,7 @@ request.
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
@@ -82,8 +83,13 @@ def _tells_bookmark(request: HttpRequest) -> bool:
     if not known and (user is None or not user.is_authenticated):
         return False
     match = request.resolver_match
-    view = getattr(match.func, "cls", None) if match is not None else None
-    return not any(permission is AllowAny for permission in getattr(view, "permission_classes", ()))
+    return not route_is_public(getattr(match.func, "cls", None) if match is not None else None)
+
+
+def route_is_public(view: Any) -> bool:
+    """A route open to anonymous callers (signup, sign-in, invitations, unsubscribe): its
+    answers never carry a bookmark."""
+    return any(permission is AllowAny for permission in getattr(view, "permission_classes", ()))
 
 
 class BookmarkMiddleware:

@@ -61,7 +61,16 @@ def email(*, tenant_id: UUID, address: str, subject: str, body: str, now: dateti
     errors = recipient_errors([Channel.EMAIL], [address])
     if errors:
         raise InvalidInput(errors)
-    row = one_shot_due(
+    row = _system_email(now, tenant_id=tenant_id, address=address, subject=subject, body=body)
+    row.save(force_insert=True)
+    return row
+
+
+def _system_email(
+    now: datetime, *, tenant_id: UUID, address: str, subject: str, body: str, **fields: Any
+) -> Notification:
+    """An unsaved e-mail of the product's own to `address`, due now, its subject on one line."""
+    return one_shot_due(
         now,
         tenant_id=tenant_id,
         source=NotificationSource.SYSTEM,
@@ -69,9 +78,8 @@ def email(*, tenant_id: UUID, address: str, subject: str, body: str, now: dateti
         email_to=[address],
         subject=single_line(subject)[:SUBJECT_MAX],
         body=body,
+        **fields,
     )
-    row.save(force_insert=True)
-    return row
 
 
 def rearmed(*, next_fire_at: datetime, state: NotificationState) -> dict[str, Any]:
@@ -233,15 +241,13 @@ def announce(items: Sequence[Announced], *, now: datetime) -> None:
 def _emails(item: Announced, *, now: datetime) -> Iterable[Notification]:
     announcement, source_key = item.announcement, item.source_key
     return [
-        one_shot_due(
+        _system_email(
             now,
             tenant_id=item.tenant_id,
-            project_id=item.project_id,
-            source=NotificationSource.SYSTEM,
-            channels=[Channel.EMAIL],
-            email_to=[address],
-            subject=single_line(announcement.email_subject)[:SUBJECT_MAX],
+            address=address,
+            subject=announcement.email_subject,
             body=announcement.email_body,
+            project_id=item.project_id,
             source_key=f"{source_key}:invite:{_digest(address)}",
         )
         for address in announcement.addresses

@@ -19,8 +19,8 @@ from drf_spectacular.plumbing import get_override
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
-from rest_framework.permissions import AllowAny
 
+from dbtools.bookmarks import route_is_public
 from tenancy.api.permissions import IsTenantMember
 from web.problems import PROBLEM_CONTENT_TYPE
 from web.query import query_filters
@@ -114,11 +114,6 @@ _BOOKMARK_HEADER = {
         "fresh. Public routes never send one."
     ),
 }
-
-
-def _public(view: Any) -> bool:
-    """A route open to anonymous callers (signup, sign-in, invitations, unsubscribe)."""
-    return any(permission is AllowAny for permission in getattr(view, "permission_classes", ()))
 
 
 class ProblemSerializer(serializers.Serializer):
@@ -224,7 +219,7 @@ class TickworkAutoSchema(AutoSchema):
             extra = (*extra, *_IDEMPOTENT_PROBLEMS)
         for status in (*COMMON_PROBLEM_STATUSES, *extra):
             responses.setdefault(str(status), self._problem_response(status, direction))
-        if not _public(self.view):
+        if not route_is_public(self.view):
             for response in responses.values():
                 response.setdefault("headers", {})["Tickwork-Bookmark"] = _BOOKMARK_HEADER
         return responses
