@@ -35,7 +35,7 @@ from tests.projects.factories import make_project
 from tests.support.module_rows import rows_for_the_module
 from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message
-from webhooks.models import Message
+from webhooks.models import PRODUCT_EVENT_TYPES, Message
 from webhooks.recovery import endpoint_recover
 
 # Webhook endpoint URLs are resolved for the SSRF check: one public address, no resolver.
@@ -109,8 +109,13 @@ def _event_type_id(actor):
     return event_type_create(tenant=actor.tenant, name=f"matrix.{uuid.uuid4().hex[:8]}").id
 
 
+# A type of each tenant's own (the actors fixture makes it): the product's own types are
+# the product's to publish.
+PUBLISHED_TYPE = "matrix.published"
+
+
 def _message_id(actor):
-    return publish_message(tenant=actor.tenant, event_type="project.active", payload={}).id
+    return publish_message(tenant=actor.tenant, event_type=PUBLISHED_TYPE, payload={}).id
 
 
 def _delivered_message_id(actor):
@@ -310,13 +315,13 @@ ROUTES += [
         "POST",
         "/v1/messages",
         success=202,
-        body=lambda: {"event_type": "project.active", "payload": {"n": 1}},
+        body=lambda: {"event_type": PUBLISHED_TYPE, "payload": {"n": 1}},
         headers=lambda: {"Idempotency-Key": str(uuid.uuid4())},
     ),
     RouteSpec("GET", "/v1/messages", create=_message_id),
     RouteSpec(
         "GET",
-        "/v1/messages?event_type=project.active&since=2026-01-01T00:00:00Z",
+        f"/v1/messages?event_type={PUBLISHED_TYPE}&since=2026-01-01T00:00:00Z",
         create=_message_id,
     ),
     RouteSpec("GET", "/v1/messages/{id}", create=_message_id),
@@ -420,13 +425,36 @@ def actors(django_db_setup, django_db_blocker) -> Iterator[tuple[Actor, Actor, A
     with rows_for_the_module(django_db_blocker):
         alice = make_owner("Tenant A", "alice@matrix.example.com")
         bob = make_member(alice.tenant, "bob@matrix.example.com")
-        yield alice, bob, make_owner("Tenant B", "charlie@matrix.example.com")
+        charlie = make_owner("Tenant B", "charlie@matrix.example.com")
+        for owner in (alice, charlie):
+            event_type_create(tenant=owner.tenant, name=PUBLISHED_TYPE)
+        yield alice, bob, charlie
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(("route", "principal", "target"), matrix_cases(ROUTES))
 def test_authorization_matrix(route, principal, target, actors):
     check_case(route, principal, target, build_world(*actors))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("principal", ["alice", "bob", "charlie"])
+def test_no_role_publishes_the_product_s_own_event_types(principal, actors):
+    """Receivers trust the product's own events: whoever asks, a publish of one is 403."""
+    world = build_world(*actors)
+    client = world.clients[principal]
+
+    for event_type in PRODUCT_EVENT_TYPES:
+        response = client.post(
+            "/v1/messages",
+            {"event_type": event_type, "payload": {}},
+            format="json",
+            headers={"Idempotency-Key": str(uuid.uuid4())},
+        )
+
+        assert response.status_code == 403, (event_type, response.content)
+        assert response["Content-Type"] == "application/problem+json"
+    assert not Message.objects.exists()
 
 
 def _served_routes(patterns, prefix: str = ""):

@@ -44,6 +44,9 @@ _KNOWN_BAD = [
     "https://hooks.example.com:0/",
     "FREQ=DAILY;INTERVAL=\u00b2",
     "\u0661" * 8 + "-1111-1111-1111-111111111111",
+    # The product's own event types, which a tenant may not publish (403).
+    "project.active",
+    "message.attempt.exhausted",
 ]
 _TEXT = st.text(
     st.characters(categories=("Nd", "No", "Cs", "Cc", "Zs", "Lo", "So", "Mn"))

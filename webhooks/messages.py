@@ -36,14 +36,24 @@ from delivery.outbox import Event, one_shot_due, put
 from tenancy.models import Tenant
 from tenancy.plans import tenant_limits
 from tenancy.quotas import charge
-from web.errors import InvalidInput
+from web.errors import Forbidden, InvalidInput
 from webhooks.event_types import active_event_type_errors
-from webhooks.models import Message
+from webhooks.models import PRODUCT_EVENT_TYPES, Message
 
 MAX_PAYLOAD_BYTES = 256 * 1024
 # How long an event_id deduplicates: a repeat within it answers the first message.
 DEDUP_WINDOW = timedelta(hours=24)
 SUBJECT_MAX = max_length(Notification, "subject")
+
+
+class ProductEventTypeReserved(Forbidden):
+    kind = "product-event-type-reserved"
+    title = "Reserved for the product's own events"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"{name!r} is one of the product's own event types: only Tickwork publishes it."
+        )
 
 
 def publish_message(
@@ -58,7 +68,11 @@ def publish_message(
     the tenant subscribed to `event_type`. A repeat of `event_id` within DEDUP_WINDOW
     returns the first message and queues nothing. Raises InvalidInput for an unknown or
     archived event type or a payload over MAX_PAYLOAD_BYTES (kind `payload-too-large`);
-    QuotaExceeded over the plan's messages_per_month, publishing nothing."""
+    ProductEventTypeReserved for one of the product's own types, which only the product
+    publishes, so that its receivers can trust them; QuotaExceeded over the plan's
+    messages_per_month, publishing nothing."""
+    if event_type in PRODUCT_EVENT_TYPES:
+        raise ProductEventTypeReserved(event_type)
     if len(json.dumps(payload, separators=(",", ":")).encode()) > MAX_PAYLOAD_BYTES:
         raise InvalidInput(
             {"payload": [f"Must be at most {MAX_PAYLOAD_BYTES} bytes of JSON."]},

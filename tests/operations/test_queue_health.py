@@ -101,13 +101,15 @@ def test_lateness_is_read_in_the_bands_of_the_metrics_histogram(tenant):
 
 def test_messages_and_their_deliveries_are_counted(tenant):
     from tests.delivery.factories import make_endpoint
+    from webhooks.event_types import event_type_create
     from webhooks.messages import publish_message
 
     make_endpoint(tenant=tenant, url="https://a.example.com/")
     make_endpoint(tenant=tenant, url="https://b.example.com/")
-    publish_message(tenant=tenant, event_type="project.active", payload={}, now=NOW)
+    event_type_create(tenant=tenant, name="order.shipped")
+    publish_message(tenant=tenant, event_type="order.shipped", payload={}, now=NOW)
     publish_message(
-        tenant=tenant, event_type="project.active", payload={}, now=NOW - timedelta(days=2)
+        tenant=tenant, event_type="order.shipped", payload={}, now=NOW - timedelta(days=2)
     )
 
     figures = queue_health(now=NOW).notifications

@@ -3,6 +3,7 @@ through the service and never added there; messages with their deliveries per en
 
 from delivery.models import WebhookEndpoint
 from tests.delivery.factories import make_endpoint, make_tenant
+from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message
 
 
@@ -68,13 +69,14 @@ def test_endpoints_are_not_added_in_the_admin(admin_client):
 def test_a_message_s_page_shows_its_deliveries_per_endpoint(admin_client):
     tenant = make_tenant()
     endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/in")
-    message = publish_message(tenant=tenant, event_type="project.active", payload={"k": 1})
+    event_type_create(tenant=tenant, name="order.shipped")
+    message = publish_message(tenant=tenant, event_type="order.shipped", payload={"k": 1})
 
     listed = admin_client.get("/admin/webhooks/message/")
     page = admin_client.get(f"/admin/webhooks/message/{message.id}/change/")
     types = admin_client.get("/admin/webhooks/eventtype/")
 
     assert listed.status_code == page.status_code == types.status_code == 200
-    assert "project.active" in listed.content.decode()
+    assert "order.shipped" in listed.content.decode()
     assert str(endpoint.id) in page.content.decode()
     assert "pending" in page.content.decode()

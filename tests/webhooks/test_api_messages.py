@@ -12,11 +12,18 @@ from delivery.models import Delivery, Notification, WebhookEndpoint
 from tests.delivery.factories import make_endpoint
 from webhooks.event_types import event_type_create
 from webhooks.messages import MAX_PAYLOAD_BYTES
-from webhooks.models import Message
+from webhooks.models import PRODUCT_EVENT_TYPES, Message
 
 pytestmark = pytest.mark.usefixtures("public_dns")
 
 URL = "https://hooks.example.com/in"
+
+
+@pytest.fixture(autouse=True)
+def _order_shipped(alice, charlie):
+    """A type of each tenant's own: the product's types are the product's to publish."""
+    for actor in (alice, charlie):
+        event_type_create(tenant=actor.tenant, name="order.shipped")
 
 
 def _publish(actor, body, key=None):
@@ -59,7 +66,7 @@ def test_publish_answers_202_with_the_endpoints_it_queued_to(alice):
     event_type_create(tenant=alice.tenant, name="invoice.paid")
     everything = make_endpoint(tenant=alice.tenant, url=URL)
     paid = make_endpoint(tenant=alice.tenant, url=URL, event_types=["invoice.paid"])
-    make_endpoint(tenant=alice.tenant, url=URL, event_types=["project.active"])
+    make_endpoint(tenant=alice.tenant, url=URL, event_types=["order.shipped"])
 
     response = _publish(alice, {"event_type": "invoice.paid", "payload": {"amount": 5}})
 
@@ -73,7 +80,7 @@ def test_publish_answers_202_with_the_endpoints_it_queued_to(alice):
 
 def test_publish_requires_an_idempotency_key_and_replays_it(alice):
     make_endpoint(tenant=alice.tenant, url=URL)
-    body = {"event_type": "project.active", "payload": {}}
+    body = {"event_type": "order.shipped", "payload": {}}
     missing = alice.client().post("/v1/messages", body, format="json")
     assert missing.status_code == 400
 
@@ -89,8 +96,8 @@ def test_publish_requires_an_idempotency_key_and_replays_it(alice):
 
 def test_a_repeated_event_id_answers_the_first_message(alice):
     make_endpoint(tenant=alice.tenant, url=URL)
-    first = _publish(alice, {"event_type": "project.active", "payload": {}, "event_id": "e1"})
-    again = _publish(alice, {"event_type": "project.active", "payload": {}, "event_id": "e1"})
+    first = _publish(alice, {"event_type": "order.shipped", "payload": {}, "event_id": "e1"})
+    again = _publish(alice, {"event_type": "order.shipped", "payload": {}, "event_id": "e1"})
 
     assert again.status_code == 202
     assert again.json()["id"] == first.json()["id"]
@@ -101,11 +108,11 @@ def test_a_repeated_event_id_answers_the_first_message(alice):
     "body",
     [
         {"event_type": "nope", "payload": {}},
-        {"event_type": "project.active", "payload": []},
-        {"event_type": "project.active", "payload": "x"},
-        {"event_type": "project.active"},
+        {"event_type": "order.shipped", "payload": []},
+        {"event_type": "order.shipped", "payload": "x"},
+        {"event_type": "order.shipped"},
         {"event_type": 5, "payload": {}},
-        {"event_type": "project.active", "payload": {}, "id": str(uuid.uuid4())},
+        {"event_type": "order.shipped", "payload": {}, "id": str(uuid.uuid4())},
     ],
 )
 def test_bad_input_is_400_and_writes_nothing(alice, body):
@@ -119,7 +126,7 @@ def test_bad_input_is_400_and_writes_nothing(alice, body):
 
 def test_a_payload_over_256_kib_is_a_payload_too_large_problem(alice):
     big = {"x": "a" * MAX_PAYLOAD_BYTES}
-    response = _publish(alice, {"event_type": "project.active", "payload": big})
+    response = _publish(alice, {"event_type": "order.shipped", "payload": big})
     assert response.status_code == 400
     assert response.json()["type"].endswith("/payload-too-large")
     assert not Message.objects.exists()
@@ -130,7 +137,7 @@ def test_list_filters_by_event_type_and_since(alice, bob):
     old = _publish(alice, {"event_type": "invoice.paid", "payload": {}}).json()
     Message.objects.filter(pk=old["id"]).update(created_at=timezone.now() - timedelta(days=2))
     paid = _publish(alice, {"event_type": "invoice.paid", "payload": {}}).json()
-    active = _publish(bob, {"event_type": "project.active", "payload": {}}).json()
+    active = _publish(bob, {"event_type": "order.shipped", "payload": {}}).json()
     client = bob.client()
 
     def ids(query):
@@ -148,7 +155,7 @@ def test_list_filters_by_event_type_and_since(alice, bob):
 
 def test_attempts_and_resend_through_the_api(alice):
     endpoint = make_endpoint(tenant=alice.tenant, url=URL)
-    message = _publish(alice, {"event_type": "project.active", "payload": {}}).json()
+    message = _publish(alice, {"event_type": "order.shipped", "payload": {}}).json()
     row = Notification.objects.get(message_id=message["id"])
     Delivery.objects.create(
         tenant=alice.tenant,
@@ -179,8 +186,8 @@ def test_attempts_and_resend_through_the_api(alice):
 def test_another_tenant_s_message_or_endpoint_is_404(alice, charlie):
     mine = make_endpoint(tenant=alice.tenant, url=URL)
     theirs = make_endpoint(tenant=charlie.tenant, url=URL)
-    message = _publish(alice, {"event_type": "project.active", "payload": {}}).json()
-    their_message = _publish(charlie, {"event_type": "project.active", "payload": {}}).json()
+    message = _publish(alice, {"event_type": "order.shipped", "payload": {}}).json()
+    their_message = _publish(charlie, {"event_type": "order.shipped", "payload": {}}).json()
     client = alice.client()
 
     for path in (
@@ -197,3 +204,18 @@ def test_another_tenant_s_message_or_endpoint_is_404(alice, charlie):
         assert response.status_code == 404
         assert str(theirs.id) not in response.content.decode()
     assert Notification.objects.count() == 2
+
+
+@pytest.mark.parametrize("event_type", sorted(PRODUCT_EVENT_TYPES))
+def test_the_product_s_own_event_types_are_403_for_owners_and_members(alice, bob, event_type):
+    make_endpoint(tenant=alice.tenant, url=URL, event_types=[event_type])
+
+    for actor in (alice, bob):
+        response = _publish(actor, {"event_type": event_type, "payload": {"forged": True}})
+
+        assert response.status_code == 403
+        problem = response.json()
+        assert problem["type"].endswith("/product-event-type-reserved")
+        assert event_type in problem["detail"]
+    assert not Message.objects.filter(tenant=alice.tenant).exists()
+    assert not Notification.objects.filter(tenant=alice.tenant).exists()

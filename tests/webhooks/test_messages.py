@@ -18,10 +18,22 @@ from tests.delivery.factories import make_endpoint, make_tenant
 from tests.support.http_server import Reply, recording_server
 from web.errors import InvalidInput
 from webhooks.event_types import event_type_archive, event_type_create
-from webhooks.messages import MAX_PAYLOAD_BYTES, message_attempts, message_resend, publish_message
+from webhooks.messages import (
+    MAX_PAYLOAD_BYTES,
+    message_attempts,
+    message_resend,
+    product_event_publish,
+    publish_message,
+)
 from webhooks.models import Message
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _order_shipped(tenant):
+    """A type of the tenant's own: the product's types are the product's to publish."""
+    event_type_create(tenant=tenant, name="order.shipped")
 
 
 def _endpoint(tenant, name="a", **fields):
@@ -63,7 +75,7 @@ def test_a_message_goes_to_every_enabled_endpoint_subscribed_to_its_type(tenant)
 
 def test_the_product_s_own_types_are_published_without_being_created(tenant):
     endpoint = _endpoint(tenant)
-    message = publish_message(tenant=tenant, event_type="project.active", payload={}, now=NOW)
+    message = publish_message(tenant=tenant, event_type="order.shipped", payload={}, now=NOW)
     assert _queued(message) == {endpoint.id}
 
 
@@ -90,11 +102,11 @@ def test_another_tenant_s_type_is_unknown_here(tenant):
 def test_a_payload_over_256_kib_is_refused(tenant):
     _endpoint(tenant)
     at_limit = {"x": "a" * (MAX_PAYLOAD_BYTES - len('{"x":""}'))}
-    publish_message(tenant=tenant, event_type="project.active", payload=at_limit, now=NOW)
+    publish_message(tenant=tenant, event_type="order.shipped", payload=at_limit, now=NOW)
     over = {"x": at_limit["x"] + "a"}
 
     with pytest.raises(InvalidInput) as raised:
-        publish_message(tenant=tenant, event_type="project.active", payload=over, now=NOW)
+        publish_message(tenant=tenant, event_type="order.shipped", payload=over, now=NOW)
 
     assert raised.value.kind == "payload-too-large"
     assert Message.objects.count() == 1
@@ -103,18 +115,20 @@ def test_a_payload_over_256_kib_is_refused(tenant):
 def test_an_event_id_answers_the_first_message_for_24_hours_then_publishes_again(tenant):
     _endpoint(tenant)
     first = publish_message(
-        tenant=tenant, event_type="project.active", payload={"n": 1}, event_id="e-1", now=NOW
+        tenant=tenant, event_type="order.shipped", payload={"n": 1}, event_id="e-1", now=NOW
     )
     repeat = publish_message(
         tenant=tenant,
-        event_type="project.active",
+        event_type="order.shipped",
         payload={"n": 2},
         event_id="e-1",
         now=NOW + timedelta(hours=23, minutes=59),
     )
+    other = make_tenant("Other")
+    event_type_create(tenant=other, name="order.shipped")
     other_tenant = publish_message(
-        tenant=make_tenant("Other"),
-        event_type="project.active",
+        tenant=other,
+        event_type="order.shipped",
         payload={},
         event_id="e-1",
         now=NOW,
@@ -127,7 +141,7 @@ def test_an_event_id_answers_the_first_message_for_24_hours_then_publishes_again
 
     later = publish_message(
         tenant=tenant,
-        event_type="project.active",
+        event_type="order.shipped",
         payload={"n": 3},
         event_id="e-1",
         now=NOW + timedelta(hours=24, seconds=1),
@@ -137,7 +151,7 @@ def test_an_event_id_answers_the_first_message_for_24_hours_then_publishes_again
     assert Notification.objects.filter(tenant=tenant).count() == 2
     again = publish_message(
         tenant=tenant,
-        event_type="project.active",
+        event_type="order.shipped",
         payload={},
         event_id="e-1",
         now=NOW + timedelta(hours=25),
@@ -154,7 +168,7 @@ def test_publishing_to_100_endpoints_is_one_insert_per_table(tenant):
     )
     with CaptureQueriesContext(connection) as captured:
         message = publish_message(
-            tenant=tenant, event_type="project.active", payload={"n": 1}, now=NOW
+            tenant=tenant, event_type="order.shipped", payload={"n": 1}, now=NOW
         )
 
     into = [
@@ -184,7 +198,7 @@ def test_publishing_to_100_endpoints_is_one_insert_per_table(tenant):
 
 def test_resend_queues_the_message_again_to_an_endpoint_it_targeted(tenant):
     endpoint = _endpoint(tenant)
-    message = publish_message(tenant=tenant, event_type="project.active", payload={}, now=NOW)
+    message = publish_message(tenant=tenant, event_type="order.shipped", payload={}, now=NOW)
 
     row = message_resend(
         tenant=tenant, message_id=message.id, endpoint_id=endpoint.id, now=NOW + timedelta(1)
@@ -201,7 +215,7 @@ def test_resend_to_an_endpoint_the_message_never_targeted_or_of_another_tenant_i
     event_type_create(tenant=tenant, name="a.b")
     untargeted = _endpoint(tenant, "c", event_types=["a.b"])
     _endpoint(tenant)
-    message = publish_message(tenant=tenant, event_type="project.active", payload={}, now=NOW)
+    message = publish_message(tenant=tenant, event_type="order.shipped", payload={}, now=NOW)
     other = make_tenant("Other")
     theirs = _endpoint(other, "theirs")
 
@@ -219,7 +233,7 @@ def test_every_attempt_and_resend_carries_the_message_s_webhook_id(tenant):
     with recording_server(lambda request: next(answers, Reply())) as server:
         endpoint = make_endpoint(tenant=tenant, url=f"{server.url}/hook")
         message = publish_message(
-            tenant=tenant, event_type="project.active", payload={"p": 1}, now=NOW
+            tenant=tenant, event_type="order.shipped", payload={"p": 1}, now=NOW
         )
         assert run_tick(now=NOW + timedelta(seconds=1)).backed_off == 1
         assert message_attempts(tenant=tenant, message_id=message.id)[0].status == "pending"
@@ -236,7 +250,7 @@ def test_every_attempt_and_resend_carries_the_message_s_webhook_id(tenant):
     for request in requests:
         Webhook(endpoint.secret).verify(request.body, request.headers)
     assert json.loads(requests[0].body) == {
-        "type": "project.active",
+        "type": "order.shipped",
         "timestamp": "2026-03-02T12:00:00Z",
         "data": {"p": 1},
     }
@@ -256,7 +270,7 @@ def test_the_history_shows_each_endpoint_s_attempts_and_last_outcome(tenant):
     with recording_server(lambda request: Reply(status=400)) as server:
         bad = make_endpoint(tenant=tenant, url=f"{server.url}/bad")
         pending = _endpoint(tenant, "later")
-        message = publish_message(tenant=tenant, event_type="project.active", payload={}, now=NOW)
+        message = publish_message(tenant=tenant, event_type="order.shipped", payload={}, now=NOW)
         Notification.objects.filter(webhook_endpoint=pending).update(
             next_fire_at=NOW + timedelta(days=1)
         )
@@ -277,12 +291,12 @@ def test_a_delivery_out_of_attempts_publishes_message_attempt_exhausted_once(ten
         lambda request: Reply(status=500) if request.path == "/failing" else Reply()
     ) as server:
         failing = make_endpoint(
-            tenant=tenant, url=f"{server.url}/failing", event_types=["project.active"]
+            tenant=tenant, url=f"{server.url}/failing", event_types=["order.shipped"]
         )
         watcher = make_endpoint(
             tenant=tenant, url=f"{server.url}/watch", event_types=["message.attempt.exhausted"]
         )
-        message = publish_message(tenant=tenant, event_type="project.active", payload={}, now=NOW)
+        message = publish_message(tenant=tenant, event_type="order.shipped", payload={}, now=NOW)
         Notification.objects.filter(message=message).update(max_attempts=1)
 
         assert run_tick(now=NOW + timedelta(seconds=1)).dead_lettered == 1
@@ -294,7 +308,7 @@ def test_a_delivery_out_of_attempts_publishes_message_attempt_exhausted_once(ten
     assert body["type"] == "message.attempt.exhausted"
     assert body["data"] == {
         "message_id": str(message.id),
-        "event_type": "project.active",
+        "event_type": "order.shipped",
         "endpoint_id": str(failing.id),
     }
     exhausted = Message.objects.get(tenant=tenant, event_type="message.attempt.exhausted")
@@ -307,8 +321,8 @@ def test_an_exhausted_delivery_of_that_event_itself_publishes_nothing(tenant):
         make_endpoint(
             tenant=tenant, url=f"{server.url}/hook", event_types=["message.attempt.exhausted"]
         )
-        message = publish_message(
-            tenant=tenant, event_type="message.attempt.exhausted", payload={}, now=NOW
+        message = product_event_publish(
+            tenant_id=tenant.id, event_type="message.attempt.exhausted", data={}, now=NOW
         )
         Notification.objects.filter(message=message).update(max_attempts=1)
 
@@ -324,7 +338,7 @@ def test_a_message_failing_at_every_endpoint_does_not_multiply_itself(tenant):
     with recording_server(lambda request: Reply(status=500)) as server:
         for n in range(5):
             make_endpoint(tenant=tenant, url=f"{server.url}/hook{n}")
-        message = publish_message(tenant=tenant, event_type="project.active", payload={}, now=NOW)
+        message = publish_message(tenant=tenant, event_type="order.shipped", payload={}, now=NOW)
         Notification.objects.filter(message=message).update(max_attempts=1)
 
         assert run_tick(now=NOW + timedelta(seconds=1)).dead_lettered == 5
@@ -337,7 +351,7 @@ def test_a_message_failing_at_every_endpoint_does_not_multiply_itself(tenant):
 
 @pytest.mark.usefixtures("local_channels")
 def test_exhaustion_is_told_once_an_hour_to_healthy_endpoints_that_name_it_and_not_about(tenant):
-    watched = ["project.active", "message.attempt.exhausted"]
+    watched = ["order.shipped", "message.attempt.exhausted"]
     with recording_server(
         lambda request: Reply() if request.path == "/healthy" else Reply(status=500)
     ) as server:
@@ -348,7 +362,7 @@ def test_exhaustion_is_told_once_an_hour_to_healthy_endpoints_that_name_it_and_n
         healthy = make_endpoint(
             tenant=tenant, url=f"{server.url}/healthy", event_types=["message.attempt.exhausted"]
         )
-        message = publish_message(tenant=tenant, event_type="project.active", payload={}, now=NOW)
+        message = publish_message(tenant=tenant, event_type="order.shipped", payload={}, now=NOW)
         Notification.objects.filter(message=message).update(max_attempts=1)
 
         assert run_tick(now=NOW + timedelta(seconds=1)).dead_lettered == 3

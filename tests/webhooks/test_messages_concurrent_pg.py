@@ -14,6 +14,7 @@ from delivery.models import Notification
 from tests.conftest import requires_postgres
 from tests.delivery.factories import make_endpoint, make_tenant
 from tests.support.concurrency import Threads, wait_for_lock_waiters
+from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message
 from webhooks.models import Message
 
@@ -28,10 +29,11 @@ def test_two_publishes_of_one_event_id_make_one_message():
     tenant = make_tenant()
     make_endpoint(tenant=tenant, url="https://a.example.com/hook")
     make_endpoint(tenant=tenant, url="https://b.example.com/hook")
+    event_type_create(tenant=tenant, name="order.shipped")
 
     def publish() -> uuid.UUID:
         return publish_message(
-            tenant=tenant, event_type="project.active", payload={}, event_id="e-1"
+            tenant=tenant, event_type="order.shipped", payload={}, event_id="e-1"
         ).id
 
     publishes = Threads([publish, publish])
