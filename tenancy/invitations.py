@@ -201,7 +201,11 @@ def invitation_accept(
     membership, joined = member_join(
         tenant=invitation.tenant, user=invitee, role=invitation.role, re_role=False
     )
-    session = None if user is not None else session_issue(user=invitee, name="invitation", now=now)
+    session = None
+    if user is None:
+        session = session_issue(
+            user=invitee, name="invitation", now=now, default_tenant=invitation.tenant
+        )
     return AcceptedInvitation(
         tenant=invitation.tenant,
         user=invitee,

@@ -106,7 +106,10 @@ class TokenKind(models.TextChoices):
 
 class ApiToken(models.Model):
     """A bearer token (tenancy.token_format); only its lookup prefix and a digest are kept.
-    A token with a `tenant` acts in that tenant only (403 in any other)."""
+    A token with a `tenant` acts in that tenant only (403 in any other). `default_tenant` is
+    where a request without X-Tenant-ID acts while its user is still a member there: the
+    tenant the token was made for, or the user's only one when it was made, so a script
+    keeps working the day its user joins another team."""
 
     # Set on a token just issued (tenancy.tokens), never stored: the one time it is shown.
     plaintext: str
@@ -118,6 +121,16 @@ class ApiToken(models.Model):
     kind = models.CharField(max_length=16, choices=TokenKind.choices, default=TokenKind.API)
     tenant = models.ForeignKey(
         Tenant, on_delete=models.CASCADE, null=True, blank=True, related_name="bound_tokens"
+    )
+    default_tenant = models.ForeignKey(
+        Tenant,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="+",
+        # Read with the token, never looked up by: an index would only cost its inserts.
+        db_index=False,
     )
     prefix = models.CharField(max_length=32, unique=True, editable=False)
     digest = models.CharField(max_length=64, editable=False)
@@ -152,14 +165,19 @@ class ApiToken(models.Model):
         now: datetime | None = None,
         kind: str = TokenKind.API,
         tenant: Tenant | None = None,
+        default_tenant: Tenant | None = None,
     ) -> tuple["ApiToken", str]:
-        """Create a token and return it with its plaintext, which is never stored."""
+        """Create a token and return it with its plaintext, which is never stored. Its
+        default tenant is `default_tenant`, else the user's only tenant, if they have one."""
         plaintext = token_format.mint()
+        if default_tenant is None and tenant is None:
+            default_tenant = _only_tenant(user)
         token = cls.objects.create(
             user=user,
             name=name,
             kind=kind,
             tenant=tenant,
+            default_tenant=default_tenant,
             created_at=now or timezone.now(),
             prefix=plaintext[: token_format.LOOKUP_LENGTH],
             digest=_digest(plaintext),
@@ -180,6 +198,11 @@ class ApiToken(models.Model):
 
     def has_expired(self, *, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now
+
+
+def _only_tenant(user: models.Model) -> Tenant | None:
+    memberships = list(Membership.objects.filter(user=user).select_related("tenant")[:2])
+    return memberships[0].tenant if len(memberships) == 1 else None
 
 
 class OperationKey(models.Model):

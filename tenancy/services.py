@@ -218,12 +218,14 @@ def membership_resolve(
     tenant_header: str | None,
     candidates: TenantCandidates | None = None,
     bound_tenant_id: uuid.UUID | None = None,
+    default_tenant_id: uuid.UUID | None = None,
 ) -> Membership:
     """The caller's membership in the tenant the request selects.
 
     With `X-Tenant-ID` the tenant is that one (malformed → 400, not a member → 403);
-    without it the user's sole membership is used (none → 403, several → 400). A token
-    bound to a tenant (`bound_tenant_id`) selects that tenant, and any other is 403.
+    without it, the token's default tenant (`default_tenant_id`) while the user is a member
+    there, else the user's sole membership (none → 403, several → 400). A token bound to a
+    tenant (`bound_tenant_id`) selects that tenant, and any other is 403.
     `candidates` read with the token for the same header spare the query.
     """
     tenant_id = _tenant_id(tenant_header)
@@ -231,6 +233,10 @@ def membership_resolve(
         if tenant_id is not None and tenant_id != bound_tenant_id:
             raise NotAMember("This token is bound to another tenant.")
         tenant_id = bound_tenant_id
+    elif tenant_id is None and default_tenant_id is not None:
+        default = _default_membership(user, default_tenant_id, candidates)
+        if default is not None:
+            return default
     if candidates is not None and candidates.tenant_id == tenant_id:
         found = list(candidates.memberships)
     else:
@@ -249,6 +255,20 @@ def membership_resolve(
             "You belong to several tenants: choose one with the X-Tenant-ID header."
         )
     return found[0]
+
+
+def _default_membership(
+    user: User, tenant_id: uuid.UUID, candidates: TenantCandidates | None
+) -> Membership | None:
+    """The user's membership in their token's default tenant, if they are still a member."""
+    if candidates is not None and candidates.tenant_id is None:
+        for membership in candidates.memberships:
+            if membership.tenant_id == tenant_id:
+                return membership
+        if len(candidates.memberships) < 2:  # all of the user's memberships were read
+            return None
+    memberships = Membership.objects.select_related("tenant").filter(user=user)
+    return memberships.filter(tenant_id=tenant_id).first()
 
 
 def _username_for(email: str) -> str:
@@ -290,7 +310,7 @@ def tenant_create(*, name: str, owner_email: str, session_at: datetime | None = 
     user = user_get_or_create(owner_email)
     Membership.objects.create(tenant=tenant, user=user, role=Role.OWNER)
     if session_at is not None:
-        session = session_issue(user=user, name="signup", now=session_at)
+        session = session_issue(user=user, name="signup", now=session_at, default_tenant=tenant)
         return Grant(
             tenant=tenant,
             user=user,
@@ -298,7 +318,7 @@ def tenant_create(*, name: str, owner_email: str, session_at: datetime | None = 
             token=session.plaintext,
             expires_at=session.expires_at,
         )
-    _, plaintext = ApiToken.issue(user=user)
+    _, plaintext = ApiToken.issue(user=user, default_tenant=tenant)
     return Grant(tenant=tenant, user=user, role=Role.OWNER, token=plaintext)
 
 
@@ -307,5 +327,5 @@ def member_add(*, tenant: Tenant, email: str, role: str) -> Grant:
     """Add (or re-role) a user in a tenant and issue them a token."""
     user = user_get_or_create(email)
     member_join(tenant=tenant, user=user, role=role, re_role=True)
-    _, plaintext = ApiToken.issue(user=user)
+    _, plaintext = ApiToken.issue(user=user, default_tenant=tenant)
     return Grant(tenant=tenant, user=user, role=role, token=plaintext)

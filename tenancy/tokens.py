@@ -8,7 +8,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 
-from tenancy.models import ApiToken, Membership, TokenKind
+from tenancy.models import ApiToken, Membership, Tenant, TokenKind
 from web.errors import Conflict, Forbidden
 
 
@@ -77,12 +77,20 @@ def token_issue(
     return token
 
 
-def session_issue(*, user: User, name: str, now: datetime) -> ApiToken:
-    """A session token of `user` that ends SESSION_TTL_SECONDS from `now`; its plaintext is
-    on `.plaintext` of the returned row only."""
+def session_issue(
+    *, user: User, name: str, now: datetime, default_tenant: Tenant | None = None
+) -> ApiToken:
+    """A session token of `user` that ends SESSION_TTL_SECONDS from `now`, acting by default
+    in `default_tenant` (else the user's only tenant); its plaintext is on `.plaintext` of
+    the returned row only."""
     expires_at = now + timedelta(seconds=settings.SESSION_TTL_SECONDS)
     token, plaintext = ApiToken.issue(
-        user=user, name=name, kind=TokenKind.SESSION, expires_at=expires_at, now=now
+        user=user,
+        name=name,
+        kind=TokenKind.SESSION,
+        expires_at=expires_at,
+        now=now,
+        default_tenant=default_tenant,
     )
     token.plaintext = plaintext
     return token

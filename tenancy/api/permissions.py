@@ -36,6 +36,8 @@ class IsTenantMember(BasePermission):
             candidates=getattr(request.auth, "tenant_candidates", None),
             # A token bound to one tenant (POST /v1/tokens `tenant_id`) acts only there.
             bound_tenant_id=bound_tenant_of(request),
+            # Where a request without X-Tenant-ID acts (tenancy.models.ApiToken).
+            default_tenant_id=getattr(request.auth, "default_tenant_id", None),
         )
         if _owner_required(view, request.method) and membership.role != Role.OWNER:
             raise exceptions.PermissionDenied("This action is reserved to the tenant's owners.")

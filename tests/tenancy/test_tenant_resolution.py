@@ -1,11 +1,13 @@
 """Which tenant a request acts in, read in the same query as the token: X-Tenant-ID, or the
-caller's sole membership; the membership's role is that tenant's."""
+token's default tenant (the one it was made in), or the caller's sole membership; the
+membership's role is that tenant's."""
 
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from projects.models import Project
 from tenancy.models import ApiToken, Role
-from tests.conftest import make_member
+from tests.conftest import make_member, make_owner
 
 
 def without_tenant_header(actor):
@@ -31,13 +33,50 @@ def test_a_sole_membership_is_the_tenant_without_a_header(alice, django_assert_n
     assert Project.objects.get().tenant_id == alice.tenant.id
 
 
-def test_several_memberships_need_a_header(alice, charlie):
+def test_a_token_made_with_several_memberships_needs_a_header(alice, charlie):
     make_member(charlie.tenant, "alice@example.com", role=Role.MEMBER)
+    _, plaintext = ApiToken.issue(user=alice.user, name="made with two teams")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {plaintext}")
 
-    response = without_tenant_header(alice).get("/v1/projects")
+    response = client.get("/v1/projects")
 
     assert response.status_code == 400
     assert "X-Tenant-ID" in response.json()["detail"]
+
+
+def test_a_token_keeps_its_tenant_when_its_user_joins_another_team(alice, charlie):
+    # Alice's token was made while she had one tenant: the day she is invited elsewhere,
+    # a script that sends no X-Tenant-ID goes on acting in tenant A.
+    make_member(charlie.tenant, "alice@example.com", role=Role.MEMBER)
+    client = without_tenant_header(alice)
+
+    assert create(client).status_code == 202
+    assert Project.objects.get().tenant_id == alice.tenant.id
+    assert client.get("/v1/webhook-endpoints").status_code == 200  # her role in A: owner
+    in_b = alice.client(tenant=charlie.tenant)
+    assert create(in_b, key="b").status_code == 202
+    assert Project.objects.filter(tenant=charlie.tenant).count() == 1
+
+
+def test_a_token_whose_default_tenant_was_left_falls_back_to_the_sole_membership(alice, charlie):
+    make_member(charlie.tenant, "alice@example.com", role=Role.MEMBER)
+    alice.user.memberships.filter(tenant=alice.tenant).delete()
+
+    response = without_tenant_header(alice).get("/v1/projects")
+
+    assert response.status_code == 200
+    assert create(without_tenant_header(alice)).status_code == 202
+    assert Project.objects.get().tenant_id == charlie.tenant.id
+
+
+def test_a_token_whose_default_tenant_was_left_needs_a_header_among_several(alice, bob, charlie):
+    make_member(charlie.tenant, "alice@example.com", role=Role.MEMBER)
+    other = make_owner("Tenant C", "carol@example.com")
+    make_member(other.tenant, "alice@example.com", role=Role.MEMBER)
+    alice.user.memberships.filter(tenant=alice.tenant).delete()
+
+    assert without_tenant_header(alice).get("/v1/projects").status_code == 400
 
 
 def test_the_header_picks_the_tenant_and_its_role(alice, charlie):
