@@ -386,15 +386,19 @@ class SigninLink(models.Model):
 
 class UsageCounter(models.Model):
     """One of the `tenancy.quotas.SHARDS` slots counting a tenant's use of a periodic limit
-    in one period; the use is the sum of the slots. Each slot holds an equal part of the
-    limit, so a create increments one slot and never waits on a row every other create of
-    the tenant writes too (README: Plans and quotas)."""
+    in one period; the use is the sum of the slots. Each slot may count up to its `cap`, its
+    part of the limit, so a create increments one slot and never waits on a row every other
+    create of the tenant writes too (README: Plans and quotas). `planned_limit` is the limit
+    the caps were shared out for (NULL: none yet, or unlimited); when the plan's limit
+    changes, the caps are shared out again so that they never add up past it."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="usage_counters")
     limit_name = models.CharField(max_length=32)
     period_start = models.DateTimeField()
     shard = models.PositiveSmallIntegerField()
     used = models.PositiveIntegerField(default=0)
+    cap = models.PositiveIntegerField(null=True, blank=True)
+    planned_limit = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -2,16 +2,21 @@
 
 Periodic quotas (`notifications_per_month`, `messages_per_month`) are counted per calendar
 month (UTC) in `SHARDS` counter slots per (tenant, limit, period), never in one row. The
-limit is split between the slots (slot k may hold `limit // SHARDS`, plus one for the first
-`limit % SHARDS` slots), and `charge` adds to a slot chosen at random with one conditional
-UPDATE (`used + n <= the slot's share`). Far from the limit, concurrent creates of one
-tenant mostly write different rows, so they do not queue behind each other. Near it, a
-create whose slot is full tries the others; an UPDATE waits for a concurrent create that
-holds the slot and re-reads it, and a failed one locks nothing. The use can never pass the
-limit (the shares add up to it), and a charge is refused only when every slot was full as
-it was read: exact at the boundary on any number of processes, without a lock that every
-create takes. A charge is part of its caller's transaction, so a create that fails later
-takes its charge back.
+limit is shared out between the slots as their caps (a new period's slot k may hold
+`limit // SHARDS`, plus one for the first `limit % SHARDS` slots), and `charge` adds to a
+slot chosen at random with one conditional UPDATE (`used + n <= cap`, for the limit the
+caps were shared out for). Far from the limit, concurrent creates of one tenant mostly write
+different rows, so they do not queue behind each other. Near it, a create whose slot is full
+tries the others; an UPDATE waits for a concurrent create that holds the slot and re-reads
+it, and a failed one locks nothing. The use can never pass the limit (the caps add up to
+it), and a charge is refused only when every slot was full as it was read: exact at the
+boundary on any number of processes, without a lock that every create takes. A charge is
+part of its caller's transaction, so a create that fails later takes its charge back.
+
+When the plan's limit changes within a period (an upgrade, or a downgrade below what some
+slots already hold), the first charge that sees it locks the period's slots and shares out
+what is left of the new limit over them: each slot's cap becomes its use plus its part of
+the rest, so the caps add up to the new limit (or to the use, when it is already past it).
 
 Count limits (`webhook_endpoints`, `members`) count the tenant's rows under a lock on the
 tenant's row: those creates are rare, and the count is exact.
@@ -98,21 +103,42 @@ def _slots(tenant_id: UUID, name: str, period: Period) -> Any:
     )
 
 
-def _open_period(tenant_id: UUID, name: str, period: Period) -> None:
+def _open_period(tenant_id: UUID, name: str, period: Period, limit: int | None) -> None:
     UsageCounter.objects.bulk_create(
         [
-            UsageCounter(tenant_id=tenant_id, limit_name=name, period_start=period.start, shard=k)
+            UsageCounter(
+                tenant_id=tenant_id,
+                limit_name=name,
+                period_start=period.start,
+                shard=k,
+                cap=None if limit is None else _share(limit, k),
+                planned_limit=limit,
+            )
             for k in range(SHARDS)
         ],
         ignore_conflicts=True,
     )
 
 
-def _add(tenant_id: UUID, name: str, period: Period, shard: int, n: int, cap: int | None) -> bool:
+def _add(tenant_id: UUID, name: str, period: Period, shard: int, n: int, limit: int | None) -> bool:
     slot = _slots(tenant_id, name, period).filter(shard=shard)
-    if cap is not None:
-        slot = slot.filter(used__lte=cap - n)
+    if limit is not None:
+        slot = slot.filter(planned_limit=limit, used__lte=F("cap") - n)
     return slot.update(used=F("used") + n) == 1
+
+
+def _share_out(tenant_id: UUID, name: str, period: Period, limit: int) -> None:
+    """Share out what is left of `limit` over the period's slots as their caps, unless a
+    concurrent charge did it for this limit already."""
+    with transaction.atomic():
+        slots = list(_slots(tenant_id, name, period).select_for_update().order_by("shard"))
+        if all(slot.planned_limit == limit for slot in slots):
+            return
+        left = max(0, limit - sum(slot.used for slot in slots))
+        for slot in slots:
+            slot.cap = slot.used + _share(left, slot.shard)
+            slot.planned_limit = limit
+        UsageCounter.objects.bulk_update(slots, ["cap", "planned_limit"])
 
 
 @transaction.atomic
@@ -135,16 +161,22 @@ def charge(
     first = random.randrange(SHARDS)
     if limit is None:
         if not _add(tenant_id, name, period, first, n, None):
-            _open_period(tenant_id, name, period)
+            _open_period(tenant_id, name, period, None)
             _add(tenant_id, name, period, first, n, None)
         return
     order = [first] + [k for k in range(SHARDS) if k != first]
     if _add_within(tenant_id, name, period, order, n, limit):
         return
-    filled = _slots(tenant_id, name, period).aggregate(used=Sum("used"), slots=Count("pk"))
-    used = filled["used"] or 0
-    if filled["slots"] < SHARDS:  # the period's first charge: its slots are missing, not full
-        _open_period(tenant_id, name, period)
+    slots = list(_slots(tenant_id, name, period).values_list("used", "planned_limit"))
+    used = sum(slot_used for slot_used, _ in slots)
+    # The period's first charge (its slots are missing, not full), or the plan's limit
+    # changed since the caps were shared out.
+    stale = any(planned != limit for _, planned in slots)
+    if len(slots) < SHARDS or stale:
+        if len(slots) < SHARDS:
+            _open_period(tenant_id, name, period, limit)
+        if stale:
+            _share_out(tenant_id, name, period, limit)
         if _add_within(tenant_id, name, period, order, n, limit):
             return
         used = usage(tenant_id, name, period)
@@ -156,11 +188,7 @@ def charge(
 def _add_within(
     tenant_id: UUID, name: str, period: Period, order: list[int], n: int, limit: int
 ) -> bool:
-    for shard in order:
-        cap = _share(limit, shard)
-        if cap >= n and _add(tenant_id, name, period, shard, n, cap):
-            return True
-    return False
+    return any(_add(tenant_id, name, period, shard, n, limit) for shard in order)
 
 
 def _add_spread(tenant_id: UUID, name: str, period: Period, n: int, limit: int) -> bool:
@@ -170,7 +198,7 @@ def _add_spread(tenant_id: UUID, name: str, period: Period, n: int, limit: int) 
     try:
         with transaction.atomic():
             for shard in range(SHARDS):
-                while left and _add(tenant_id, name, period, shard, 1, _share(limit, shard)):
+                while left and _add(tenant_id, name, period, shard, 1, limit):
                     left -= 1
             if left:
                 raise _NotEnough

@@ -12,7 +12,7 @@ from django.utils import timezone
 from delivery.models import Notification, NotificationSource, WebhookEndpoint
 from notifications.services import notification_create
 from tenancy.models import Membership, OperationKey, UsageCounter
-from tenancy.plans import tenant_limits
+from tenancy.plans import forget_plans, tenant_limits
 from tenancy.quotas import SHARDS, PlanLimitReached, QuotaExceeded, charge, period_of, usage
 from tests.conftest import make_member
 from tests.onboarding.conftest import emailed_token
@@ -285,3 +285,72 @@ def test_a_resend_counts_one_message_and_is_refused_over_the_quota(alice, public
     assert body["type"].endswith("/quota-exceeded")
     assert (body["limit"], body["used"]) == (2, 2)
     assert Notification.objects.filter(tenant=alice.tenant).count() == deliveries
+
+
+def _fill_the_first_slots(monkeypatch, tenant_id, uses):
+    """`uses` charges that all start at slot 0, so the first slots fill to their caps and
+    the others stay empty: the uneven spread a downgrade meets."""
+    monkeypatch.setattr("tenancy.quotas.random.randrange", lambda _: 0)
+    for _ in range(uses):
+        charge(tenant_id, "messages_per_month", now=NOW)
+    monkeypatch.undo()
+
+
+def _charges_taken(tenant_id, attempts):
+    taken = 0
+    for _ in range(attempts):
+        try:
+            charge(tenant_id, "messages_per_month", now=NOW)
+        except QuotaExceeded:
+            continue
+        taken += 1
+    return taken
+
+
+@pytest.mark.django_db
+def test_a_downgrade_mid_month_never_lets_the_use_pass_the_new_limit(alice, monkeypatch):
+    plan = put_on_plan(alice.tenant, messages_per_month=80)
+    _fill_the_first_slots(monkeypatch, alice.tenant.id, 20)  # slots 0 and 1 hold 10 each
+    plan.messages_per_month = 24
+    plan.save()
+    forget_plans()
+
+    assert _charges_taken(alice.tenant.id, 30) == 4
+    assert usage(alice.tenant.id, "messages_per_month", period_of(NOW)) == 24
+
+
+@pytest.mark.django_db
+def test_a_downgrade_below_the_use_refuses_every_charge_and_says_so(alice, monkeypatch):
+    plan = put_on_plan(alice.tenant, messages_per_month=80)
+    _fill_the_first_slots(monkeypatch, alice.tenant.id, 30)
+    plan.messages_per_month = 24
+    plan.save()
+    forget_plans()
+
+    with pytest.raises(QuotaExceeded) as refused:
+        charge(alice.tenant.id, "messages_per_month", now=NOW)
+
+    assert _charges_taken(alice.tenant.id, 10) == 0
+    assert refused.value.members["used"] == 30
+    assert usage(alice.tenant.id, "messages_per_month", period_of(NOW)) == 30
+
+
+@pytest.mark.django_db
+def test_an_upgrade_mid_month_opens_exactly_the_new_room(alice):
+    plan = put_on_plan(alice.tenant, messages_per_month=24)
+    assert _charges_taken(alice.tenant.id, 30) == 24
+    plan.messages_per_month = 80
+    plan.save()
+    forget_plans()
+
+    assert _charges_taken(alice.tenant.id, 70) == 56
+    assert usage(alice.tenant.id, "messages_per_month", period_of(NOW)) == 80
+
+
+@pytest.mark.django_db
+def test_a_limit_set_mid_month_counts_what_was_used_while_unlimited(alice):
+    assert _charges_taken(alice.tenant.id, 10) == 10  # no plan: unlimited, but counted
+    put_on_plan(alice.tenant, messages_per_month=12)
+
+    assert _charges_taken(alice.tenant.id, 5) == 2
+    assert usage(alice.tenant.id, "messages_per_month", period_of(NOW)) == 12

@@ -8,7 +8,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from delivery.models import Notification, WebhookEndpoint
-from tenancy.quotas import charge, period_of, usage
+from tenancy.plans import forget_plans
+from tenancy.quotas import QuotaExceeded, charge, period_of, usage
 from tests.conftest import requires_postgres
 from tests.support.concurrency import run_together
 from tests.tenancy.plans_support import put_on_plan
@@ -82,3 +83,28 @@ def test_parallel_endpoint_creates_with_one_left_make_exactly_one(alice, public_
 
     assert sorted(statuses) == [201] + [403] * (racers - 1)
     assert WebhookEndpoint.objects.filter(tenant=alice.tenant).count() == 3
+
+
+def test_parallel_charges_after_a_downgrade_take_exactly_what_is_left(alice, monkeypatch):
+    """Slots 0 and 1 hold 10 each under a limit of 80; at 24, eight slots of 3 would let
+    38 through. Racing charges share out the rest once and take exactly 4."""
+    plan = put_on_plan(alice.tenant, messages_per_month=80)
+    monkeypatch.setattr("tenancy.quotas.random.randrange", lambda _: 0)
+    for _ in range(20):
+        charge(alice.tenant.id, "messages_per_month")
+    monkeypatch.undo()
+    plan.messages_per_month = 24
+    plan.save()
+    forget_plans()
+
+    def one_charge() -> bool:
+        try:
+            charge(alice.tenant.id, "messages_per_month")
+        except QuotaExceeded:
+            return False
+        return True
+
+    taken = run_together([one_charge] * RACERS)
+
+    assert sorted(taken) == [False] * (RACERS - 4) + [True] * 4
+    assert usage(alice.tenant.id, "messages_per_month", period_of(timezone.now())) == 24
