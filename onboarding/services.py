@@ -20,7 +20,10 @@ from django.db import transaction
 from delivery import outbox
 from delivery.models import NotificationSource
 from delivery.outbox import Event, events_publish
-from onboarding.signins import LINK_TTL, signin_link_record
+from jobs.models import Job
+from jobs.registry import Handler
+from jobs.services import job_enqueue
+from onboarding.signins import LINK_TTL, SIGNIN_JOB, signin_link_record
 from onboarding.signups import signup_request_record
 from onboarding.turnstile import SIGNIN_ACTION, captcha_verify
 from tenancy.front_door import account_mail_tenant
@@ -75,21 +78,45 @@ def signin_captcha_check(*, captcha_token: str, address: str) -> None:
 
 
 def signin_request(*, email: str, address: str, now: datetime) -> None:
-    """Email a single-use signin link to the account of `email`, if there is one and the
-    address is within its limit. The caller hears the same whatever happened here."""
-    with transaction.atomic():
-        issued = signin_link_record(email=email, address=address, now=now)
-        if issued is None:
-            return
-        link = settings.SIGNIN_URL.replace("{token}", issued.reference)
-        minutes = int(LINK_TTL.total_seconds() // 60)
-        _email(
-            issued.user.email.lower(),
-            "Your Tickwork sign-in link",
-            f"Sign in to Tickwork:\n\n{link}\n\nThe link works once, for {minutes} minutes. "
-            "If you did not ask to sign in, ignore this email: nobody can sign in without it.",
-            now=now,
-        )
+    """Queue the sign-in request of `email` (onboarding.signins: the same job for every
+    address, so the request does the same work whether or not it has an account)."""
+    job_enqueue(
+        tenant=account_mail_tenant(),
+        kind=SIGNIN_JOB,
+        payload={"email": email.strip().lower(), "requester_address": address},
+        now=now,
+    )
+
+
+def signin_link_send(job: Job, *, now: datetime) -> None:
+    """The queued sign-in request's link, emailed to the account of its address if there is
+    one and the resend spacing allows (onboarding.signins.signin_link_record)."""
+    issued = signin_link_record(
+        email=job.payload["email"], address=job.payload["requester_address"], now=now
+    )
+    if issued is None:
+        return
+    link = settings.SIGNIN_URL.replace("{token}", issued.reference)
+    minutes = int(LINK_TTL.total_seconds() // 60)
+    _email(
+        issued.user.email.lower(),
+        "Your Tickwork sign-in link",
+        f"Sign in to Tickwork:\n\n{link}\n\nThe link works once, for {minutes} minutes. "
+        "If you did not ask to sign in, ignore this email: nobody can sign in without it.",
+        now=now,
+    )
+
+
+def _nothing_to_perform(job: Job) -> None:
+    """A sign-in request makes only local writes: `apply` does all of it."""
+
+
+SIGNIN_HANDLER = Handler(
+    perform=_nothing_to_perform,
+    apply=signin_link_send,
+    # A few local statements: claimed many at a time.
+    max_seconds=lambda: 5.0,
+)
 
 
 @transaction.atomic

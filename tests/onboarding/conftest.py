@@ -7,7 +7,9 @@ import pytest
 from django.core import mail
 from django.core.management import call_command
 
+from dbqueue.clock import Clock
 from delivery.models import Notification
+from jobs.consumer import jobs_drain
 from tenancy.front_door import ACCOUNT_MAIL_TENANT_ID
 from tests.conftest import link_token
 from tests.support.fake_siteverify import fake_siteverify
@@ -59,3 +61,8 @@ def deliver_mail() -> list:
     """Run one tick, as cron would; returns what the email backend received."""
     call_command("run_tick")
     return mail.outbox
+
+
+def handle_queued_requests() -> None:
+    """Run the queued jobs (a sign-in request's link) as consume_jobs would."""
+    jobs_drain(clock=Clock(), limit=100, max_seconds=60)

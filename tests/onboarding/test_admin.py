@@ -6,7 +6,7 @@ import uuid
 import pytest
 
 from tenancy.models import Invitation, SigninLink, SignupRequest
-from tests.onboarding.conftest import emailed_token
+from tests.onboarding.conftest import emailed_token, handle_queued_requests
 
 pytestmark = pytest.mark.django_db
 
@@ -66,6 +66,7 @@ def test_signin_links_show_in_the_admin_without_token_or_digest(admin_client, al
     alice.client().post(
         "/v1/signin", {"email": "alice@example.com", "captcha_token": "t"}, format="json"
     )
+    handle_queued_requests()
     token, link = emailed_token("alice@example.com"), SigninLink.objects.get()
 
     for page in ("/admin/tenancy/signinlink/", f"/admin/tenancy/signinlink/{link.pk}/change/"):
