@@ -5,7 +5,8 @@ A product registers its hooks in its `AppConfig.ready()`, as handlers register w
 - `on_claimed(rows, now)` answers, for the claimed rows it has a say in, a SendDecision each:
   values, never writes onto the rows. The engine applies them to the attempt at hand
   (`decided`). People: a digest's listing, recipients' addresses, opt-outs, unsubscribe
-  headers and send windows.
+  headers and send windows. Webhooks: the payload of each message a claimed row delivers,
+  stored once with the message rather than in every delivery row.
 - `after_write_back(outcomes, now)` runs inside the write-back's transaction, after the rows
   and the delivery log are written. Webhooks: messages out of attempts, retired endpoints.
 """
@@ -40,6 +41,9 @@ class SendDecision:
     skipped_channels: Mapping[str, str] = field(default_factory=lambda: _NOTHING)
     # When the email may go, if it must wait (a closed send window).
     email_wait: datetime | None = None
+    # The webhook event's `data` (the payload of the message the row delivers), for a row
+    # whose stored event leaves it out.
+    webhook_data: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,11 @@ def decided(rows: Sequence[Notification], decisions: Mapping[Any, SendDecision])
                 **row.channel_state,
                 **dict.fromkeys(decision.skipped_channels, SKIPPED),
             }
-        row.email_wait = decision.email_wait
+        # Left as it is when unsaid: another product's decision for the row may have set it.
+        if decision.email_wait is not None:
+            row.email_wait = decision.email_wait
+        if decision.webhook_data is not None:
+            row.webhook_data = decision.webhook_data
 
 
 def written_back(outcomes: WriteBackOutcomes, *, now: datetime) -> None:

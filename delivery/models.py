@@ -193,8 +193,10 @@ class Notification(models.Model):
     # Channels of the current occurrence already finished ({channel: "delivered"|"failed"}):
     # a channel that was deferred goes later alone, and a finished one is never sent again.
     channel_state = models.JSONField(default=dict, blank=True)
-    # A custom webhook event ({"type", "data"}, and "timestamp" for a message's delivery);
-    # empty means the standard notification.fired.
+    # A custom webhook event ({"type", "data"}); empty means the standard
+    # notification.fired. A message's delivery holds {"type", "timestamp"} only: its data is
+    # the message's payload, stored once with the message and read when the row is sent
+    # (`webhook_data`). Rows written before that hold the payload in "data" themselves.
     webhook_event = models.JSONField(null=True, blank=True)
     # The message this row delivers to its endpoint: the message's id is its webhook-id.
     message = models.ForeignKey(
@@ -260,12 +262,14 @@ class Notification(models.Model):
 
     objects = NotificationQuerySet.as_manager()
 
-    # Set by the tick for the attempt at hand (people.preferences), never stored:
+    # Set by the tick for the attempt at hand (delivery.hooks), never stored:
     # the email's extra headers (link references where tokens go), the channels the
-    # recipients' preferences skip, each with why, and when a closed send window opens.
+    # recipients' preferences skip, each with why, when a closed send window opens, and the
+    # payload of the message the row delivers.
     email_headers: tuple[tuple[str, str], ...] = ()
     skipped_channels: Mapping[str, str] = MappingProxyType({})
     email_wait: datetime | None = None
+    webhook_data: Mapping[str, Any] | None = None
 
     class Meta:
         # The table of the app it was first written in (notifications).

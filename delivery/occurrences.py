@@ -37,11 +37,21 @@ def due_time(notification: "Notification") -> datetime | None:
     return notification.due_at or notification.next_fire_at
 
 
+def has_webhook_data(notification: "Notification") -> bool:
+    """Whether the row's webhook body can be built: a message's delivery needs the
+    message's payload, loaded for the attempt (`webhook_data`) unless the row holds it."""
+    if notification.message_id is None:
+        return True
+    stored = notification.webhook_event or {}
+    return "data" in stored or notification.webhook_data is not None
+
+
 def webhook_payload(notification: "Notification") -> dict[str, Any]:
     """The custom event a producer set, or the standard notification.fired event. Built
     from the occurrence alone (its `timestamp` is the occurrence's due time, or the
-    message's creation for a message's delivery), so every attempt of an occurrence sends
-    the same bytes; only the signature headers change."""
+    message's creation for a message's delivery; its data the message's payload, loaded
+    for the attempt, or what the row holds), so every attempt of an occurrence sends the
+    same bytes; only the signature headers change."""
     due = due_time(notification)
     timestamp = iso_utc(due) if due else None
     custom = notification.webhook_event
@@ -49,7 +59,7 @@ def webhook_payload(notification: "Notification") -> dict[str, Any]:
         return {
             "type": custom.get("type"),
             "timestamp": custom.get("timestamp", timestamp),
-            "data": custom.get("data"),
+            "data": custom.get("data", notification.webhook_data),
         }
     return {
         "type": "notification.fired",

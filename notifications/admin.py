@@ -199,7 +199,11 @@ class NotificationAdmin(StateButtonsAdmin[Notification], ServiceSaveAdmin):
 
     @admin.display(description="custom webhook event")
     def webhook_event_json(self, notification: Notification) -> str:
-        return pretty_json(notification.webhook_event)
+        event, message = notification.webhook_event, notification.message
+        if event and "data" not in event and message is not None:
+            # A message's delivery sends its message's payload, stored once with the message.
+            event = {**event, "data": message.payload}
+        return pretty_json(event)
 
     @admin.display(description="delivery log (latest)")
     def recent_deliveries(self, notification: Notification) -> str:

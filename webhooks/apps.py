@@ -11,19 +11,20 @@ class WebhooksConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from delivery.hooks import register_after_write_back
+        from delivery.hooks import register_after_write_back, register_on_claimed
         from delivery.outbox import register_event_publisher
         from jobs.registry import register
         from tenancy.members import member_removed
         from tenancy.models import Tenant
         from webhooks.lifecycle import after_write_back
-        from webhooks.messages import MessagePublisher
+        from webhooks.messages import MessagePublisher, payloads_for_claimed
         from webhooks.recovery import RECOVER, RECOVER_KIND
 
         post_save.connect(_seed_event_types, sender=Tenant, dispatch_uid="seed_event_types")
         member_removed.connect(_member_removed, dispatch_uid="member_removed_event")
         register(RECOVER_KIND, RECOVER)
         register_after_write_back(after_write_back)
+        register_on_claimed(payloads_for_claimed)
         register_event_publisher(MessagePublisher())
 
 

@@ -306,7 +306,9 @@ class RowWorkers:
                 return None
         if not self.sending.accepting:
             return None
-        message = webhook.signed_message(row, endpoint=endpoint, now=now)
+        message = webhook.message(row, endpoint=endpoint, now=now)
+        if isinstance(message, DeliveryResult):  # nothing to send: the worker records why
+            return None
         delivered = functools.partial(_webhook_delivery, row, attempted_at=now, deferred=deferred)
         return self.sending.submit(message, timeout=self.timeout, then=delivered)
 

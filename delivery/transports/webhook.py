@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from delivery.occurrences import occurrence_id, webhook_payload
+from delivery.occurrences import has_webhook_data, occurrence_id, webhook_payload
 from outbound import http
 from outbound.categories import ErrorCategory
 from outbound.connections import Connections
@@ -37,7 +37,10 @@ def message(
     notification: "Notification", *, endpoint: "WebhookEndpoint | None", now: datetime
 ) -> WebhookMessage | DeliveryResult:
     """The row's webhook to its endpoint, signed with the secrets that sign at `now`; a
-    permanent failure when the endpoint is gone or disabled (no call can help)."""
+    permanent failure when the endpoint is gone or disabled (no call can help), a
+    transient one when the payload of the message the row delivers was not loaded (its
+    message was deleted meanwhile, taking the row with it): a body without it is never
+    sent."""
     if endpoint is None or not endpoint.enabled:
         state = "missing" if endpoint is None else "disabled"
         return DeliveryResult(
@@ -45,6 +48,13 @@ def message(
             error=f"webhook endpoint {state}",
             permanent=True,
             category=ErrorCategory.ENDPOINT_DISABLED,
+        )
+    if not has_webhook_data(notification):
+        return DeliveryResult(
+            ok=False,
+            error="the message's payload was not loaded",
+            permanent=False,
+            category=ErrorCategory.INTERNAL,
         )
     return signed_message(notification, endpoint=endpoint, now=now)
 

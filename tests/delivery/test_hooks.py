@@ -10,6 +10,7 @@ from delivery.hooks import SKIPPED, SendDecision, WriteBackOutcomes
 from delivery.models import Notification
 from people.sending import on_claimed
 from webhooks.lifecycle import after_write_back
+from webhooks.messages import payloads_for_claimed
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -20,6 +21,7 @@ def row(**fields) -> Notification:
 
 def test_the_products_register_their_hooks_at_start_up():
     assert on_claimed in hooks._on_claimed
+    assert payloads_for_claimed in hooks._on_claimed
     assert after_write_back in hooks._after_write_back
 
 
@@ -52,6 +54,15 @@ def test_a_default_decision_leaves_the_rows_content_as_stored():
     hooks.decided([kept], {kept.pk: SendDecision()})
 
     assert (kept.body, kept.email_to, kept.channel_state) == ("stored", ["bob@example.com"], {})
+
+
+def test_each_product_s_decision_leaves_what_another_decided_for_the_row():
+    shared = row()
+
+    hooks.decided([shared], {shared.pk: SendDecision(email_wait=NOW)})
+    hooks.decided([shared], {shared.pk: SendDecision(webhook_data={"id": 7})})
+
+    assert (shared.email_wait, shared.webhook_data) == (NOW, {"id": 7})
 
 
 def test_every_registered_hook_is_asked_about_the_claimed_rows(monkeypatch):

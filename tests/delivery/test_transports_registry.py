@@ -1,6 +1,7 @@
 """delivery.transports.registry: the scheduler reaches each channel through its transport
 module, and the table names exactly the channels a notification can name."""
 
+import uuid
 from datetime import UTC, datetime
 
 from delivery.models import Channel, Notification, WebhookEndpoint
@@ -59,3 +60,20 @@ def test_a_webhook_to_a_disabled_or_missing_endpoint_is_a_permanent_failure_unse
             permanent=True,
             category=ErrorCategory.ENDPOINT_DISABLED,
         )
+
+
+def test_a_message_s_delivery_whose_payload_was_not_loaded_is_never_sent_without_it():
+    event = {"type": "invoice.paid", "timestamp": "2026-03-02T09:00:00Z"}
+    row = Notification(channels=["webhook"], message_id=uuid.uuid4(), webhook_event=event)
+    endpoint = WebhookEndpoint(url="https://hooks.example.com/in", secret="whsec_x")
+
+    assert webhook.message(row, endpoint=endpoint, now=NOW) == DeliveryResult(
+        ok=False,
+        error="the message's payload was not loaded",
+        permanent=False,
+        category=ErrorCategory.INTERNAL,
+    )
+    row.webhook_data = {"id": 7}
+    hook = webhook.message(row, endpoint=endpoint, now=NOW)
+    assert isinstance(hook, WebhookMessage)
+    assert hook.payload == {**event, "data": {"id": 7}}

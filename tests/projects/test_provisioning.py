@@ -75,11 +75,11 @@ def test_each_enabled_endpoint_gets_one_activation_event_and_disabled_ones_none(
         assert event.webhook_event == {
             "type": "project.active",
             "timestamp": "2026-03-02T09:00:00Z",
-            "data": {
-                "project_id": str(job.project_id),
-                "tenant_id": str(alice.tenant.id),
-                "name": "Website relaunch",
-            },
+        }
+        assert event.message.payload == {
+            "project_id": str(job.project_id),
+            "tenant_id": str(alice.tenant.id),
+            "name": "Website relaunch",
         }
 
 
@@ -177,14 +177,11 @@ def test_a_dead_lettered_provision_reports_project_failed_then_a_retry_reports_a
     assert (job.status, job.project.status) == (JobStatus.DEAD_LETTERED, ProjectStatus.FAILED)
     [event] = Notification.objects.filter(channels=[Channel.WEBHOOK])
     assert event.webhook_endpoint_id == endpoint.id
-    assert event.webhook_event == {
-        "type": "project.failed",
-        "timestamp": event.webhook_event["timestamp"],
-        "data": {
-            "project_id": str(job.project_id),
-            "tenant_id": str(alice.tenant.id),
-            "name": "Website relaunch",
-        },
+    assert event.webhook_event["type"] == "project.failed"
+    assert event.message.payload == {
+        "project_id": str(job.project_id),
+        "tenant_id": str(alice.tenant.id),
+        "name": "Website relaunch",
     }
     [email] = Notification.objects.filter(channels=[Channel.EMAIL])
     assert email.email_to == [alice.user.email]

@@ -1,7 +1,7 @@
 """The support admin of webhooks: endpoints without secrets, enabled and disabled, edited
 through the service and never added there; messages with their deliveries per endpoint."""
 
-from delivery.models import WebhookEndpoint
+from delivery.models import Notification, WebhookEndpoint
 from tests.delivery.factories import make_endpoint, make_tenant
 from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message
@@ -80,3 +80,17 @@ def test_a_message_s_page_shows_its_deliveries_per_endpoint(admin_client):
     assert "order.shipped" in listed.content.decode()
     assert str(endpoint.id) in page.content.decode()
     assert "pending" in page.content.decode()
+
+
+def test_a_delivery_s_page_shows_the_event_it_sends_with_its_message_s_payload(admin_client):
+    tenant = make_tenant()
+    make_endpoint(tenant=tenant, url="https://hooks.example.com/in")
+    message = publish_message(
+        tenant=tenant, event_type="project.active", payload={"stored": "with-the-message"}
+    )
+    delivery = Notification.objects.get(message=message)
+
+    page = admin_client.get(f"/admin/delivery/notification/{delivery.id}/change/")
+
+    assert page.status_code == 200
+    assert "with-the-message" in page.content.decode()

@@ -87,8 +87,8 @@ def test_failing_for_the_whole_period_disables_it_and_parks_its_deliveries(alice
     [event] = announcements(alice.tenant).filter(channels=["webhook"])
     assert event.webhook_endpoint_id == other.id
     assert event.webhook_event["type"] == "endpoint.disabled"
-    assert event.webhook_event["data"]["endpoint_id"] == str(failing.id)
-    assert event.webhook_event["data"]["disabled_reason"] == "failing"
+    assert event.message.payload["endpoint_id"] == str(failing.id)
+    assert event.message.payload["disabled_reason"] == "failing"
 
 
 def test_the_owners_are_told_once(alice, failing):

@@ -23,7 +23,7 @@ URL = "https://hooks.example.com/in"
 def _sent(event_type):
     """{endpoint id: data} of the deliveries of `event_type` messages."""
     rows = Notification.objects.filter(message__event_type=event_type)
-    return {row.webhook_endpoint_id: row.webhook_event["data"] for row in rows}
+    return {row.webhook_endpoint_id: row.message.payload for row in rows}
 
 
 def test_a_project_is_announced_created_then_active_to_subscribed_endpoints(alice):
