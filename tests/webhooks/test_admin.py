@@ -85,8 +85,9 @@ def test_a_message_s_page_shows_its_deliveries_per_endpoint(admin_client):
 def test_a_delivery_s_page_shows_the_event_it_sends_with_its_message_s_payload(admin_client):
     tenant = make_tenant()
     make_endpoint(tenant=tenant, url="https://hooks.example.com/in")
+    event_type_create(tenant=tenant, name="order.shipped")
     message = publish_message(
-        tenant=tenant, event_type="project.active", payload={"stored": "with-the-message"}
+        tenant=tenant, event_type="order.shipped", payload={"stored": "with-the-message"}
     )
     delivery = Notification.objects.get(message=message)
 

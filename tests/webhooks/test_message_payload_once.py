@@ -22,6 +22,7 @@ from tests.delivery.factories import make_endpoint
 from tests.delivery.test_tick_queries import STATEMENTS_PER_FIRST_TICK
 from tests.support.http_server import Reply, recording_server
 from webhooks import messages as webhook_messages
+from webhooks.event_types import event_type_create
 from webhooks.messages import message_resend, publish_message
 from webhooks.models import Message
 from webhooks.recovery import endpoint_recover
@@ -29,6 +30,12 @@ from webhooks.recovery import endpoint_recover
 # About 100 KiB of JSON: large beside everything else a delivery row holds.
 PAYLOAD = {"items": [{"id": n, "note": f"{n:04d}" * 24} for n in range(1000)]}
 PAYLOAD_BYTES = len(json.dumps(PAYLOAD, separators=(",", ":")))
+
+
+@pytest.fixture(autouse=True)
+def _order_shipped(tenant):
+    """A type of the tenant's own: the product's types are the product's to publish."""
+    event_type_create(tenant=tenant, name="order.shipped")
 
 
 def _endpoints(tenant, count, url="https://hooks.example.com/in"):
@@ -84,7 +91,7 @@ def test_a_large_payload_is_stored_and_sent_to_the_database_once_whatever_the_en
     bound = _BytesBound()
 
     with connection.execute_wrapper(bound):
-        message = publish_message(tenant=tenant, event_type="project.active", payload=PAYLOAD)
+        message = publish_message(tenant=tenant, event_type="order.shipped", payload=PAYLOAD)
 
     assert Message.objects.get(tenant=tenant).payload == PAYLOAD
     rows = Notification.objects.filter(message=message)
@@ -104,7 +111,7 @@ def test_a_large_payload_is_stored_and_sent_to_the_database_once_whatever_the_en
 def test_every_endpoint_gets_the_same_signed_body_as_ever_old_rows_with_their_copy_too(tenant):
     with recording_server(lambda request: Reply()) as server:
         endpoints = [make_endpoint(tenant=tenant, url=f"{server.url}/new{n}") for n in range(3)]
-        message = publish_message(tenant=tenant, event_type="project.active", payload=PAYLOAD)
+        message = publish_message(tenant=tenant, event_type="order.shipped", payload=PAYLOAD)
         # A delivery stored before the payload lived with its message alone: it holds its own.
         old_style = make_endpoint(tenant=tenant, url=f"{server.url}/old")
         stored = Notification.objects.filter(message=message).first()
@@ -131,7 +138,7 @@ def test_a_resend_and_a_recovery_send_the_same_body(tenant):
         endpoint = make_endpoint(tenant=tenant, url=f"{server.url}/hook")
         now = timezone.now()
         message = publish_message(
-            tenant=tenant, event_type="project.active", payload=PAYLOAD, now=now
+            tenant=tenant, event_type="order.shipped", payload=PAYLOAD, now=now
         )
         Notification.objects.filter(message=message).update(max_attempts=1)
         assert run_tick(now=now + timedelta(seconds=1)).dead_lettered == 1
@@ -159,7 +166,7 @@ def test_the_tick_reads_the_payloads_of_its_claim_in_one_statement(
     settings.WEBHOOK_ENDPOINT_CONCURRENCY = messages + 1
     make_endpoint(tenant=tenant, url="http://127.0.0.1:9/unused")
     published = [
-        publish_message(tenant=tenant, event_type="project.active", payload={"n": n})
+        publish_message(tenant=tenant, event_type="order.shipped", payload={"n": n})
         for n in range(messages)
     ]
     sent = []
@@ -178,7 +185,7 @@ def test_the_tick_reads_the_payloads_of_its_claim_in_one_statement(
     assert summary.delivered == messages
     assert sorted(sent, key=lambda event: event["data"]["n"]) == [
         {
-            "type": "project.active",
+            "type": "order.shipped",
             "timestamp": message.created_at.isoformat().replace("+00:00", "Z"),
             "data": {"n": n},
         }
@@ -190,7 +197,7 @@ def test_the_claimed_rows_payloads_are_one_query_and_old_rows_need_none(
     tenant, django_assert_num_queries
 ):
     _endpoints(tenant, 2)
-    message = publish_message(tenant=tenant, event_type="project.active", payload={"p": 1})
+    message = publish_message(tenant=tenant, event_type="order.shipped", payload={"p": 1})
     rows = list(Notification.objects.filter(message=message))
     old = rows[0]
     old.webhook_event = {**old.webhook_event, "data": {"p": 1}}
