@@ -90,6 +90,13 @@ class PacedRows:
         # Endpoints the last claim left alone for want of free slots.
         self.full: set[Any] = set()
 
+    def paces(self, row: Notification, endpoint: WebhookEndpoint | None) -> bool:
+        """Whether the row's delivery takes a pacing slot at all (its plan's, or the
+        endpoint's its webhook goes to)."""
+        if endpoint is not None and endpoint.rate_limit is not None:
+            return True
+        return self.pace.rate(row.tenant_id) is not None
+
     def wait(
         self,
         row: Notification,

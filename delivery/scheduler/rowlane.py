@@ -203,6 +203,8 @@ class RowLane:
         """Whether the row waits for a pacing slot (paced.py): held here until the slot it
         reserved comes, given back when none comes within its lease, or (on a clock that
         never moves) deferred, unattempted, with what it does not pace sent now."""
+        if not self.paced.paces(row, endpoint):
+            return False
         tick = self.tick
         latest = None
         if tick.clock.moves and row.claimed_until is not None:
