@@ -29,6 +29,11 @@ class Clock:
     def elapsed(self) -> float:
         return time.monotonic() - self._started
 
+    @property
+    def moves(self) -> bool:
+        """False for a fixed `now`: nothing waits on it for a later time to come."""
+        return not self._fixed
+
 
 def database_now() -> datetime:
     if connection.vendor == "postgresql":

@@ -49,6 +49,34 @@ def take_slot(name: str, *, rate: float, now: datetime) -> datetime | None:
     return max(upcoming, now)
 
 
+def reserve_slot_by(name: str, *, rate: float, now: datetime, latest: datetime) -> datetime | None:
+    """Reserve the next free send slot of `name`'s budget at `rate` per second if it comes
+    no later than `latest` (the caller waits for it), else take nothing and return None:
+    other processes hold every slot until then. One statement (three on the budget's first
+    use)."""
+    interval = round(1_000_000 / rate)
+    after = _take_by(name, now_us=micros(now), interval=interval, latest_us=micros(latest), now=now)
+    if after is None and next_slot(name) is None:
+        _create(name, now=now)
+        return reserve_slot_by(name, rate=rate, now=now, latest=latest)
+    return None if after is None else instant(after - interval)
+
+
+def _take_by(name: str, *, now_us: int, interval: int, latest_us: int, now: datetime) -> int | None:
+    greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
+    table = connection.ops.quote_name(PaceBudget._meta.db_table)
+    stamp = PaceBudget._meta.get_field("updated_at").get_db_prep_save(now, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            # Only the quoted table name and a function name are formatted in; values bind.
+            f"UPDATE {table} SET next_slot_us = {greatest}(next_slot_us, %s) + %s, "  # noqa: S608
+            "updated_at = %s WHERE name = %s AND next_slot_us <= %s RETURNING next_slot_us",
+            [now_us, interval, stamp, name, latest_us],
+        )
+        row = cursor.fetchone()
+    return None if row is None else row[0]
+
+
 def _take_if_free(name: str, *, now_us: int, interval: int, now: datetime) -> bool:
     greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
     table = connection.ops.quote_name(PaceBudget._meta.db_table)

@@ -19,6 +19,7 @@ from rest_framework.test import APIClient
 
 from dbqueue.listen import LISTEN_DB_ALIAS
 from dbtools.models import RateWindow
+from delivery.scheduler.paced import forget_budgets
 from tenancy import link_tokens
 from tenancy.models import Role, Tenant
 from tenancy.plans import forget_plans
@@ -154,6 +155,7 @@ def _fresh_throttles(request):
     any (pytest-django's helper, which `db` and `transactional_db` use, enables access)."""
     cache.clear()
     forget_plans()
+    forget_budgets()
     if "_django_db_helper" in request.fixturenames or request.node.get_closest_marker("django_db"):
         request.getfixturevalue("_django_db_helper")
         forget_throttle_counts()

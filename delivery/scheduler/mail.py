@@ -199,7 +199,8 @@ class TenantPace:
         self._rates: dict[Any, int | None] = {}
         self._any: bool | None = None
 
-    def _rate(self, tenant_id: Any) -> int | None:
+    def rate(self, tenant_id: Any) -> int | None:
+        """The tenant's plan's deliveries_per_second (None: not paced)."""
         if self._any is None:
             self._any = any_plan_paces()
         if not self._any:
@@ -210,7 +211,7 @@ class TenantPace:
 
     def wait(self, row: Notification, *, now: datetime) -> datetime | None:
         """None when the row may go now, else when its tenant's budget has a slot."""
-        rate = self._rate(row.tenant_id)
+        rate = self.rate(row.tenant_id)
         if rate is None:
             return None
         budget = f"plan:{row.tenant_id}"

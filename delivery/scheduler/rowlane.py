@@ -28,7 +28,6 @@ from django.db import DatabaseError
 from django.db.models import Q
 
 from dbqueue.claims import Claimed
-from dbqueue.pacing import take_slot
 from delivery import hooks
 from delivery.models import Channel, Notification, WebhookEndpoint
 from delivery.scheduler.context import Tick
@@ -43,6 +42,7 @@ from delivery.scheduler.deliver import (
 )
 from delivery.scheduler.gate import Admission, ClaimLimits, EndpointGate, Endpoints, EndpointSlots
 from delivery.scheduler.mail import TenantPace
+from delivery.scheduler.paced import PacedRows
 from delivery.scheduler.sending_process import SendingProcess
 from delivery.scheduler.writeback import (
     Joiner,
@@ -85,9 +85,11 @@ class RowLane:
         self.slots = EndpointSlots(tick)
         self.gate = self.slots.gate
         self.endpoints = Endpoints(self.gate)
-        self.pace = pace or TenantPace()
-        self.claims = RowClaims(tick, gate=self.gate, claim=claim, leave=leave)
         config = tick.config
+        self.paced = PacedRows(
+            window=config.wait_window, pace=pace or TenantPace(), endpoints=self.endpoints.rows
+        )
+        self.claims = RowClaims(tick, gate=self.gate, paced=self.paced, claim=claim, leave=leave)
         self.workers = RowWorkers(
             concurrency=config.concurrency,
             senders=senders,
@@ -113,8 +115,11 @@ class RowLane:
         return self.claims.exhausted
 
     def pause(self) -> float | None:
-        # While deliveries run, wake in time to renew the slots they hold.
-        return self.slots.pause(now=self.tick.clock.now()) if self.futures else None
+        """Wake when a held row's pacing slot comes, and while deliveries run, in time to
+        renew the endpoint slots they hold."""
+        now = self.tick.clock.now()
+        pauses = [self.paced.pause(now=now), self.slots.pause(now=now) if self.futures else None]
+        return min((pause for pause in pauses if pause is not None), default=None)
 
     def close(self) -> None:
         self.slots.close()
@@ -162,17 +167,10 @@ class RowLane:
 
     def start(self, row: Notification) -> None:
         """Send the row's pending channels, or defer, hold or release it as its webhook
-        endpoint's gate says."""
+        endpoint's gate and its pacing slots say."""
         now = self.tick.clock.now()
         if not may_start(row, tick=self.tick, buffer=self.buffer, now=now):
             self.claims.gave_back()
-            return
-        paced = self.pace.wait(row, now=now)
-        if paced is not None:
-            deferral = Deferral(until=paced, reason=DeferralReason.PLAN_RATE)
-            self._send_row(
-                row, gated=None, deferred=dict.fromkeys(pending_channels(row), deferral), now=now
-            )
             return
         endpoint = self.endpoints.of(row)
         deferred: dict[str, Deferral] = {}
@@ -191,7 +189,42 @@ class RowLane:
                     until=until, reason=DeferralReason.CIRCUIT_OPEN
                 )
                 endpoint = None
-        self._send_row(row, gated=endpoint, deferred=deferred, now=now)
+        if not self._waits_for_a_slot(row, endpoint, deferred, now=now):
+            self._send_row(row, gated=endpoint, deferred=deferred, now=now)
+
+    def _waits_for_a_slot(
+        self,
+        row: Notification,
+        endpoint: WebhookEndpoint | None,
+        deferred: dict[str, Deferral],
+        *,
+        now: datetime,
+    ) -> bool:
+        """Whether the row waits for a pacing slot (paced.py): held here until the slot it
+        reserved comes, given back when none comes within its lease, or (on a clock that
+        never moves) deferred, unattempted, with what it does not pace sent now."""
+        if not self.paced.paces(row, endpoint):
+            return False
+        tick = self.tick
+        latest = None
+        if tick.clock.moves and row.claimed_until is not None:
+            reach = row.claimed_until - tick.config.start_cover
+            latest = min(now + self.paced.window, reach)
+        wait = self.paced.wait(row, endpoint, now=now, latest=latest)
+        if wait is None:
+            return False
+        if wait.until is None:
+            self._give_back(row)
+        elif latest is not None and wait.until <= latest:
+            self.paced.hold(row, wait.until)
+        else:
+            deferral = Deferral(until=wait.until, reason=wait.reason)
+            paced = pending_channels(row) if wait.whole_row else [Channel.WEBHOOK]
+            # A channel deferred already (its circuit is open) keeps its own deferral.
+            self._send_row(
+                row, gated=None, deferred={**dict.fromkeys(paced, deferral), **deferred}, now=now
+            )
+        return True
 
     def _send_row(
         self,
@@ -216,11 +249,6 @@ class RowLane:
             self.queued.append(row)  # admitted again when a worker is free
             return
         if gated is not None and not self._on_a_slot(row, gated.pk, slot_taken, now=now):
-            return
-        if gated is not None and (until := paced(gated, now=now)) is not None:
-            # Over its rate limit: deferred to its next free send slot, not attempted.
-            later = Deferral(until=until, reason=DeferralReason.ENDPOINT_RATE_LIMIT)
-            self._send_row(row, gated=None, deferred={**deferred, Channel.WEBHOOK: later}, now=now)
             return
         self._expect(row, away, here=True, deferred=deferred, now=now)
         if gated is not None:
@@ -263,6 +291,14 @@ class RowLane:
             self._claimed(claiming)
 
     def send(self) -> None:
+        now = self.tick.clock.now()
+        if self.tick.stop.is_set():
+            for row in self.paced.give_up():
+                self._give_back(row)
+        for row in self.paced.due(now=now):
+            self.start(row)
+        if self.paced.reopened(now=now):
+            self.claims.room_again()
         while self.queued and not self.workers.full:
             self.start(self.queued.popleft())
         self._take_slots()
@@ -308,26 +344,20 @@ class RowLane:
             self.start(row)
 
 
-def paced(endpoint: WebhookEndpoint, *, now: datetime) -> datetime | None:
-    """None when a delivery to the endpoint may go now under its `rate_limit` (held across
-    every tick process by a pacing budget, `dbqueue.pacing`), else when it may."""
-    if endpoint.rate_limit is None:
-        return None
-    return take_slot(f"webhook:{endpoint.pk}", rate=endpoint.rate_limit, now=now)
-
-
 class RowClaims:
     def __init__(
         self,
         tick: Tick,
         *,
         gate: EndpointGate,
+        paced: PacedRows,
         claim: Callable[..., Claimed],
         leave: Q | None,
     ) -> None:
         """`claim` claims due rows (notification_claim); `leave`: the rows other lanes
         claim."""
         self.tick, self.gate, self.notification_claim, self.leave = tick, gate, claim, leave
+        self.paced = paced
         self.exhausted = False
         # Rows of busy endpoints were left for later (not claimed, or released), so coming
         # up short did not mean nothing is due: claim again once one of their slots frees.
@@ -354,7 +384,9 @@ class RowClaims:
         queues have room for (no more of one endpoint's rows than it can start or hold
         waiting); `known`: the endpoints whose rows the lane has already."""
         tick, now = self.tick, self.tick.clock.now()
-        limits = self.gate.claim_limits(now=now)
+        limits = self.paced.limits(
+            self.gate.claim_limits(now=now), share=tick.config.endpoint_share, now=now
+        )
         extra = 0 if queued else limits.extra
         self.gave_back_since_request = False
         return ClaimRequest(
@@ -393,7 +425,7 @@ class RowClaims:
         """The claimed rows started: short of rows, yet an endpoint that took its full share
         can take more at once (its rows were deferred, say): claim again rather than wait."""
         now = self.tick.clock.now()
-        if any(self.gate.wants_more(endpoint_id, now=now) for endpoint_id in self.capped):
+        if any(self._wants_more(endpoint_id, now=now) for endpoint_id in self.capped):
             self.exhausted = False
 
     def finished(self, endpoint_id: Any) -> None:
@@ -401,8 +433,18 @@ class RowClaims:
         left can take more — not on every delivery (each claim ranks every due row), but when
         its queue runs low."""
         now = self.tick.clock.now()
-        if self.left_for_later and self.gate.wants_more(endpoint_id, now=now):
+        if self.left_for_later and self._wants_more(endpoint_id, now=now):
             self.exhausted = False
+
+    def room_again(self) -> None:
+        """A paced endpoint the last claim left alone has free slots again."""
+        if self.left_for_later:
+            self.exhausted = False
+
+    def _wants_more(self, endpoint_id: Any, *, now: datetime) -> bool:
+        return self.gate.wants_more(endpoint_id, now=now) and self.paced.wants_more(
+            endpoint_id, now=now
+        )
 
     def _refills(self, queued: int) -> int:
         # Rows queued for a worker mean the workers, not the endpoints, are the limit:

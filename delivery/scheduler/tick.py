@@ -92,8 +92,10 @@ def run_tick(
     concurrency: int | None = None,
     senders: Senders | None = None,
     stop: threading.Event | None = None,
+    clock: Clock | None = None,
 ) -> TickSummary:
-    """Run one tick. `now` fixes the clock (tests); None uses the one shared clock.
+    """Run one tick. `now` fixes the clock (tests); None uses the one shared clock, or
+    `clock` when given (tests that move it themselves).
     Claims in batches until nothing is due, `time_budget` seconds passed, `max_rows` rows
     were claimed (default TICK_MAX_ROWS, None = no cap) or `stop` is set; then finishes and
     writes back the rows in flight. Raises ConnectionLost when the database connection is
@@ -102,7 +104,7 @@ def run_tick(
     config = TickConfig.from_settings(
         max_rows=max_rows, time_budget=time_budget, concurrency=concurrency
     )
-    tick = _Tick(config, Clock(now), stop or threading.Event())
+    tick = _Tick(config, clock or Clock(now), stop or threading.Event())
     # Injected senders are called in the tick's threads: no sending process for them.
     sending = sending_for_this_tick(concurrency=config.concurrency) if senders is None else None
     # Connections are kept alive per endpoint and vetted address for this tick only.
@@ -193,6 +195,8 @@ class _Tick:
             self._write_back(after_claim=False)
         elif (pause := self._lanes_pause()) is not None:
             self.stop.wait(pause)
+            # What waited for its time (a pacing slot) starts now.
+            self._send()
         else:
             return False
         return True

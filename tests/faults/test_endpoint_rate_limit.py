@@ -47,8 +47,6 @@ def test_two_ticks_together_keep_to_the_endpoints_rate_limit(workers, report):
     assert received.keys() == {f"notification_{row.pk}_1" for row in rows}
     assert max(received.values()) == 1
     assert max(per_window.values()) <= RATE + 1
-    # Deferred, never attempted and failed: no failure of any kind was logged.
-    assert not Delivery.objects.exclude(outcome__in=["delivered", "deferred"]).exists()
-    assert Delivery.objects.filter(
-        outcome="deferred", error_category="endpoint_rate_limit"
-    ).exists()
+    # The rows waited in the ticks for the slots they reserved: no failure of any kind and
+    # no deferral was logged (a deferral per waiting row and slot was the thrashing).
+    assert not Delivery.objects.exclude(outcome="delivered").exists()
