@@ -7,9 +7,9 @@ recipients the decision says:
 - `email_headers`: the one-click unsubscribe headers, when the email goes to one recipient
   and its category is not critical (a token is one person's: an email to several carries
   none);
-- `skipped_channels`: a channel every recipient opted out of, with the reason the delivery
-  log shows, `preference` (`no_recipient` when none of the named recipients exists any
-  more); it is never sent.
+- `suppressed_channels`: a channel every recipient opted out of, with the reason the
+  delivery log shows (outcome `suppressed`), `preference` (`no_recipient` when none of the
+  named recipients exists any more); it is never sent.
 - `email_wait`: when the email may go, if a recipient's send window is closed now.
 
 Categories named in CRITICAL_CATEGORIES ignore opt-outs.
@@ -173,21 +173,21 @@ class _Rules(NamedTuple):
 def _decision(row: Notification, people: list[Person], *, rules: _Rules) -> SendDecision:
     category = row.category
     critical = bool(category) and category in rules.critical
-    skipped: dict[str, str] = {}
+    suppressed: dict[str, str] = {}
     if (
         _pending(row, Channel.WEBHOOK)
         and people
         and not critical
         and not any(_takes(p, Channel.WEBHOOK, category) for p in people)
     ):
-        skipped[Channel.WEBHOOK] = PREFERENCE
+        suppressed[Channel.WEBHOOK] = PREFERENCE
     opening = None
     email_to: list[str] | None = None
     headers: tuple[tuple[str, str], ...] = ()
     if _pending(row, Channel.EMAIL):
         taking = [p for p in people if critical or _takes(p, Channel.EMAIL, category)]
         if not taking:
-            skipped[Channel.EMAIL] = PREFERENCE if people else NO_RECIPIENT
+            suppressed[Channel.EMAIL] = PREFERENCE if people else NO_RECIPIENT
         else:
             email_to = list(dict.fromkeys(p.email for p in taking))
             if len(taking) == 1 and not critical:
@@ -199,7 +199,7 @@ def _decision(row: Notification, people: list[Person], *, rules: _Rules) -> Send
                 )
             opening = rules.opening_of(taking)
     return SendDecision(
-        email_to=email_to, email_headers=headers, skipped_channels=skipped, email_wait=opening
+        email_to=email_to, email_headers=headers, suppressed_channels=suppressed, email_wait=opening
     )
 
 
