@@ -36,6 +36,8 @@ class SendDecision:
     email_to: Sequence[str] | None = None
     # Extra headers of the email, where link references stand for tokens the engine renders.
     email_headers: tuple[tuple[str, str], ...] = ()
+    # What the email's body ends with (an unsubscribe link), references rendered likewise.
+    email_footer: str = ""
     # Channels not sent this occurrence (logged `suppressed`), each with the reason the
     # delivery log shows.
     suppressed_channels: Mapping[str, str] = field(default_factory=lambda: _NOTHING)
@@ -95,6 +97,8 @@ def decided(rows: Sequence[Notification], decisions: Mapping[Any, SendDecision])
             row.email_to = list(decision.email_to)
         if decision.email_headers:
             row.email_headers = decision.email_headers
+        if decision.email_footer:
+            row.email_footer = decision.email_footer
         if decision.suppressed_channels:
             row.suppressed_channels = decision.suppressed_channels
             row.channel_state = {

@@ -261,9 +261,11 @@ class Notification(models.Model):
     objects = NotificationQuerySet.as_manager()
 
     # Set by the tick for the attempt at hand (people.preferences), never stored:
-    # the email's extra headers (link references where tokens go), the channels the
-    # recipients' preferences suppress, each with why, and when a closed send window opens.
+    # the email's extra headers and the footer its body ends with (link references where
+    # tokens go), the channels the recipients' preferences suppress, each with why, and
+    # when a closed send window opens.
     email_headers: tuple[tuple[str, str], ...] = ()
+    email_footer: str = ""
     suppressed_channels: Mapping[str, str] = MappingProxyType({})
     email_wait: datetime | None = None
 

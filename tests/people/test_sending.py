@@ -217,16 +217,6 @@ def test_a_forged_token_is_400_and_changes_nothing(backend, tenant, mangle):
     assert Recipient.objects.get().preferences == {}
 
 
-def test_a_token_of_a_deleted_recipient_is_400(backend, tenant):
-    person(tenant)
-    notify(tenant, "ada")
-    run_tick(now=SATURDAY)
-    token = token_of(mail.outbox[0].message()["List-Unsubscribe"])
-    Recipient.objects.all().delete()
-
-    assert unsubscribe(token).status_code == 400
-
-
 def test_an_email_due_in_quiet_hours_is_deferred_to_the_windows_opening_not_attempted(
     backend, tenant
 ):
