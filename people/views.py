@@ -134,13 +134,11 @@ class UnsubscribeView(APIView):
         parameters=[_TOKEN],
         responses={
             (200, "text/html"): OpenApiResponse(description="A page that confirms with a POST."),
-            (400, "text/html"): OpenApiResponse(
-                description="A page saying the link is invalid (a client that does not accept "
-                "HTML: 400 `invalid-token`)."
-            ),
         },
         description="The page an email's unsubscribe link opens: it names what the link "
-        "turns off and confirms with a POST to the same URL. Changes nothing itself.",
+        "turns off and confirms with a POST to the same URL. Changes nothing itself. A token "
+        "this server did not make: 400 `invalid-token`, as a page to a client that accepts "
+        "HTML.",
     )
     def get(self, request: Request, id: str) -> HttpResponse:
         found = verify(id, secret=settings.SECRET_KEY)
