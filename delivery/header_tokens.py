@@ -3,8 +3,9 @@
 What an email stores (a recorded Resend batch, the row) holds only a reference,
 `{{unsubscribe:<payload>}}`; the engine renders `<payload>.<HMAC of it keyed with
 SECRET_KEY>` into the header when it hands the email to its transport, the same bytes on
-every retry. References are rendered in headers only, never in a body a client wrote, so no
-caller can have the server mail them a token it could not have made. Which payloads exist
+every retry. References are rendered in headers and in the footer the engine adds to a body
+(EmailMessage.footer), never in the text a client wrote, so no caller can have the server
+mail them a token it could not have made. Which payloads exist
 and what a presented token does belong to the product that issues them (people.unsubscribe).
 """
 
@@ -52,6 +53,12 @@ def render(value: str, *, secret: str) -> str:
     if "{{unsubscribe:" not in value:
         return value
     return _REFERENCE.sub(lambda m: f"{m[1]}.{token_mac(m[1], secret)}", value)
+
+
+def rendered(value: str) -> str:
+    """A header value, or an email's footer, as it goes out: tokens rendered with
+    SECRET_KEY."""
+    return render(value, secret=settings.SECRET_KEY)
 
 
 def rendered_headers(pairs: Mapping[str, str]) -> dict[str, str]:

@@ -4,9 +4,10 @@ A product registers its hooks in its `AppConfig.ready()`, as handlers register w
 `jobs.registry`:
 - `on_claimed(rows, now)` answers, for the claimed rows it has a say in, a SendDecision each:
   values, never writes onto the rows. The engine applies them to the attempt at hand
-  (`decided`). People: a digest's listing, recipients' addresses, opt-outs, unsubscribe
-  headers and send windows. Webhooks: the payload of each message a claimed row delivers,
-  stored once with the message rather than in every delivery row.
+  (`decided`). People: a digest's listing, recipients' addresses, opt-outs (suppressed
+  channels), unsubscribe headers and footers, and send windows. Webhooks: the payload of
+  each message a claimed row delivers, stored once with the message rather than in every
+  delivery row.
 - `after_write_back(outcomes, now)` runs inside the write-back's transaction, after the rows
   and the delivery log are written. Webhooks: messages out of attempts, retired endpoints.
 """
@@ -19,9 +20,9 @@ from typing import Any
 
 from delivery.models import DeliveryOutcome, Notification, WebhookEndpoint
 
-# What a channel a decision skips holds in `channel_state`: settled, neither delivered nor
-# failed, so it is never sent for this occurrence.
-SKIPPED = DeliveryOutcome.SKIPPED.value
+# What a channel a decision suppresses holds in `channel_state`: settled, neither delivered
+# nor failed, so it is never sent for this occurrence.
+SUPPRESSED = DeliveryOutcome.SUPPRESSED.value
 
 _NOTHING: Mapping[str, str] = MappingProxyType({})
 
@@ -37,8 +38,11 @@ class SendDecision:
     email_to: Sequence[str] | None = None
     # Extra headers of the email, where link references stand for tokens the engine renders.
     email_headers: tuple[tuple[str, str], ...] = ()
-    # Channels not sent this occurrence, each with the reason the delivery log shows.
-    skipped_channels: Mapping[str, str] = field(default_factory=lambda: _NOTHING)
+    # What the email's body ends with (an unsubscribe link), references rendered likewise.
+    email_footer: str = ""
+    # Channels not sent this occurrence (logged `suppressed`), each with the reason the
+    # delivery log shows.
+    suppressed_channels: Mapping[str, str] = field(default_factory=lambda: _NOTHING)
     # When the email may go, if it must wait (a closed send window).
     email_wait: datetime | None = None
     # The webhook event's `data` (the payload of the message the row delivers), for a row
@@ -98,11 +102,13 @@ def decided(rows: Sequence[Notification], decisions: Mapping[Any, SendDecision])
             row.email_to = list(decision.email_to)
         if decision.email_headers:
             row.email_headers = decision.email_headers
-        if decision.skipped_channels:
-            row.skipped_channels = decision.skipped_channels
+        if decision.email_footer:
+            row.email_footer = decision.email_footer
+        if decision.suppressed_channels:
+            row.suppressed_channels = decision.suppressed_channels
             row.channel_state = {
                 **row.channel_state,
-                **dict.fromkeys(decision.skipped_channels, SKIPPED),
+                **dict.fromkeys(decision.suppressed_channels, SUPPRESSED),
             }
         # Left as it is when unsaid: another product's decision for the row may have set it.
         if decision.email_wait is not None:

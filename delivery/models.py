@@ -263,11 +263,12 @@ class Notification(models.Model):
     objects = NotificationQuerySet.as_manager()
 
     # Set by the tick for the attempt at hand (delivery.hooks), never stored:
-    # the email's extra headers (link references where tokens go), the channels the
-    # recipients' preferences skip, each with why, when a closed send window opens, and the
-    # payload of the message the row delivers.
+    # the email's extra headers and the footer its body ends with (link references where
+    # tokens go), the channels the recipients' preferences suppress, each with why, when a
+    # closed send window opens, and the payload of the message the row delivers.
     email_headers: tuple[tuple[str, str], ...] = ()
-    skipped_channels: Mapping[str, str] = MappingProxyType({})
+    email_footer: str = ""
+    suppressed_channels: Mapping[str, str] = MappingProxyType({})
     email_wait: datetime | None = None
     webhook_data: Mapping[str, Any] | None = None
 
@@ -337,6 +338,8 @@ class DeliveryOutcome(models.TextChoices):
     DEFERRED = "deferred", "Deferred (not attempted)"
     SKIPPED = "skipped", "Skipped"
     DEAD_LETTERED = "dead_lettered", "Dead-lettered"
+    # Not sent, by the recipient's choice (their preferences): neither delivered nor failed.
+    SUPPRESSED = "suppressed", "Suppressed"
 
 
 # The channel of a log row that is about the occurrence, not one channel's attempt.
@@ -350,7 +353,9 @@ class Delivery(models.Model):
     `late_ms` is attempted_at minus the time this attempt was scheduled for (the
     occurrence's due time, the end of its backoff or of its deferral; never negative), on
     channel attempts only. A `skipped` row (channel "") records the occurrences a late recurring
-    row jumped over: how many, the first and the last of them.
+    row jumped over: how many, the first and the last of them. A `suppressed` row is a channel
+    a product's decision kept from sending (a recipient's preference), its reason in
+    `error_category` and `error`.
 
     `endpoint_id` is the webhook endpoint of a webhook attempt (and of an occurrence-wide
     row of a notification with one), kept, like the notification's id, without a foreign

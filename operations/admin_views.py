@@ -18,6 +18,7 @@ OUTCOME_COLORS = {
     DeliveryOutcome.DEFERRED: "#78909c",
     DeliveryOutcome.SKIPPED: "#8e24aa",
     DeliveryOutcome.DEAD_LETTERED: "#c62828",
+    DeliveryOutcome.SUPPRESSED: "#5c6bc0",
 }
 
 

@@ -42,8 +42,9 @@ CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 # An outcome means the same in both queues: backed_off (a failed attempt, tried again
 # later), deferred (the other side said "later": no attempt used), dead_lettered (given up),
 # fenced_out (dropped: reclaimed after the lease ran out). delivered and partial are the
-# scheduler's completions, released its rows given back unattempted, errors its rows whose
-# processing raised; completed is a job's.
+# scheduler's completions, suppressed its rows finished without a send (every channel kept
+# back by a recipient's preference), released its rows given back unattempted, errors its
+# rows whose processing raised; completed is a job's.
 WORKER_OUTCOMES = {
     "run_tick": (
         "delivered",
@@ -52,6 +53,7 @@ WORKER_OUTCOMES = {
         "deferred",
         "released",
         "dead_lettered",
+        "suppressed",
         "fenced_out",
         "errors",
     ),

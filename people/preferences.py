@@ -4,12 +4,12 @@ The tick asks (`decisions`, through people's `on_claimed` hook) about the rows i
 (one query for all their recipients) before their channels go out. For a row that names
 recipients the decision says:
 - `email_to`: the current addresses of the recipients who take this email;
-- `email_headers`: the one-click unsubscribe headers, when the email goes to one recipient
-  and its category is not critical (a token is one person's: an email to several carries
-  none);
-- `skipped_channels`: a channel every recipient opted out of, with the reason the delivery
-  log shows, `preference` (`no_recipient` when none of the named recipients exists any
-  more); it is never sent.
+- `email_headers` and `email_footer`: the one-click unsubscribe headers and the footer
+  link to the unsubscribe page, when the email goes to one recipient and its category is
+  not critical (a token is one person's: an email to several carries none);
+- `suppressed_channels`: a channel every recipient opted out of, with the reason the
+  delivery log shows (outcome `suppressed`), `preference` (`no_recipient` when none of the
+  named recipients exists any more); it is never sent.
 - `email_wait`: when the email may go, if a recipient's send window is closed now.
 
 Categories named in CRITICAL_CATEGORIES ignore opt-outs.
@@ -53,7 +53,8 @@ def allows(preferences: Mapping[str, Any], *, channel: str, category: str) -> bo
 # it was asked with, which maps back to the rows' own tenant ids without parsing a UUID.
 _PEOPLE = {
     "postgresql": """
-        SELECT r.tenant_id::text, r."key", r.email, r.timezone, r.send_window, r.preferences
+        SELECT r.tenant_id::text, r."key", r.id, r.email, r.timezone, r.send_window,
+            r.preferences
         FROM jsonb_array_elements(%s::jsonb) AS wanted
         CROSS JOIN LATERAL (
             SELECT * FROM notifications_recipient
@@ -62,7 +63,7 @@ _PEOPLE = {
         ) AS r
     """,
     "sqlite": """
-        SELECT r.tenant_id, r."key", r.email, r.timezone, r.send_window, r.preferences
+        SELECT r.tenant_id, r."key", r.id, r.email, r.timezone, r.send_window, r.preferences
         FROM json_each(%s) AS wanted
         JOIN notifications_recipient r
             ON r.tenant_id = json_extract(wanted.value, '$[0]')
@@ -106,9 +107,15 @@ def _people(wanted: Mapping[Any, set[str]]) -> dict[Any, dict[str, "Person"]]:
         found = cursor.fetchall()
     decoded = _Decoded()
     people: dict[Any, dict[str, Person]] = {}
-    for tenant_text, key, email, zone, window, prefs in found:
+    for tenant_text, key, recipient_id, email, zone, window, prefs in found:
         people.setdefault(tenant_of[tenant_text], {})[key] = Person(
-            key, email, zone, decoded(window), decoded(prefs) or {}, (_text(window), zone)
+            key,
+            recipient_id,
+            email,
+            zone,
+            decoded(window),
+            decoded(prefs) or {},
+            (_text(window), zone),
         )
     return people
 
@@ -154,6 +161,8 @@ class Person(NamedTuple):
     """What the tick reads of a recipient."""
 
     key: str
+    # The recipient's row: an unsubscribe token names it, not the key.
+    id: int
     email: str
     timezone: str
     send_window: Mapping[str, Any] | None
@@ -173,33 +182,39 @@ class _Rules(NamedTuple):
 def _decision(row: Notification, people: list[Person], *, rules: _Rules) -> SendDecision:
     category = row.category
     critical = bool(category) and category in rules.critical
-    skipped: dict[str, str] = {}
+    suppressed: dict[str, str] = {}
     if (
         _pending(row, Channel.WEBHOOK)
         and people
         and not critical
         and not any(_takes(p, Channel.WEBHOOK, category) for p in people)
     ):
-        skipped[Channel.WEBHOOK] = PREFERENCE
+        suppressed[Channel.WEBHOOK] = PREFERENCE
     opening = None
     email_to: list[str] | None = None
     headers: tuple[tuple[str, str], ...] = ()
+    footer = ""
     if _pending(row, Channel.EMAIL):
         taking = [p for p in people if critical or _takes(p, Channel.EMAIL, category)]
         if not taking:
-            skipped[Channel.EMAIL] = PREFERENCE if people else NO_RECIPIENT
+            suppressed[Channel.EMAIL] = PREFERENCE if people else NO_RECIPIENT
         else:
             email_to = list(dict.fromkeys(p.email for p in taking))
             if len(taking) == 1 and not critical:
-                headers = unsubscribe.headers(
+                url = unsubscribe.link(
                     tenant_id=row.tenant_id,
-                    key=taking[0].key,
+                    recipient_id=taking[0].id,
                     category=category,
                     url=rules.unsubscribe_url,
                 )
+                headers, footer = unsubscribe.headers(url), unsubscribe.footer(url)
             opening = rules.opening_of(taking)
     return SendDecision(
-        email_to=email_to, email_headers=headers, skipped_channels=skipped, email_wait=opening
+        email_to=email_to,
+        email_headers=headers,
+        email_footer=footer,
+        suppressed_channels=suppressed,
+        email_wait=opening,
     )
 
 

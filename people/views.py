@@ -4,8 +4,10 @@ over people.recipients and people.unsubscribe. Every query is scoped to
 
 from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet
 from django.http import HttpResponse
+from django.template.loader import render_to_string
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -19,10 +21,11 @@ from delivery.validation import KEY_RULE
 from people import recipients
 from people.models import Recipient
 from people.serializers import PreferencesSerializer, RecipientSerializer, RecipientWriteSerializer
-from people.unsubscribe import recipient_unsubscribe
+from people.unsubscribe import recipient_unsubscribe, verified, verify
 from tenancy.api.idempotency import Answer, answer_once
 from tenancy.api.permissions import tenant_of
 from tenancy.api.schema import location_header
+from tenancy.link_tokens import InvalidToken
 from tenancy.models import token_digest
 from web.pagination import NewestFirstCursorPagination
 from web.query import single_query_param
@@ -109,24 +112,57 @@ def _preferences(recipient: Recipient) -> dict[str, Any]:
     return {"channels": stored.get("channels", {}), "categories": stored.get("categories", {})}
 
 
+_TOKEN = OpenApiParameter(
+    "id", str, OpenApiParameter.PATH, description="The token of the email's link."
+)
+
+
 class UnsubscribeView(APIView):
-    """Public: the token is the credential (a wrong Authorization header is still 401)."""
+    """Public: the token is the credential (a wrong Authorization header is still 401).
+    GET shows a page that confirms with a POST (a link scanner's GET changes nothing);
+    POST is RFC 8058's one-click unsubscribe."""
 
     permission_classes = [AllowAny]
+
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
+        # A browser may accept HTML alone: the page is HTML whatever DRF negotiates, and a
+        # problem falls back to JSON rather than a 406.
+        return super().perform_content_negotiation(request, force=True)
+
+    @extend_schema(
+        operation_id="unsubscribe_page",
+        parameters=[_TOKEN],
+        responses={
+            (200, "text/html"): OpenApiResponse(description="A page that confirms with a POST."),
+        },
+        description="The page an email's unsubscribe link opens: it names what the link "
+        "turns off and confirms with a POST to the same URL. Changes nothing itself. A token "
+        "this server did not make: 400 `invalid-token`, as a page to a client that accepts "
+        "HTML.",
+    )
+    def get(self, request: Request, id: str) -> HttpResponse:
+        found = verify(id, secret=settings.SECRET_KEY)
+        if found is None:
+            if not _wants_html(request):
+                raise InvalidToken
+            return _page("invalid", status=status.HTTP_400_BAD_REQUEST)
+        return _page("confirm", category=found.category)
 
     @extend_schema(
         operation_id="unsubscribe",
         request=None,
-        parameters=[
-            OpenApiParameter(
-                "id", str, OpenApiParameter.PATH, description="The token of the email's link."
-            )
-        ],
-        responses={204: OpenApiResponse(description="Unsubscribed (again: still 204).")},
+        parameters=[_TOKEN],
+        responses={
+            204: OpenApiResponse(description="Unsubscribed (again: still 204)."),
+            (200, "text/html"): OpenApiResponse(
+                description="Unsubscribed, to a client that accepts HTML (the page's form)."
+            ),
+        },
         description="RFC 8058 one-click unsubscribe, with the token of an email's "
         "`List-Unsubscribe` link: mutes the email's category (all email when it had none) "
-        "for its recipient, from the next tick on. A token this server did not sign: 400 "
-        "`invalid-token`.",
+        "for its recipient, from the next tick on. A recipient deleted since (or deleted and "
+        "created again under the same id: another person) is muted no more: still 204. A "
+        "token this server did not make: 400 `invalid-token`.",
     )
     def post(self, request: Request, id: str) -> HttpResponse:
         # Mail clients post `List-Unsubscribe=One-Click` as a form: the body is not read.
@@ -136,4 +172,34 @@ class UnsubscribeView(APIView):
             return Answer.of(status.HTTP_204_NO_CONTENT, None, resource="unsubscribe")
 
         # A key of this request is kept with the token's digest, never the token itself.
-        return answer_once(request, mute, scope=f"unsubscribe:{token_digest(id)[:40]}")
+        answer = answer_once(request, mute, scope=f"unsubscribe:{token_digest(id)[:40]}")
+        if answer.status_code == status.HTTP_204_NO_CONTENT and _wants_html(request):
+            return _page("done", category=verified(id).category)
+        return answer
+
+
+_TITLES = {
+    "confirm": "Unsubscribe",
+    "done": "You are unsubscribed",
+    "invalid": "Invalid link",
+}
+# The page holds the token in its URL: no referrer, no cache, no frame, no script.
+_PAGE_HEADERS = {
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Robots-Tag": "noindex",
+}
+
+
+def _page(state: str, *, category: str = "", status: int = status.HTTP_200_OK) -> HttpResponse:
+    context = {"state": state, "title": _TITLES[state], "category": category}
+    response = HttpResponse(render_to_string("people/unsubscribe.html", context), status=status)
+    for name, value in _PAGE_HEADERS.items():
+        response[name] = value
+    return response
+
+
+def _wants_html(request: Request) -> bool:
+    return "text/html" in request.META.get("HTTP_ACCEPT", "")

@@ -24,6 +24,7 @@ from jobs.models import Job, JobStatus
 from onboarding.signins import signin_link_record
 from onboarding.signups import signup_request_record
 from people import unsubscribe
+from people.models import Recipient
 from people.recipients import recipient_put
 from tenancy.invitations import invitation_issue
 from tenancy.models import ApiToken, Tenant
@@ -383,9 +384,9 @@ def _recipient_id(actor):
 
 def _unsubscribe_token(actor):
     """The token an email to a fresh recipient of the actor's tenant would carry."""
-    key = _recipient_id(actor)
-    (_, header), _ = unsubscribe.headers(tenant_id=actor.tenant.id, key=key, category="")
-    return header_tokens.rendered_headers({"h": header})["h"].rsplit("/", 1)[1].rstrip(">")
+    recipient = Recipient.objects.get(tenant=actor.tenant, key=_recipient_id(actor))
+    url = unsubscribe.link(tenant_id=actor.tenant.id, recipient_id=recipient.pk, category="")
+    return header_tokens.rendered(url).rsplit("/", 1)[1]
 
 
 RECIPIENT = {"email": "person@example.com", "name": "P", "timezone": "Europe/Berlin"}
@@ -404,6 +405,14 @@ ROUTES += [
         "/v1/recipients/{id}/preferences",
         create=_recipient_id,
         body=lambda: {"channels": {"email": False}},
+    ),
+    RouteSpec(
+        "GET",
+        "/v1/unsubscribe/{id}",
+        success=200,
+        public=True,
+        missing=400,
+        create=_unsubscribe_token,
     ),
     RouteSpec(
         "POST",

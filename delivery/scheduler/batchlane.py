@@ -137,7 +137,7 @@ class BatchLane:
             if row.email_wait is not None:
                 # A recipient's send window is closed: the email waits, unattempted.
                 self.joiner.expect(row, pieces=0, at=now, deferred=quiet_hours(row))
-            elif Channel.EMAIL in row.skipped_channels:
+            elif Channel.EMAIL in row.suppressed_channels:
                 self.joiner.expect(row, pieces=0, at=now, deferred={})
             else:
                 self.joiner.expect(row, pieces=1, at=now, deferred={})

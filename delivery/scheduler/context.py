@@ -42,7 +42,8 @@ class TickSummary(WorkerSummary):
     """What one tick did. Each claimed row is counted once: delivered, partial, backed_off
     (a failed attempt, retried later), deferred (some channel waits, unattempted, for its
     endpoint), released (given back unattempted: its endpoint had no free slot),
-    dead_lettered, or errors (its processing or its write-back batch raised; it stays
+    dead_lettered, suppressed (finished without a send: every channel was suppressed by
+    a recipient's preference), or errors (its processing or its write-back batch raised; it stays
     claimed until its lease expires).
     fenced_out counts outcomes dropped because the row had been reclaimed meanwhile.
     skipped counts the occurrences late recurring rows jumped over; late_max_s is the
@@ -57,6 +58,7 @@ class TickSummary(WorkerSummary):
     deferred: int = 0
     released: int = 0
     dead_lettered: int = 0
+    suppressed: int = 0
     fenced_out: int = 0
     errors: int = 0
     skipped: int = 0

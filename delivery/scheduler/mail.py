@@ -179,7 +179,9 @@ def send_when_due(
     batch.sent_at = clock()
     record = batch.record
     return sender(
-        body=batch_texts_mapped(record.body, with_links, header_tokens.rendered_headers),
+        body=batch_texts_mapped(
+            record.body, with_links, header_tokens.rendered_headers, header_tokens.rendered
+        ),
         size=len(record.members),
         key=record.idempotency_key,
         timeout=timeout,

@@ -68,7 +68,7 @@ class ChannelState(StrEnum):
     FAILED = DeliveryOutcome.FAILED.value
     # Not sent: the recipients opted out (people.preferences). Settled, neither
     # delivered nor failed.
-    SKIPPED = DeliveryOutcome.SKIPPED.value
+    SUPPRESSED = DeliveryOutcome.SUPPRESSED.value
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,8 @@ class Bucket(StrEnum):
     DEFERRED = "deferred"
     RELEASED = "released"
     DEAD_LETTERED = "dead_lettered"
+    # Finished without a send: every channel was suppressed (a recipient's preference).
+    SUPPRESSED = "suppressed"
 
 
 @dataclass(frozen=True)
@@ -228,7 +230,9 @@ def plan_delivery(
         until = min(deferral.until for deferral in delivery.deferred.values())
         plan = _defer(row, token, state, until=until, now=now)
     else:
-        plan = _finish(row, token, verdict_of, failed, now=now, policy=policy)
+        suppressed_only = all(value == ChannelState.SUPPRESSED for value in state.values())
+        bucket = _bucket(verdict_of, suppressed_only=bool(state) and suppressed_only)
+        plan = _finish(row, token, verdict_of, failed, bucket=bucket, now=now, policy=policy)
     gone = any(r.gone for r in delivery.results.values())
     return RowPlan(
         pk=plan.pk,
@@ -239,7 +243,7 @@ def plan_delivery(
         logs=(
             *_channel_logs(delivery),
             *_deferral_logs(delivery),
-            *_skip_logs(delivery),
+            *_suppression_logs(delivery),
             *plan.logs,
         ),
         skipped=plan.skipped,
@@ -248,18 +252,26 @@ def plan_delivery(
     )
 
 
+def _bucket(verdict_of: Verdict, *, suppressed_only: bool) -> Bucket:
+    """Where a finished occurrence counts: delivered, partial, or suppressed when nothing
+    of it was sent because every channel was suppressed."""
+    if verdict_of is Verdict.PARTIAL:
+        return Bucket.PARTIAL
+    return Bucket.SUPPRESSED if suppressed_only else Bucket.DELIVERED
+
+
 def _finish(
     row: Notification,
     token: int,
     verdict_of: Verdict,
     failed: tuple[str, ...],
     *,
+    bucket: Bucket,
     now: datetime,
     policy: Policy,
 ) -> RowPlan:
     """Every channel settled and at least one delivered (or none failed): the occurrence
     is done; the channels that failed are not retried (a partial success)."""
-    bucket = Bucket.DELIVERED if verdict_of is Verdict.SUCCESS else Bucket.PARTIAL
     try:
         upcoming, skipped = advance(row, now=now, budget=policy.recurrence_budget)
     except InvalidRecurrence as exc:
@@ -415,17 +427,19 @@ def _deferral_logs(delivery: RowDelivery) -> list[Delivery]:
     ]
 
 
-def _skip_logs(delivery: RowDelivery) -> list[Delivery]:
-    """The channels the recipients' preferences skipped on this claim, never sent."""
+def _suppression_logs(delivery: RowDelivery) -> list[Delivery]:
+    """The channels a product's decision suppressed on this claim (the recipients'
+    preferences), never sent."""
     return [
         delivery_row(
             delivery.notification,
             at=delivery.attempted_at,
             channel=channel,
-            outcome=DeliveryOutcome.SKIPPED,
+            outcome=DeliveryOutcome.SUPPRESSED,
             error_category=reason,
+            error=f"not sent: {reason}"[:500],
         )
-        for channel, reason in delivery.notification.skipped_channels.items()
+        for channel, reason in delivery.notification.suppressed_channels.items()
     ]
 
 

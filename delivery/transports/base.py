@@ -42,6 +42,10 @@ class EmailMessage:
     idempotency_key: str
     # Extra headers (List-Unsubscribe…), in order; as stored, or rendered on the way out.
     headers: tuple[tuple[str, str], ...] = ()
+    # What the engine ends the body with (an unsubscribe link), apart from the client's
+    # text: only its link references are rendered into tokens (delivery.header_tokens).
+    # As stored; on the way out it is rendered into the body and this is empty.
+    footer: str = ""
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,9 @@ def message(
     stored = email_message(notification)
     return dataclasses.replace(
         stored,
-        body=with_links(stored.body, stored.to),
+        body=with_links(stored.body, stored.to) + header_tokens.rendered(stored.footer),
         headers=tuple(header_tokens.rendered_headers(dict(stored.headers)).items()),
+        footer="",
     )
 
 
@@ -56,6 +57,7 @@ def email_message(notification: "Notification") -> EmailMessage:
         body=notification.body,
         idempotency_key=occurrence_id(notification),
         headers=notification.email_headers,
+        footer=notification.email_footer,
     )
 
 

@@ -32,6 +32,8 @@ BATCH_LIMIT = 100  # Resend's most emails in one batch request
 _MAX_ANSWER_BYTES = 64 * 1024
 _RETRYABLE_CONFLICT_NAME = "concurrent_idempotent_requests"
 _ERROR_NAME = re.compile(r"[a-z0-9_]{1,64}")
+# Where a recorded batch keeps an email's footer apart from its text.
+_FOOTER = "tickwork_footer"
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,9 @@ def batch_body(messages: Sequence[EmailMessage]) -> str:
         if message.headers:
             # Resend's per-email custom headers (POST /emails/batch: `headers`, an object).
             email["headers"] = dict(message.headers)
+        if message.footer:
+            # Kept apart until the batch goes (batch_texts_mapped): not Resend's field.
+            email[_FOOTER] = message.footer
         emails.append(email)
     return json.dumps(emails, separators=(",", ":"), ensure_ascii=False)
 
@@ -65,13 +70,15 @@ def batch_texts_mapped(
     body: str,
     text_for: Callable[[str, Sequence[str]], str],
     headers_for: Callable[[dict[str, str]], dict[str, str]] = dict,
+    footer_for: Callable[[str], str] = str,
 ) -> str:
-    """A recorded batch `body` with each email's text replaced by text_for(text, to) and its
-    headers by headers_for(headers), in the JSON batch_body writes; the same arguments
-    always give the same bytes."""
+    """A recorded batch `body` as it is sent: each email's text replaced by
+    text_for(text, to) followed by footer_for(its footer), its headers by
+    headers_for(headers), in the JSON batch_body writes; the same arguments always give
+    the same bytes."""
     emails = json.loads(body)
     for email in emails:
-        email["text"] = text_for(email["text"], email["to"])
+        email["text"] = text_for(email["text"], email["to"]) + footer_for(email.pop(_FOOTER, ""))
         if "headers" in email:
             email["headers"] = headers_for(email["headers"])
     return json.dumps(emails, separators=(",", ":"), ensure_ascii=False)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import pytest
 
 from delivery import hooks
-from delivery.hooks import SKIPPED, SendDecision, WriteBackOutcomes
+from delivery.hooks import SUPPRESSED, SendDecision, WriteBackOutcomes
 from delivery.models import Notification
 from people.sending import on_claimed
 from webhooks.lifecycle import after_write_back
@@ -25,13 +25,13 @@ def test_the_products_register_their_hooks_at_start_up():
     assert after_write_back in hooks._after_write_back
 
 
-def test_a_decision_applies_to_its_row_only_and_settles_the_channels_it_skips():
+def test_a_decision_applies_to_its_row_only_and_settles_the_channels_it_suppresses():
     decided, untouched = row(), row()
     decision = SendDecision(
         body="3 updates",
         email_to=["ada@example.com"],
         email_headers=(("List-Unsubscribe", "<https://u.example/{{unsubscribe:x}}>"),),
-        skipped_channels={"webhook": "preference"},
+        suppressed_channels={"webhook": "preference"},
         email_wait=NOW,
     )
 
@@ -40,11 +40,11 @@ def test_a_decision_applies_to_its_row_only_and_settles_the_channels_it_skips():
     assert decided.body == "3 updates"
     assert decided.email_to == ["ada@example.com"]
     assert decided.email_headers == decision.email_headers
-    assert dict(decided.skipped_channels) == {"webhook": "preference"}
-    assert decided.channel_state == {"webhook": SKIPPED}
+    assert dict(decided.suppressed_channels) == {"webhook": "preference"}
+    assert decided.channel_state == {"webhook": SUPPRESSED}
     assert decided.email_wait == NOW
     assert untouched.body == "stored"
-    assert (untouched.email_headers, dict(untouched.skipped_channels)) == ((), {})
+    assert (untouched.email_headers, dict(untouched.suppressed_channels)) == ((), {})
     assert untouched.channel_state == {} and untouched.email_wait is None
 
 

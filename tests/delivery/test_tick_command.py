@@ -26,7 +26,8 @@ from tests.support.processes import ROOT, fail_with, session_ended, subprocess_e
 
 SUMMARY = re.compile(
     r"event=run_tick claimed=\d+ delivered=\d+ partial=\d+ backed_off=\d+ deferred=\d+ "
-    r"released=\d+ dead_lettered=\d+ fenced_out=\d+ errors=\d+ skipped=\d+ due_left=\d+ "
+    r"released=\d+ dead_lettered=\d+ suppressed=\d+ fenced_out=\d+ errors=\d+ skipped=\d+ "
+    r"due_left=\d+ "
     r"late_max_s=\d+\.\d{3} duration_s=\d+\.\d{3}"
 )
 

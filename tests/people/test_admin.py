@@ -59,8 +59,8 @@ def _join(tenant, n, *, recipient="ada", key="comments"):
 
 def _unsubscribe_mac(tenant, recipient):
     """The signed part of the token a link to `recipient` would carry."""
-    (_, value), _ = unsubscribe.headers(tenant_id=tenant.pk, key=recipient.key, category="billing")
-    return header_tokens.render(value, secret=settings.SECRET_KEY).split(".")[-1].rstrip(">")
+    url = unsubscribe.link(tenant_id=tenant.pk, recipient_id=recipient.pk, category="billing")
+    return header_tokens.render(url, secret=settings.SECRET_KEY).split(".")[-1]
 
 
 def _html(response):

@@ -85,7 +85,9 @@ def test_the_tick_sends_one_email_with_the_first_ten_and_the_rest_counted(db, ba
     assert sent.to == ["ada@example.com"]
     assert sent.body.splitlines()[:2] == ["- Comment 0", "  Body 0"]
     assert "- Comment 9" in sent.body and "Comment 10" not in sent.body
-    assert sent.body.endswith("and 15 more")
+    listing, _, footer = sent.body.partition("\n\n--\n")
+    assert listing.endswith("and 15 more")
+    assert footer.startswith("To stop receiving these emails, open ")
     assert "List-Unsubscribe" in sent.message()
     assert not Digest.objects.get().is_open
     # The next join opens a new digest, with its own email.
