@@ -201,7 +201,7 @@ class ApiToken(models.Model):
 
 
 def _only_tenant(user: models.Model) -> Tenant | None:
-    memberships = list(Membership.objects.filter(user=user).select_related("tenant")[:2])
+    memberships = list(Membership.objects.filter(user_id=user.pk).select_related("tenant")[:2])
     return memberships[0].tenant if len(memberships) == 1 else None
 
 
