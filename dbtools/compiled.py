@@ -19,8 +19,14 @@ trip instead of five (BEGIN, three INSERTs, COMMIT). `insert_rows` inserts many 
 one model in multi-row statements, values made ready by `dbtools.values.preparer`.
 
 `dbtools.pages.CompiledPages` does the same for a list endpoint's cursor-paginated query.
+
+What is compiled for a connection is kept on that connection object (`_compiled_on`) and
+goes with it: its converters and value preparers are bound to the connection, so a cache
+held anywhere else, even one keyed weakly by connection, would keep alive every connection
+the process ever opened (the tick's database thread opens one per tick).
 """
 
+import dataclasses
 import json
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -220,17 +226,15 @@ class CompiledQuery(Generic[M]):
 
     def __init__(self, build: Callable[[], models.QuerySet[M]]) -> None:
         self._build = build
-        # One plan per connection object: converters belong to their connection, and each
-        # thread has its own.
-        self._plans: weakref.WeakKeyDictionary[BaseDatabaseWrapper, _Plan | _RowsPlan] = (
-            weakref.WeakKeyDictionary()
-        )
 
     def run(self, using: str = DEFAULT_DB_ALIAS, **values: Any) -> list[M]:
         connection = connections[using]
-        plan = self._plans.get(connection)
+        # One plan per connection object: converters belong to their connection, and each
+        # thread has its own.
+        plans = _compiled_on(connection).plans
+        plan = plans.get(self)
         if plan is None:
-            plan = self._plans[connection] = _compile(self._build(), connection)
+            plan = plans[self] = _compile(self._build(), connection)
         with connection.cursor() as cursor:
             cursor.execute(plan.sql, bind(plan.params, values, connection))
             rows = cursor.fetchall()
@@ -302,13 +306,8 @@ def _plain_pre_save(field: models.Field) -> bool:
     return type(field).pre_save is models.Field.pre_save
 
 
-_INSERTS: weakref.WeakKeyDictionary[BaseDatabaseWrapper, dict[type, _Insert]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def _insert_of(model: type[models.Model], connection: BaseDatabaseWrapper) -> _Insert:
-    inserts = _INSERTS.setdefault(connection, {})
+    inserts = _compiled_on(connection).inserts
     insert = inserts.get(model)
     if insert is None:
         insert = inserts[model] = _Insert.of(model, connection)
@@ -411,11 +410,6 @@ class _RawColumns:
         return obj
 
 
-_RAW: weakref.WeakKeyDictionary[BaseDatabaseWrapper, dict[tuple, _RawColumns]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def raw_instances(
     model: type[M], sql: str, params: Sequence[Any], using: str = DEFAULT_DB_ALIAS
 ) -> list[M]:
@@ -428,8 +422,34 @@ def raw_instances(
         cursor.execute(sql, params)
         names = tuple(column[0] for column in cursor.description)
         rows = cursor.fetchall()
-    known = _RAW.setdefault(connection, {})
+    known = _compiled_on(connection).raw
     columns = known.get((model, names))
     if columns is None:
         columns = known[(model, names)] = _RawColumns.of(model, names, connection)
     return [columns.instance(model, list(row), connection) for row in rows]
+
+
+@dataclass
+class _Compiled:
+    """What this module compiled for one connection: each CompiledQuery's plan (kept while
+    the CompiledQuery itself lives: a list's rare page shapes are compiled for one request),
+    each model's INSERT and each raw statement's columns."""
+
+    plans: "weakref.WeakKeyDictionary[CompiledQuery[Any], _Plan | _RowsPlan]" = dataclasses.field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+    inserts: dict[type, _Insert] = dataclasses.field(default_factory=dict)
+    raw: dict[tuple, _RawColumns] = dataclasses.field(default_factory=dict)
+
+
+_ON_CONNECTION = "_dbtools_compiled"
+
+
+def _compiled_on(connection: BaseDatabaseWrapper) -> _Compiled:
+    """What was compiled for `connection`, an attribute of the connection object: it lives
+    and dies with it (see the module docstring)."""
+    compiled = getattr(connection, _ON_CONNECTION, None)
+    if compiled is None:
+        compiled = _Compiled()
+        setattr(connection, _ON_CONNECTION, compiled)
+    return compiled

@@ -19,6 +19,7 @@ what it reports are in context.py.
 import contextlib
 import dataclasses
 import gc
+import itertools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -104,17 +105,31 @@ def run_tick(
     config = TickConfig.from_settings(
         max_rows=max_rows, time_budget=time_budget, concurrency=concurrency
     )
-    tick = _Tick(config, clock or Clock(now), stop or threading.Event())
+    clock = clock or Clock(now)
+    with _long_lived_objects_frozen():
+        summary = _one_tick(config, clock, stop or threading.Event(), senders)
+    summary.add_to_totals(now=clock.now())
+    return summary
+
+
+def _one_tick(
+    config: TickConfig, clock: Clock, stop: threading.Event, senders: Senders | None
+) -> TickSummary:
+    """The tick itself. Nothing it makes outlives this call but its summary: its lanes,
+    threads and database connection are garbage (cycles among them) by the time
+    _long_lived_objects_frozen collects."""
+    tick = _Tick(config, clock, stop)
     # Injected senders are called in the tick's threads: no sending process for them.
     sending = sending_for_this_tick(concurrency=config.concurrency) if senders is None else None
     # Connections are kept alive per endpoint and vetted address for this tick only.
-    with (
-        _long_lived_objects_frozen(),
-        Connections(per_origin=config.concurrency, origins=_ORIGINS) as connections,
-    ):
-        summary = tick.run(senders or default_senders(connections), sending=sending)
-    summary.add_to_totals(now=tick.clock.now())
-    return summary
+    with Connections(per_origin=config.concurrency, origins=_ORIGINS) as connections:
+        return tick.run(senders or default_senders(connections), sending=sending)
+
+
+# Every this many ticks of a process, the first included, the tick starts with a full
+# garbage collection (see _long_lived_objects_frozen).
+FULL_COLLECTION_EVERY = 10
+_ticks_begun = itertools.count()
 
 
 @contextlib.contextmanager
@@ -123,12 +138,22 @@ def _long_lived_objects_frozen() -> Iterator[None]:
     the garbage collector's passes until it ends. A tick allocates fast, and every full pass
     would rescan that whole heap with every thread of the tick stopped: tens of milliseconds
     in which no delivery is collected and none is started. Reference counting still frees
-    what the tick drops; only a cycle among those older objects waits for the first pass
-    after the tick."""
+    what the tick drops.
+
+    A frozen cycle is out of every pass, garbage or not, and in a loop of ticks the next
+    freeze comes before any full pass could reach what the last thaw let go: each tick
+    would freeze again, for good, the cycles dropped before it. So the cycles the tick made
+    and dropped (its lanes, threads, database connection) are collected before the thaw,
+    while the tick's own objects are all a pass sees (a short pass); and every
+    FULL_COLLECTION_EVERY ticks a full pass before the freeze collects the cycles dropped
+    between ticks (a connection closed at CONN_MAX_AGE, what a tick that raised held)."""
+    if next(_ticks_begun) % FULL_COLLECTION_EVERY == 0:
+        gc.collect()
     gc.freeze()
     try:
         yield
     finally:
+        gc.collect()
         gc.unfreeze()
 
 

@@ -2,12 +2,15 @@
 values bound; insert_together: all rows or none, one statement on PostgreSQL; insert_rows
 and raw_instances: what bulk_create and raw() give, for the hot paths."""
 
+import gc
+import threading
 import uuid
+import weakref
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import IntegrityError, connection, models
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, models, transaction
 from django.db.models import FilteredRelation, Q
 from django.db.models.functions import Upper
 from django.db.models.sql.compiler import SQLCompiler
@@ -263,3 +266,30 @@ def test_raw_instances_are_the_raw_querysets_instances(db):
     assert got[0].channels == ["email"]  # JSON decoded as the field decodes it
     assert got[0].next_fire_at.tzinfo is not None
     assert not got[0]._state.adding
+
+
+def test_what_was_compiled_for_a_connection_goes_with_it(transactional_db):
+    """A thread's connection is freed with the thread, whatever was compiled for it: the
+    tick's database thread opens one a tick, and a cache keyed by connection that held
+    their converters kept every one of them."""
+    opened: list[weakref.ref] = []
+
+    def compile_on_a_connection_of_its_own() -> None:
+        own = connections[DEFAULT_DB_ALIAS]
+        assert own is not connection
+        assert QUERY.run(prefix="tw_nobody", tenant=uuid.uuid4()) == []
+        sql = f"SELECT id, name FROM {Tenant._meta.db_table} WHERE name = %s"  # noqa: S608
+        assert raw_instances(Tenant, sql, ["nobody"]) == []
+        with transaction.atomic():
+            insert_rows(Tenant, [Tenant(name="rolled back")])
+            transaction.set_rollback(True)
+        own.close()
+        opened.append(weakref.ref(own))
+
+    thread = threading.Thread(target=compile_on_a_connection_of_its_own)
+    thread.start()
+    thread.join()
+    gc.collect()
+
+    assert len(opened) == 1, "the thread compiled, ran and closed its connection"
+    assert opened[0]() is None
