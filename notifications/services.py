@@ -5,6 +5,10 @@ raises `DoesNotExist` exactly like a missing one. Invalid input raises `InvalidI
 client-safe messages per field (the checks live in delivery.validation). A
 notification that run_tick holds right now (its lease is running) raises
 `NotificationClaimed`: changing it under a worker would race the worker's write-back.
+
+A message's delivery (a row with `message_id`) belongs to its message: it is not listed
+here, and an edit, retry, unpark or delete of one raises `MessageDelivery`, changing
+nothing; the message's resend and the endpoint's recovery act on it.
 """
 
 from collections.abc import Mapping, Sequence
@@ -21,6 +25,7 @@ from dbtools.compiled import Param
 from dbtools.pages import CompiledPages
 from delivery.conflicts import (
     EndpointDeleted,
+    MessageDelivery,
     NotificationClaimed,
     NotificationFinished,
     NotificationHealthy,
@@ -67,10 +72,15 @@ def _tenant_projects(tenant: Tenant) -> QuerySet:
 
 # The list's query, compiled once per page shape rather than for every page.
 _NOTIFICATION_PAGES = CompiledPages(
-    lambda fields: Notification.objects.filter(
-        tenant_id=Param("tenant", models.UUIDField())
+    lambda fields: _own_rows(
+        Notification.objects.filter(tenant_id=Param("tenant", models.UUIDField()))
     ).values_list(*fields, named=True)
 )
+
+
+def _own_rows(rows: QuerySet[Notification]) -> QuerySet[Notification]:
+    """`rows` without messages' deliveries, which their messages list."""
+    return rows.filter(message__isnull=True)
 
 
 def notification_pages(
@@ -80,11 +90,11 @@ def notification_pages(
     state: str | None = None,
     source: str | None = None,
 ) -> Any:
-    """The tenant's notifications (in `state`, a NotificationState, and from `source`, a
-    NotificationSource, if given) as named rows of `fields`, for GET /v1/notifications's
-    cursor paginator (which orders by created_at). Without a filter the SQL is compiled
-    once per page shape (dbtools.pages.CompiledPages); a filtered queryset is compiled as
-    usual (a state filter's SQL reads settings)."""
+    """The tenant's notifications, messages' deliveries left out (in `state`, a
+    NotificationState, and from `source`, a NotificationSource, if given) as named rows of
+    `fields`, for GET /v1/notifications's cursor paginator (which orders by created_at).
+    Without a filter the SQL is compiled once per page shape (dbtools.pages.CompiledPages);
+    a filtered queryset is compiled as usual (a state filter's SQL reads settings)."""
     if state is None and source is None:
         return _NOTIFICATION_PAGES.of(tuple(fields), tenant=tenant.id)
     rows = Notification.objects.filter(tenant=tenant)
@@ -92,7 +102,7 @@ def notification_pages(
         rows = rows.in_state(state)
     if source is not None:
         rows = rows.filter(source=NotificationSource(source))
-    return rows.values_list(*fields, named=True)
+    return _own_rows(rows).values_list(*fields, named=True)
 
 
 def delivery_log(
@@ -205,7 +215,7 @@ def notification_update(
     if unknown:
         raise TypeError(f"not updatable: {sorted(unknown)}")
     now = now or utc_now()
-    notification = Notification.objects.get(pk=notification_id, tenant=tenant)
+    notification = _own_notification(tenant=tenant, notification_id=notification_id)
     if notification.is_claimed(now=now):
         raise NotificationClaimed
     rescheduled = bool(_SCHEDULE_FIELDS & set(changes))
@@ -272,8 +282,11 @@ def _schedule_from(
 def notification_delete(*, tenant: Tenant, notification_id: UUID) -> None:
     """Delete the row. A delivery in flight finishes, but its write-back is fenced out; the
     delivery log is kept."""
-    deleted, _ = Notification.objects.filter(pk=notification_id, tenant=tenant).delete()
+    rows = Notification.objects.filter(pk=notification_id, tenant=tenant)
+    # The condition is part of the delete: a message's delivery is never deleted here.
+    deleted, _ = _own_rows(rows).delete()
     if not deleted:
+        _own_notification(tenant=tenant, notification_id=notification_id)
         raise Notification.DoesNotExist
 
 
@@ -285,7 +298,7 @@ def notification_retry(
     changing nothing, for a row in another state (scheduled, completed), and EndpointDeleted
     when its webhook still has to go and its endpoint was deleted."""
     now = now or utc_now()
-    notification = Notification.objects.get(pk=notification_id, tenant=tenant)
+    notification = _own_notification(tenant=tenant, notification_id=notification_id)
     if not allows(notification.state, Move.RETRY):
         raise NotificationHealthy(notification.state)
     _check_endpoint(notification)
@@ -316,7 +329,7 @@ def notification_unpark(
     when a recurring schedule has ended.
     """
     now = now or utc_now()
-    notification = Notification.objects.get(pk=notification_id, tenant=tenant)
+    notification = _own_notification(tenant=tenant, notification_id=notification_id)
     if not allows(notification.state, Move.UNPARK):
         raise NotificationNotParked
     _check_endpoint(notification)
@@ -339,6 +352,16 @@ def notification_unpark(
     values = rearmed(next_fire_at=resume_at, state=state)
     values["occurrence"] = notification.occurrence + 1
     return _guarded_update(notification, values=values, now=now)
+
+
+def _own_notification(*, tenant: Tenant, notification_id: UUID) -> Notification:
+    """The tenant's row, to change here; MessageDelivery for a message's delivery."""
+    notification = Notification.objects.get(pk=notification_id, tenant=tenant)
+    if notification.message_id is not None:
+        raise MessageDelivery(
+            message_id=notification.message_id, endpoint_id=notification.webhook_endpoint_id
+        )
+    return notification
 
 
 def _guarded_update(

@@ -97,7 +97,7 @@ class NotificationListView(RepresentedListView):
 
 class NotificationDetailView(APIView):
     owner_methods = ("DELETE",)
-    extra_problem_statuses = {"PATCH": (409,)}
+    extra_problem_statuses = {"PATCH": (409,), "DELETE": (409,)}
 
     @extend_schema(responses={200: NotificationSerializer})
     def get(self, request: Request, pk: uuid.UUID) -> Response:
