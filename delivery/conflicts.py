@@ -57,17 +57,20 @@ class EndpointDeleted(Conflict):
 
 
 class EndpointDisabled(Conflict):
-    """A recovery re-queues deliveries for the endpoint: while it is disabled they would
-    only be parked again."""
+    """What the request would queue for the endpoint (a recovery, a resend, a new
+    notification) would only be parked while the endpoint is disabled."""
 
     kind = "webhook-endpoint-disabled"
     title = "Webhook endpoint disabled"
 
-    def __init__(self) -> None:
-        super().__init__(
+    def __init__(
+        self,
+        detail: str = (
             "The webhook endpoint is disabled, so the deliveries a recovery queues again would "
             "only be parked. Enable it first (PATCH disabled: false), then recover the window."
-        )
+        ),
+    ) -> None:
+        super().__init__(detail)
 
 
 class NotificationFinished(Conflict):
