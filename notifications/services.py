@@ -148,7 +148,7 @@ def notification_create(
     """Create a notification due at `fire_at` (default `now`; a past time is due at once;
     naive = wall-clock time in `timezone`; whole seconds); a recurring one at its rule's
     first instance at or after `fire_at`. `source` says who made it (the product's own
-    e-mails are `system`)."""
+    e-mails are `system`). EndpointDisabled for a disabled webhook endpoint."""
     now = now or utc_now()
     content = checked_content(
         tenant=tenant,
@@ -209,7 +209,8 @@ def notification_update(
     `occurrence` is kept. A finished row (completed or dead-lettered) is not scheduled again
     (NotificationFinished); removing the rule of a recurring row that has fired, with no new
     fire_at, finishes its schedule instead of firing it once more. A change of content
-    alone leaves the state as it is.
+    alone leaves the state as it is. Naming another webhook endpoint that is disabled raises
+    EndpointDisabled (one the row named already may have been disabled since).
     """
     unknown = set(changes) - UPDATABLE_FIELDS
     if unknown:
@@ -223,7 +224,11 @@ def notification_update(
         raise NotificationFinished
     merged = _merged_content(notification, changes)
     fire_at = merged.pop("fire_at", None) or notification.recurrence_anchor or now
-    values: dict[str, Any] = checked_content(tenant=tenant, **merged)
+    values: dict[str, Any] = checked_content(
+        tenant=tenant,
+        **merged,
+        endpoint_must_be_enabled=merged["webhook_endpoint_id"] != notification.webhook_endpoint_id,
+    )
     values.update({key: changes[key] for key in ("subject", "body") if key in changes})
     if rescheduled and _rule_removed_after_firing(notification, values, changes):
         values.update(next_fire_at=None, state=after(notification.state, Move.COMPLETE))

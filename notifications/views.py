@@ -54,6 +54,8 @@ class NotificationListView(RepresentedListView):
     serializer_class = NotificationSerializer
     representation = NOTIFICATIONS
     idempotency_key_required = ("POST",)
+    # A webhook endpoint that is disabled: its deliveries could only fail.
+    extra_problem_statuses = {"POST": (409,)}
     query_filters = (
         OpenApiParameter("state", enum=NotificationState.values, required=False),
         OpenApiParameter("source", enum=NotificationSource.values, required=False),
