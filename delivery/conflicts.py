@@ -57,17 +57,20 @@ class EndpointDeleted(Conflict):
 
 
 class EndpointDisabled(Conflict):
-    """A recovery re-queues deliveries for the endpoint: while it is disabled they would
-    only be parked again."""
+    """What the request would queue for the endpoint (a recovery, a resend, a new
+    notification) would only be parked while the endpoint is disabled."""
 
     kind = "webhook-endpoint-disabled"
     title = "Webhook endpoint disabled"
 
-    def __init__(self) -> None:
-        super().__init__(
+    def __init__(
+        self,
+        detail: str = (
             "The webhook endpoint is disabled, so the deliveries a recovery queues again would "
             "only be parked. Enable it first (PATCH disabled: false), then recover the window."
-        )
+        ),
+    ) -> None:
+        super().__init__(detail)
 
 
 class NotificationFinished(Conflict):
@@ -92,3 +95,25 @@ class ScheduleFinished(Conflict):
 
     def __init__(self) -> None:
         super().__init__("The recurring schedule has no occurrence left to resume at.")
+
+
+class MessageDelivery(Conflict):
+    """The row delivers a message to one endpoint: it belongs to the message, whose resend
+    and recovery are the way to act on it. Editing, retrying or deleting it here would
+    re-arm it outside the message's history (a rule would send the message daily)."""
+
+    kind = "message-delivery"
+    title = "A message's delivery"
+
+    def __init__(self, *, message_id: object, endpoint_id: object) -> None:
+        super().__init__(
+            "This notification delivers message "
+            f"{message_id} to a webhook endpoint and belongs to the message: it is not "
+            "edited, retried or deleted here. Resend the message to the endpoint (POST "
+            "/v1/messages/{message_id}/endpoints/{endpoint_id}/resend) or recover the "
+            "endpoint (POST /v1/webhook-endpoints/{endpoint_id}/recover)."
+        )
+        self.members = {
+            "message_id": str(message_id),
+            "endpoint_id": None if endpoint_id is None else str(endpoint_id),
+        }

@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from delivery.conflicts import EndpointDisabled
 from delivery.models import Channel, WebhookEndpoint
 from delivery.recurrence import (
     CpuBudget,
@@ -42,6 +43,10 @@ CATEGORY_RULE = "1 to 64 characters among letters, digits and . _ -"
 # A subject becomes an email's Subject header, where a line break or NUL cannot go: the
 # send would fail every time and the row end dead-lettered.
 _ENDPOINT_MISSING = "No webhook endpoint with this id exists in this tenant."
+_ENDPOINT_DISABLED = (
+    "The webhook endpoint is disabled, so a notification to it could only fail. Enable it "
+    "first (PATCH /v1/webhook-endpoints/{id} with disabled: false), or name another endpoint."
+)
 _NO_OCCURRENCE = (
     "The rule has no occurrence at or after fire_at (for example, its COUNT or UNTIL ends "
     "it before then)."
@@ -85,9 +90,12 @@ def checked_content(
     timezone: str,
     recipients: Sequence[str] = (),
     category: str = "",
+    endpoint_must_be_enabled: bool = True,
 ) -> dict[str, Any]:
     """Validate delivery and recurrence together (they constrain each other) and return the
-    model field values; raises InvalidInput listing every problem found."""
+    model field values; raises InvalidInput listing every problem found, then (with
+    `endpoint_must_be_enabled`: the row is new, or names another endpoint) EndpointDisabled
+    for a disabled endpoint, whose deliveries could only fail."""
     errors: dict[str, list[str]] = {}
     channels = list(channels)
     if not channels:
@@ -101,14 +109,22 @@ def checked_content(
         errors.update(recipient_errors(channels, list(email_to)))
     if category and not _CATEGORY.fullmatch(category):
         errors["category"] = [f"A category has {CATEGORY_RULE}."]
+    endpoint_enabled = None
     if webhook_endpoint_id is not None:
-        if not WebhookEndpoint.objects.filter(pk=webhook_endpoint_id, tenant=tenant).exists():
+        endpoint_enabled = (
+            WebhookEndpoint.objects.filter(pk=webhook_endpoint_id, tenant=tenant)
+            .values_list("enabled", flat=True)
+            .first()
+        )
+        if endpoint_enabled is None:
             errors["webhook_endpoint"] = [_ENDPOINT_MISSING]
     elif Channel.WEBHOOK in channels:
         errors["webhook_endpoint"] = ["The webhook channel needs a webhook endpoint."]
     errors.update(_recurrence_errors(rrule, timezone))
     if errors:
         raise InvalidInput(errors)
+    if endpoint_enabled is False and endpoint_must_be_enabled:
+        raise EndpointDisabled(_ENDPOINT_DISABLED)
     return {
         "channels": channels,
         "email_to": list(email_to),

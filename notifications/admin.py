@@ -3,7 +3,11 @@ a recurring one at its next occurrence), correct their content.
 
 The queue's own columns are read-only everywhere: state changes are buttons and actions
 that call the same services as the API, and a content edit is the API's guarded update,
-which never writes the claim columns and refuses a row that run_tick holds right now."""
+which never writes the claim columns and refuses a row that run_tick holds right now.
+
+A message's delivery (a row with `message_id`) is shown read-only and never deleted here: it
+belongs to its message (the webhooks admin's message page lists it), and an edit, retry or
+delete would re-arm it outside the message's history."""
 
 from collections.abc import Callable
 from typing import Any, cast
@@ -30,6 +34,7 @@ RECENT_DELIVERIES = 20
 # at its next occurrence (a one-shot is then due now).
 NEXT_OCCURRENCE = "Retry at the next occurrence"
 ERROR_CHARS = 60
+MESSAGE_DELIVERIES = "a message's deliveries (resend the message or recover the endpoint)"
 CLAIMED_REFUSAL = (
     "Nothing was saved: run_tick is delivering this notification right now. "
     "Try again once its delivery has finished."
@@ -158,7 +163,7 @@ class NotificationAdmin(StateButtonsAdmin[Notification], ServiceSaveAdmin):
             "Queue state (changed only by the buttons above)",
             {"fields": QUEUE_STATE_FIELDS},
         ),
-        ("Record", {"fields": ["id", "source_key", "created_at", "updated_at"]}),
+        ("Record", {"fields": ["id", "message_link", "source_key", "created_at", "updated_at"]}),
         ("Delivery log", {"fields": ["recent_deliveries"]}),
     ]
     # Everything but the content a support engineer may correct: the queue's own state
@@ -170,6 +175,7 @@ class NotificationAdmin(StateButtonsAdmin[Notification], ServiceSaveAdmin):
         "recurrence_anchor",
         *QUEUE_STATE_FIELDS,
         "id",
+        "message_link",
         "source_key",
         "created_at",
         "updated_at",
@@ -180,6 +186,32 @@ class NotificationAdmin(StateButtonsAdmin[Notification], ServiceSaveAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         # Creating goes through the API, which validates the schedule and the channels.
         return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Notification | None = None) -> bool:
+        # Without it the page is read-only and offers no buttons: a message's delivery.
+        if obj is not None and obj.message_id is not None:
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Notification | None = None) -> bool:
+        if obj is not None and obj.message_id is not None:
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple:
+        # The list's bulk delete asks no per-row permission: a selection holding a message's
+        # delivery is refused whole, as one lacking a permission is.
+        deleted, counts, refused, protected = super().get_deleted_objects(objs, request)
+        if any(obj.message_id is not None for obj in objs):
+            refused = {*refused, MESSAGE_DELIVERIES}
+        return deleted, counts, refused, protected
+
+    @admin.display(description="message")
+    def message_link(self, notification: Notification) -> str:
+        if notification.message_id is None:
+            return "-"
+        url = reverse("admin:webhooks_message_change", args=[notification.message_id])
+        return format_html('<a href="{}">{}</a>', url, notification.message_id)
 
     @admin.display(description="subject", ordering="subject")
     def subject_or_placeholder(self, notification: Notification) -> str:
@@ -300,6 +332,8 @@ def _apply(action: Callable, notification: Notification) -> str:
         return "not failing"
     except conflicts.ScheduleFinished:
         return "schedule finished"
+    except conflicts.MessageDelivery:
+        return "a message's delivery: resend the message or recover the endpoint"
     except Notification.DoesNotExist:
         return "deleted"
     return ""

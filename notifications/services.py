@@ -5,6 +5,10 @@ raises `DoesNotExist` exactly like a missing one. Invalid input raises `InvalidI
 client-safe messages per field (the checks live in delivery.validation). A
 notification that run_tick holds right now (its lease is running) raises
 `NotificationClaimed`: changing it under a worker would race the worker's write-back.
+
+A message's delivery (a row with `message_id`) belongs to its message: it is not listed
+here, and an edit, retry, unpark or delete of one raises `MessageDelivery`, changing
+nothing; the message's resend and the endpoint's recovery act on it.
 """
 
 from collections.abc import Mapping, Sequence
@@ -21,6 +25,7 @@ from dbtools.compiled import Param
 from dbtools.pages import CompiledPages
 from delivery.conflicts import (
     EndpointDeleted,
+    MessageDelivery,
     NotificationClaimed,
     NotificationFinished,
     NotificationHealthy,
@@ -67,10 +72,15 @@ def _tenant_projects(tenant: Tenant) -> QuerySet:
 
 # The list's query, compiled once per page shape rather than for every page.
 _NOTIFICATION_PAGES = CompiledPages(
-    lambda fields: Notification.objects.filter(
-        tenant_id=Param("tenant", models.UUIDField())
+    lambda fields: _own_rows(
+        Notification.objects.filter(tenant_id=Param("tenant", models.UUIDField()))
     ).values_list(*fields, named=True)
 )
+
+
+def _own_rows(rows: QuerySet[Notification]) -> QuerySet[Notification]:
+    """`rows` without messages' deliveries, which their messages list."""
+    return rows.filter(message__isnull=True)
 
 
 def notification_pages(
@@ -80,11 +90,11 @@ def notification_pages(
     state: str | None = None,
     source: str | None = None,
 ) -> Any:
-    """The tenant's notifications (in `state`, a NotificationState, and from `source`, a
-    NotificationSource, if given) as named rows of `fields`, for GET /v1/notifications's
-    cursor paginator (which orders by created_at). Without a filter the SQL is compiled
-    once per page shape (dbtools.pages.CompiledPages); a filtered queryset is compiled as
-    usual (a state filter's SQL reads settings)."""
+    """The tenant's notifications, messages' deliveries left out (in `state`, a
+    NotificationState, and from `source`, a NotificationSource, if given) as named rows of
+    `fields`, for GET /v1/notifications's cursor paginator (which orders by created_at).
+    Without a filter the SQL is compiled once per page shape (dbtools.pages.CompiledPages);
+    a filtered queryset is compiled as usual (a state filter's SQL reads settings)."""
     if state is None and source is None:
         return _NOTIFICATION_PAGES.of(tuple(fields), tenant=tenant.id)
     rows = Notification.objects.filter(tenant=tenant)
@@ -92,7 +102,7 @@ def notification_pages(
         rows = rows.in_state(state)
     if source is not None:
         rows = rows.filter(source=NotificationSource(source))
-    return rows.values_list(*fields, named=True)
+    return _own_rows(rows).values_list(*fields, named=True)
 
 
 def delivery_log(
@@ -138,7 +148,7 @@ def notification_create(
     """Create a notification due at `fire_at` (default `now`; a past time is due at once;
     naive = wall-clock time in `timezone`; whole seconds); a recurring one at its rule's
     first instance at or after `fire_at`. `source` says who made it (the product's own
-    e-mails are `system`)."""
+    e-mails are `system`). EndpointDisabled for a disabled webhook endpoint."""
     now = now or utc_now()
     content = checked_content(
         tenant=tenant,
@@ -199,13 +209,14 @@ def notification_update(
     `occurrence` is kept. A finished row (completed or dead-lettered) is not scheduled again
     (NotificationFinished); removing the rule of a recurring row that has fired, with no new
     fire_at, finishes its schedule instead of firing it once more. A change of content
-    alone leaves the state as it is.
+    alone leaves the state as it is. Naming another webhook endpoint that is disabled raises
+    EndpointDisabled (one the row named already may have been disabled since).
     """
     unknown = set(changes) - UPDATABLE_FIELDS
     if unknown:
         raise TypeError(f"not updatable: {sorted(unknown)}")
     now = now or utc_now()
-    notification = Notification.objects.get(pk=notification_id, tenant=tenant)
+    notification = _own_notification(tenant=tenant, notification_id=notification_id)
     if notification.is_claimed(now=now):
         raise NotificationClaimed
     rescheduled = bool(_SCHEDULE_FIELDS & set(changes))
@@ -213,7 +224,11 @@ def notification_update(
         raise NotificationFinished
     merged = _merged_content(notification, changes)
     fire_at = merged.pop("fire_at", None) or notification.recurrence_anchor or now
-    values: dict[str, Any] = checked_content(tenant=tenant, **merged)
+    values: dict[str, Any] = checked_content(
+        tenant=tenant,
+        **merged,
+        endpoint_must_be_enabled=merged["webhook_endpoint_id"] != notification.webhook_endpoint_id,
+    )
     values.update({key: changes[key] for key in ("subject", "body") if key in changes})
     if rescheduled and _rule_removed_after_firing(notification, values, changes):
         values.update(next_fire_at=None, state=after(notification.state, Move.COMPLETE))
@@ -272,8 +287,11 @@ def _schedule_from(
 def notification_delete(*, tenant: Tenant, notification_id: UUID) -> None:
     """Delete the row. A delivery in flight finishes, but its write-back is fenced out; the
     delivery log is kept."""
-    deleted, _ = Notification.objects.filter(pk=notification_id, tenant=tenant).delete()
+    rows = Notification.objects.filter(pk=notification_id, tenant=tenant)
+    # The condition is part of the delete: a message's delivery is never deleted here.
+    deleted, _ = _own_rows(rows).delete()
     if not deleted:
+        _own_notification(tenant=tenant, notification_id=notification_id)
         raise Notification.DoesNotExist
 
 
@@ -285,7 +303,7 @@ def notification_retry(
     changing nothing, for a row in another state (scheduled, completed), and EndpointDeleted
     when its webhook still has to go and its endpoint was deleted."""
     now = now or utc_now()
-    notification = Notification.objects.get(pk=notification_id, tenant=tenant)
+    notification = _own_notification(tenant=tenant, notification_id=notification_id)
     if not allows(notification.state, Move.RETRY):
         raise NotificationHealthy(notification.state)
     _check_endpoint(notification)
@@ -316,7 +334,7 @@ def notification_unpark(
     when a recurring schedule has ended.
     """
     now = now or utc_now()
-    notification = Notification.objects.get(pk=notification_id, tenant=tenant)
+    notification = _own_notification(tenant=tenant, notification_id=notification_id)
     if not allows(notification.state, Move.UNPARK):
         raise NotificationNotParked
     _check_endpoint(notification)
@@ -339,6 +357,16 @@ def notification_unpark(
     values = rearmed(next_fire_at=resume_at, state=state)
     values["occurrence"] = notification.occurrence + 1
     return _guarded_update(notification, values=values, now=now)
+
+
+def _own_notification(*, tenant: Tenant, notification_id: UUID) -> Notification:
+    """The tenant's row, to change here; MessageDelivery for a message's delivery."""
+    notification = Notification.objects.get(pk=notification_id, tenant=tenant)
+    if notification.message_id is not None:
+        raise MessageDelivery(
+            message_id=notification.message_id, endpoint_id=notification.webhook_endpoint_id
+        )
+    return notification
 
 
 def _guarded_update(

@@ -54,6 +54,8 @@ class NotificationListView(RepresentedListView):
     serializer_class = NotificationSerializer
     representation = NOTIFICATIONS
     idempotency_key_required = ("POST",)
+    # A webhook endpoint that is disabled: its deliveries could only fail.
+    extra_problem_statuses = {"POST": (409,)}
     query_filters = (
         OpenApiParameter("state", enum=NotificationState.values, required=False),
         OpenApiParameter("source", enum=NotificationSource.values, required=False),
@@ -97,7 +99,7 @@ class NotificationListView(RepresentedListView):
 
 class NotificationDetailView(APIView):
     owner_methods = ("DELETE",)
-    extra_problem_statuses = {"PATCH": (409,)}
+    extra_problem_statuses = {"PATCH": (409,), "DELETE": (409,)}
 
     @extend_schema(responses={200: NotificationSerializer})
     def get(self, request: Request, pk: uuid.UUID) -> Response:

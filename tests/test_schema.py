@@ -195,3 +195,11 @@ def test_recovering_an_endpoint_declares_its_409(schema):
     recover = schema["paths"]["/v1/webhook-endpoints/{id}/recover"]["post"]
 
     assert {"202", "409"} <= set(recover["responses"])
+
+
+def test_a_message_s_delivery_refused_through_notifications_is_a_declared_409(schema):
+    notification = schema["paths"]["/v1/notifications/{id}"]
+    retry = schema["paths"]["/v1/notifications/{id}/retry"]["post"]
+
+    for operation in (notification["patch"], notification["delete"], retry):
+        assert "409" in operation["responses"]

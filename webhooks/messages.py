@@ -24,7 +24,9 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils.timezone import now as utc_now
 
+from dbqueue.fences import guarded_update
 from dbtools.fields import max_length
+from delivery.conflicts import EndpointDisabled, NotificationClaimed
 from delivery.hooks import SendDecision
 from delivery.models import (
     Channel,
@@ -35,7 +37,8 @@ from delivery.models import (
     NotificationState,
     WebhookEndpoint,
 )
-from delivery.outbox import Event, one_shot_due, put
+from delivery.outbox import Event, one_shot_due, put, rearmed
+from delivery.states import Move, after
 from tenancy.models import Tenant
 from tenancy.plans import tenant_limits
 from tenancy.quotas import charge
@@ -374,30 +377,74 @@ def message_pages(
     return messages
 
 
+RESEND_DISABLED = (
+    "The webhook endpoint is disabled, so a resend to it would only be parked. Enable it "
+    "first (PATCH disabled: false), then resend."
+)
+
+
 def message_resend(
     *, tenant: Tenant, message_id: UUID, endpoint_id: UUID, now: datetime | None = None
 ) -> Notification:
-    """Queue `message` to the endpoint again, due now, with the same webhook-id and body,
-    counted as one message of the plan (QuotaExceeded over it, nothing queued).
+    """Send the message to the endpoint again, due now, with the same webhook-id and body,
+    never as a second chain of attempts: the latest delivery to the endpoint, if it is still
+    on its way (scheduled or backing off) or was given up (dead-lettered or parked), is
+    brought forward (due now, its attempts reset); one that was delivered (or none left) is
+    queued again as a new delivery. Resends of one message take turns on the message's
+    row, so two at once bring one delivery forward twice rather than queue two.
+
+    Either way it counts as one message of the plan: bringing a delivery forward starts its
+    attempts afresh, as many sends as a new delivery may make, so a free one would let a
+    client reset a failing delivery's attempts without limit. QuotaExceeded over the quota,
+    nothing changed. NotificationClaimed while run_tick holds the delivery (its write-back
+    decides where it goes; resend again after). EndpointDisabled for a disabled endpoint.
     DoesNotExist when the message or the endpoint is not the tenant's, or the message never
     targeted that endpoint."""
     now = now or utc_now()
-    message = Message.objects.get(pk=message_id, tenant=tenant)
-    WebhookEndpoint.objects.only("pk").get(pk=endpoint_id, tenant=tenant)
-    targeted = str(endpoint_id) in message.endpoint_ids or (
-        Notification.objects.filter(
-            tenant=tenant, message=message, webhook_endpoint_id=endpoint_id
-        ).exists()
-    )
-    if not targeted:
-        raise WebhookEndpoint.DoesNotExist
-    item = Event(tenant_id=tenant.id, event_type=message.event_type, payload=message.payload)
-    row = _delivery_row(message, item, endpoint_id=endpoint_id, now=now)
     with transaction.atomic():
-        row.save(force_insert=True)
-        # A resend is one more message sent: it counts against messages_per_month, and over
-        # the quota QuotaExceeded undoes it.
+        message = Message.objects.select_for_update(no_key=True).get(pk=message_id, tenant=tenant)
+        endpoint = WebhookEndpoint.objects.only("pk", "enabled").get(pk=endpoint_id, tenant=tenant)
+        # Read under the message's lock: a resend that committed first is seen here.
+        latest = (
+            Notification.objects.filter(
+                tenant=tenant, message=message, webhook_endpoint_id=endpoint_id
+            )
+            .order_by("-created_at", "-id")
+            .first()
+        )
+        if latest is None and str(endpoint_id) not in message.endpoint_ids:
+            raise WebhookEndpoint.DoesNotExist
+        if not endpoint.enabled:
+            raise EndpointDisabled(RESEND_DISABLED)
+        if latest is None or latest.state == NotificationState.COMPLETED:
+            item = Event(
+                tenant_id=tenant.id, event_type=message.event_type, payload=message.payload
+            )
+            row = _delivery_row(message, item, endpoint_id=endpoint_id, now=now)
+            row.save(force_insert=True)
+        else:
+            row = _brought_forward(latest, now=now)
+        # Over the quota, QuotaExceeded undoes the resend.
         charge(tenant.id, "messages_per_month", now=now, limits=tenant_limits(tenant))
+    return row
+
+
+def _brought_forward(row: Notification, *, now: datetime) -> Notification:
+    """`row` due now with its attempts reset, written only if no claim is running or was
+    taken since it was read (NotificationClaimed), as every change outside a claim is."""
+    if row.is_claimed(now=now):
+        raise NotificationClaimed
+    # Its one occurrence starts afresh, as a rescheduled row's does.
+    values = {
+        **rearmed(next_fire_at=now, state=after(row.state, Move.RESCHEDULE)),
+        "updated_at": now,
+    }
+    rows = Notification.objects.filter(pk=row.pk, tenant_id=row.tenant_id)
+    if not guarded_update(rows, token=row.claim_token, now=now, **values):
+        raise NotificationClaimed
+    for field, value in values.items():
+        setattr(row, field, value)
+    row.claim_token += 1
     return row
 
 

@@ -267,6 +267,12 @@ class MessageAttemptsView(APIView):
 
 
 class MessageResendView(APIView):
+    """Send the message to one endpoint again: its delivery still on its way or given up is
+    brought forward, a delivered one queued again; 409 while run_tick holds the delivery or
+    for a disabled endpoint."""
+
+    extra_problem_statuses = {"POST": (409,)}
+
     @extend_schema(request=None, responses={202: MessageAttemptSerializer})
     def post(self, request: Request, pk: uuid.UUID, endpoint_id: uuid.UUID) -> HttpResponse:
         MessageResendSerializer(data=request.data).is_valid(raise_exception=True)

@@ -153,6 +153,51 @@ def test_another_tenants_endpoint_is_rejected_like_a_missing_one(alice, charlie)
     assert "webhook_endpoint" in theirs.json()["errors"]
 
 
+def test_a_disabled_endpoint_is_a_409_at_create_that_creates_and_keeps_nothing(alice):
+    endpoint = make_endpoint(tenant=alice.tenant, url="https://hooks.example.com/in", enabled=False)
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    body = {**EMAIL, "channels": ["webhook"], "email_to": [], "webhook_endpoint": str(endpoint.id)}
+
+    refused = alice.client().post("/v1/notifications", body, format="json", headers=key)
+
+    assert refused.status_code == 409
+    assert refused.json()["type"].endswith("/webhook-endpoint-disabled")
+    assert "Enable it first" in refused.json()["detail"]
+    assert not Notification.objects.exists()
+    # Nothing was kept under the key: once enabled, the same request creates.
+    endpoint.enabled = True
+    endpoint.save(update_fields=["enabled"])
+    again = alice.client().post("/v1/notifications", body, format="json", headers=key)
+    assert again.status_code == 201
+
+
+def test_bad_input_naming_a_disabled_endpoint_is_still_a_400(alice):
+    endpoint = make_endpoint(tenant=alice.tenant, url="https://hooks.example.com/in", enabled=False)
+
+    response = _create(alice, channels=["webhook"], webhook_endpoint=str(endpoint.id), rrule="X")
+
+    assert response.status_code == 400
+    assert "rrule" in response.json()["errors"]
+
+
+def test_patch_naming_another_disabled_endpoint_is_a_409_but_one_disabled_since_stays(alice):
+    endpoint = make_endpoint(tenant=alice.tenant, url="https://hooks.example.com/in")
+    off = make_endpoint(tenant=alice.tenant, url="https://hooks.example.com/off", enabled=False)
+    created = _create(alice, channels=["webhook"], email_to=[], webhook_endpoint=str(endpoint.id))
+    path = f"/v1/notifications/{created.json()['id']}"
+
+    moved = alice.client().patch(path, {"webhook_endpoint": str(off.id)}, format="json")
+    endpoint.enabled = False
+    endpoint.save(update_fields=["enabled"])
+    renamed = alice.client().patch(path, {"subject": "Renamed"}, format="json")
+
+    assert moved.status_code == 409
+    assert moved.json()["type"].endswith("/webhook-endpoint-disabled")
+    assert renamed.status_code == 200
+    stored = Notification.objects.get()
+    assert (stored.webhook_endpoint_id, stored.subject) == (endpoint.id, "Renamed")
+
+
 def test_another_tenants_project_is_rejected(alice, charlie):
     response = _create(alice, project_id=str(make_project(charlie).id))
 

@@ -1,6 +1,7 @@
 """Notifications carry `source`: `api` for what a client made, `system` for the product's own
-announcements and account e-mails; `?source=` filters the list, and account e-mails never
-reach a tenant's list. Migration 0014 gives existing rows theirs."""
+e-mails and account e-mails; `?source=` filters the list, and account e-mails never reach a
+tenant's list (nor do the product's announcements, messages whose deliveries the messages
+list). Migration 0014 gives existing rows theirs."""
 
 import importlib
 import uuid
@@ -11,6 +12,7 @@ from django.db.migrations.loader import MigrationLoader
 from django.utils import timezone
 
 from dbqueue.clock import Clock
+from delivery import outbox
 from delivery.models import Notification
 from jobs.consumer import jobs_drain
 from tenancy.front_door import account_mail_tenant
@@ -46,21 +48,27 @@ def test_a_notification_made_through_the_api_is_api(alice):
     assert alice.client().get(f"/v1/notifications/{created['id']}").json()["source"] == "api"
 
 
-def test_the_products_announcements_are_system_and_the_filter_tells_them_apart(alice, settings):
+def test_the_products_e_mails_are_system_and_the_filter_tells_them_apart(alice, settings):
     settings.PROVISIONING_URL = ""
     mine = _create(alice)
-    _activate_a_project(alice)
+    _activate_a_project(alice)  # its announcements are messages': listed with them, not here
+    announcement = outbox.email(
+        tenant_id=alice.tenant.id,
+        address="owner@example.com",
+        subject="An endpoint was disabled",
+        body="B",
+        now=timezone.now(),
+    )
     client = alice.client()
 
     listed = client.get("/v1/notifications").json()["results"]
     api = client.get("/v1/notifications?source=api").json()["results"]
     system = client.get("/v1/notifications?source=system").json()["results"]
 
-    assert {row["source"] for row in listed} == {"api", "system"}
+    assert Notification.objects.filter(tenant=alice.tenant, message__isnull=False).count() == 2
+    assert {row["id"] for row in listed} == {mine["id"], str(announcement.id)}
     assert [row["id"] for row in api] == [mine["id"]]
-    assert len(system) == 2  # the project.created and project.active deliveries
-    assert all(row["source"] == "system" for row in system)
-    assert len(listed) == 3
+    assert [(row["id"], row["source"]) for row in system] == [(str(announcement.id), "system")]
 
 
 def test_source_combines_with_state_and_refuses_an_unknown_value(alice):

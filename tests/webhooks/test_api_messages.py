@@ -1,5 +1,6 @@
 """/v1/messages and endpoint subscriptions through the API: publish (Idempotency-Key
-required, event_id dedup, payload limit), list and detail, attempts, resend, and another
+required, event_id dedup, payload limit), list and detail, attempts, resend (once per
+Idempotency-Key; 409 while the delivery is sent or its endpoint is disabled), and another
 tenant's message or endpoint answering 404."""
 
 import uuid
@@ -9,6 +10,7 @@ import pytest
 from django.utils import timezone
 
 from delivery.models import Delivery, Notification, WebhookEndpoint
+from tenancy.quotas import period_of, usage
 from tests.delivery.factories import make_endpoint
 from webhooks.event_types import event_type_create
 from webhooks.messages import MAX_PAYLOAD_BYTES
@@ -180,7 +182,57 @@ def test_attempts_and_resend_through_the_api(alice):
     )
     assert resent.status_code == 202
     assert resent.json()["endpoint_id"] == str(endpoint.id)
+    # Still on its way: brought forward, not queued a second time.
+    assert Notification.objects.filter(message_id=message["id"]).count() == 1
+    assert resent.json()["status"] == "pending"
+
+
+def _resend_path(message, endpoint):
+    return f"/v1/messages/{message['id']}/endpoints/{endpoint.id}/resend"
+
+
+def test_a_resend_with_an_idempotency_key_runs_once(alice):
+    endpoint = make_endpoint(tenant=alice.tenant, url=URL)
+    message = _publish(alice, {"event_type": "order.shipped", "payload": {}}).json()
+    Notification.objects.filter(message_id=message["id"]).update(
+        state="completed", next_fire_at=None, due_at=None
+    )
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+
+    first = alice.client().post(_resend_path(message, endpoint), headers=key)
+    replay = alice.client().post(_resend_path(message, endpoint), headers=key)
+
+    assert first.status_code == replay.status_code == 202
+    assert replay["Idempotent-Replayed"] == "true"
+    assert replay.content == first.content
     assert Notification.objects.filter(message_id=message["id"]).count() == 2
+    assert usage(alice.tenant.id, "messages_per_month", period_of(timezone.now())) == 2
+
+
+def test_a_resend_while_the_delivery_is_being_sent_is_a_409(alice):
+    endpoint = make_endpoint(tenant=alice.tenant, url=URL)
+    message = _publish(alice, {"event_type": "order.shipped", "payload": {}}).json()
+    rows = Notification.objects.filter(message_id=message["id"])
+    rows.update(claimed_until=timezone.now() + timedelta(minutes=5))
+    before = rows.values().get()
+
+    response = alice.client().post(_resend_path(message, endpoint))
+
+    assert response.status_code == 409
+    assert response.json()["type"].endswith("/notification-claimed")
+    assert rows.values().get() == before
+
+
+def test_a_resend_to_a_disabled_endpoint_is_a_409(alice):
+    endpoint = make_endpoint(tenant=alice.tenant, url=URL)
+    message = _publish(alice, {"event_type": "order.shipped", "payload": {}}).json()
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(enabled=False)
+
+    response = alice.client().post(_resend_path(message, endpoint))
+
+    assert response.status_code == 409
+    assert response.json()["type"].endswith("/webhook-endpoint-disabled")
+    assert "resend" in response.json()["detail"]
 
 
 def test_another_tenant_s_message_or_endpoint_is_404(alice, charlie):

@@ -12,8 +12,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from standardwebhooks import Webhook
 
+from delivery.conflicts import EndpointDisabled, NotificationClaimed
 from delivery.models import Notification, NotificationState, WebhookEndpoint
 from delivery.scheduler.tick import run_tick
+from tenancy.quotas import period_of, usage
 from tests.delivery.factories import make_endpoint, make_tenant
 from tests.support.http_server import Reply, recording_server
 from web.errors import InvalidInput
@@ -194,17 +196,100 @@ def test_publishing_to_100_endpoints_is_one_insert_per_table(tenant):
     assert len(others) == 2
 
 
-def test_resend_queues_the_message_again_to_an_endpoint_it_targeted(tenant):
+def _resend(tenant, message, endpoint, *, at=NOW + timedelta(days=1)):
+    return message_resend(tenant=tenant, message_id=message.id, endpoint_id=endpoint.id, now=at)
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"state": NotificationState.SCHEDULED, "next_fire_at": NOW + timedelta(days=3)},
+        {"state": NotificationState.BACKING_OFF, "error_count": 2, "last_error": "HTTP 503"},
+        {"state": NotificationState.DEAD_LETTERED, "error_count": 3, "next_fire_at": None},
+        {"state": NotificationState.PARKED, "error_count": 1, "next_fire_at": None},
+    ],
+)
+def test_resend_brings_a_delivery_not_yet_delivered_forward_with_its_attempts_reset(tenant, state):
     endpoint = _endpoint(tenant)
     message = publish_message(tenant=tenant, event_type="order.shipped", payload={}, now=NOW)
+    Notification.objects.filter(message=message).update(**state)
+    [before] = Notification.objects.filter(message=message)
 
-    row = message_resend(
-        tenant=tenant, message_id=message.id, endpoint_id=endpoint.id, now=NOW + timedelta(1)
+    row = _resend(tenant, message, endpoint)
+
+    [stored] = Notification.objects.filter(message=message)
+    assert row.id == stored.id == before.id
+    assert stored.state == NotificationState.SCHEDULED
+    assert stored.next_fire_at == stored.due_at == NOW + timedelta(days=1)
+    assert (stored.error_count, stored.last_error, stored.dead_letter_reason) == (0, None, "")
+    assert stored.claim_token == before.claim_token + 1
+    assert stored.webhook_event == before.webhook_event
+
+
+def test_resend_queues_a_delivered_delivery_again_once(tenant):
+    endpoint = _endpoint(tenant)
+    message = publish_message(tenant=tenant, event_type="order.shipped", payload={}, now=NOW)
+    Notification.objects.filter(message=message).update(
+        state=NotificationState.COMPLETED, next_fire_at=None, due_at=None
     )
+    [delivered] = Notification.objects.filter(message=message)
 
-    assert row.message_id == message.id
-    assert row.webhook_event == Notification.objects.filter(message=message).first().webhook_event
+    first = _resend(tenant, message, endpoint)
+    second = _resend(tenant, message, endpoint, at=NOW + timedelta(days=2))
+
+    assert first.id == second.id != delivered.id
     assert Notification.objects.filter(message=message).count() == 2
+    again = Notification.objects.get(pk=first.id)
+    assert (again.message_id, again.webhook_event) == (message.id, delivered.webhook_event)
+    assert again.next_fire_at == NOW + timedelta(days=2)
+    assert Notification.objects.get(pk=delivered.pk).state == NotificationState.COMPLETED
+
+
+def test_resend_of_a_delivery_being_sent_is_refused_and_changes_nothing(tenant):
+    endpoint = _endpoint(tenant)
+    message = publish_message(tenant=tenant, event_type="order.shipped", payload={}, now=NOW)
+    rows = Notification.objects.filter(message=message)
+    rows.update(claimed_until=NOW + timedelta(days=1, seconds=30), claim_token=7)
+    before = rows.values().get()
+
+    with pytest.raises(NotificationClaimed):
+        _resend(tenant, message, endpoint)
+
+    assert rows.values().get() == before
+    # The publish's use alone: a refused resend is not charged.
+    assert usage(tenant.id, "messages_per_month", period_of(NOW)) == 1
+
+
+def test_resend_to_a_disabled_endpoint_is_refused(tenant):
+    endpoint = _endpoint(tenant)
+    message = publish_message(tenant=tenant, event_type="order.shipped", payload={}, now=NOW)
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(enabled=False)
+    before = Notification.objects.filter(message=message).values().get()
+
+    with pytest.raises(EndpointDisabled):
+        _resend(tenant, message, endpoint)
+
+    assert Notification.objects.filter(message=message).values().get() == before
+
+
+@pytest.mark.usefixtures("local_channels")
+def test_resends_while_backing_off_make_one_chain_of_attempts(tenant):
+    answers = iter([Reply(status=500), Reply(status=500)])
+    with recording_server(lambda request: next(answers, Reply())) as server:
+        endpoint = make_endpoint(tenant=tenant, url=f"{server.url}/hook")
+        message = publish_message(tenant=tenant, event_type="order.shipped", payload={}, now=NOW)
+        assert run_tick(now=NOW + timedelta(seconds=1)).backed_off == 1
+        _resend(tenant, message, endpoint, at=NOW + timedelta(seconds=2))
+        _resend(tenant, message, endpoint, at=NOW + timedelta(seconds=3))
+        assert run_tick(now=NOW + timedelta(seconds=4)).backed_off == 1
+        for hour in range(1, 5):
+            run_tick(now=NOW + timedelta(hours=hour))
+        requests = server.received("/hook")
+
+    assert len(requests) == 3  # two failures, then the one success: no second chain
+    assert Notification.objects.filter(message=message).count() == 1
+    [history] = message_attempts(tenant=tenant, message_id=message.id)
+    assert (history.status, history.attempts) == ("delivered", 3)
 
 
 def test_resend_to_an_endpoint_the_message_never_targeted_or_of_another_tenant_is_missing(

@@ -64,6 +64,22 @@ def test_recover_answers_202_with_a_task_the_tenant_follows(alice, charlie, endp
     assert task["completed_at"] is not None
 
 
+def test_a_recover_with_an_idempotency_key_starts_one_task(alice, endpoint):
+    _dead(endpoint, 2, created_at=timezone.now() - timedelta(hours=2))
+    since = (timezone.now() - timedelta(days=1)).isoformat()
+    path, key = f"/v1/webhook-endpoints/{endpoint.id}/recover", str(uuid.uuid4())
+
+    first, replay = (
+        alice.client().post(path, {"since": since}, format="json", headers={"Idempotency-Key": key})
+        for _ in range(2)
+    )
+
+    assert first.status_code == replay.status_code == 202
+    assert replay["Idempotent-Replayed"] == "true"
+    assert replay.json() == first.json()
+    assert Job.objects.filter(kind=RECOVER_KIND).count() == 1
+
+
 def test_a_job_that_is_no_task_is_not_a_task(alice):
     job = Job.objects.create(tenant=alice.tenant, kind="provision", max_attempts=3)
 
