@@ -3,6 +3,7 @@ never see anything of A's."""
 
 import os
 import socket
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -236,6 +237,14 @@ def django_db_setup(django_db_setup, django_db_blocker):
     _DIRECT.update(HOST=default.settings_dict["HOST"], PORT=default.settings_dict["PORT"])
     settings.DATABASES[LISTEN_DB_ALIAS] = direct_database_settings()
     pooler = _pooler()
+    if default.vendor == "sqlite" and default.is_in_memory_db():
+        # An in-memory database lives while a connection to it is open. The suite's
+        # connections come and go with their threads and ticks, and are freed once
+        # dropped: this one holds the database for the whole session.
+        with sqlite3.connect(default.settings_dict["NAME"], uri=True) as holder:
+            yield
+        holder.close()
+        return
     if pooler is None or default.vendor != "postgresql":
         yield
         return
