@@ -78,17 +78,7 @@ def _take_by(name: str, *, now_us: int, interval: int, latest_us: int, now: date
 
 
 def _take_if_free(name: str, *, now_us: int, interval: int, now: datetime) -> bool:
-    greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
-    table = connection.ops.quote_name(PaceBudget._meta.db_table)
-    stamp = PaceBudget._meta.get_field("updated_at").get_db_prep_save(now, connection)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            # Only the quoted table name and a function name are formatted in; values bind.
-            f"UPDATE {table} SET next_slot_us = {greatest}(next_slot_us, %s) + %s, "  # noqa: S608
-            "updated_at = %s WHERE name = %s AND next_slot_us <= %s",
-            [now_us, interval, stamp, name, now_us],
-        )
-        return cursor.rowcount == 1
+    return _take_by(name, now_us=now_us, interval=interval, latest_us=now_us, now=now) is not None
 
 
 def next_slot(name: str) -> datetime | None:
