@@ -48,6 +48,10 @@ DISABLED_FAILING = "failing"
 class WebhookEndpoint(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="webhook_endpoints")
+    # The product's grouping of the tenant's endpoints (the webhooks product's application,
+    # one per customer of the tenant); NULL: the tenant's own endpoint. Opaque to the engine,
+    # which never routes by it, so it is a plain column rather than a key into a product.
+    application_id = models.UUIDField(null=True, blank=True, editable=False)
     url = models.URLField("URL", max_length=2000)
     # Stored sealed (web.sealed): every delivery signs with it, so it cannot be a digest.
     secret = SealedCharField(max_length=255, editable=False)
@@ -76,7 +80,11 @@ class WebhookEndpoint(models.Model):
         # The table of the app it was first written in (notifications).
         db_table = "notifications_webhookendpoint"
         indexes = [
-            models.Index(fields=["tenant", "-created_at"], name="endpoint_tenant_created_idx")
+            models.Index(fields=["tenant", "-created_at"], name="endpoint_tenant_created_idx"),
+            models.Index(
+                fields=["tenant", "application_id", "-created_at"],
+                name="endpoint_application_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -49,6 +49,37 @@ class EventType(models.Model):
         return self.name
 
 
+class Application(models.Model):
+    """One customer of the tenant: its endpoints (WebhookEndpoint.application_id) and the
+    messages addressed to it reach nobody else. `uid` is the tenant's own key for the
+    customer. Deleting one sets `deleted_at`, so its history stays until retention and its
+    `uid` is free for a new application."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="applications")
+    uid = models.CharField(max_length=256)
+    name = models.CharField(max_length=256)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=utc_now, editable=False)
+    updated_at = models.DateTimeField(default=utc_now)
+    deleted_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "uid"],
+                condition=models.Q(deleted_at__isnull=True),
+                name="application_unique_live_uid",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"], name="application_tenant_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.uid})"
+
+
 class Message(models.Model):
     """An event published once to every endpoint of the tenant subscribed to its type; each
     delivery is a one-shot webhook Notification naming it. `dedup_key` holds `event_id`
@@ -57,6 +88,10 @@ class Message(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="messages")
+    # The customer it is addressed to; NULL: the tenant's own endpoints.
+    application = models.ForeignKey(
+        Application, on_delete=models.PROTECT, null=True, blank=True, related_name="messages"
+    )
     event_type = models.CharField(max_length=256)
     event_id = models.CharField(max_length=256, null=True, blank=True)  # noqa: DJ001
     dedup_key = models.CharField(max_length=256, null=True, blank=True, editable=False)  # noqa: DJ001
@@ -75,6 +110,9 @@ class Message(models.Model):
         ]
         indexes = [
             models.Index(fields=["tenant", "-created_at"], name="message_tenant_idx"),
+            models.Index(
+                fields=["tenant", "application", "-created_at"], name="message_application_idx"
+            ),
         ]
 
     def __str__(self) -> str:
