@@ -88,8 +88,11 @@ def test_a_populated_database_moves_forward_and_back_without_copying_a_row():
         content_types = apps.get_model("contenttypes", "ContentType").objects
         assert not content_types.filter(app_label="notifications")
         for app_label, models in MOVED.items():
+            # Models added to the app later have content types of their own.
             assert set(
-                content_types.filter(app_label=app_label).values_list("model", flat=True)
+                content_types.filter(app_label=app_label, model__in=models).values_list(
+                    "model", flat=True
+                )
             ) == set(models)
 
         apps = _migrate(BEFORE)
