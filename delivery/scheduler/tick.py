@@ -32,6 +32,7 @@ from django.db.models import Q
 from dbqueue.claims import Claimed, ClaimSpec, ClaimValue, claim
 from dbqueue.clock import Clock
 from dbqueue.database import connection_lost
+from dbqueue.listen import ListenWaiter
 from dbqueue.worker import ConnectionLost, Worker
 from delivery.models import Notification
 from delivery.scheduler.context import TickConfig, TickSummary, due_rows_left
@@ -41,6 +42,9 @@ from delivery.scheduler.lanes import build_lanes
 from delivery.scheduler.sending_process import SendingProcess, sending_for_this_tick
 from delivery.scheduler.writeback import WriteBackBuffer, write_back
 from outbound.connections import Connections
+
+# The channel delivery's migration 0005 notifies when a row becomes due now.
+NOTIFY_CHANNEL = "tickwork_tick"
 
 # Origins (endpoint host and vetted address) a tick keeps connections to; beyond, the
 # least recently used one is closed.
@@ -288,7 +292,8 @@ def tick_worker(
     report: Callable[[str], None],
     report_error: Callable[[str], None],
 ) -> Worker:
-    """The run_tick worker: each pass is one tick."""
+    """The run_tick worker: each pass is one tick. With DATABASE_LISTEN_URL set, a looping
+    tick waits for a row to become due now instead of waiting out its interval."""
 
     def tick(stop: threading.Event) -> TickSummary:
         return run_tick(max_rows=max_rows, stop=stop)
@@ -299,5 +304,6 @@ def tick_worker(
         interval=interval,
         report=report,
         report_error=report_error,
+        waiter=ListenWaiter.configured(NOTIFY_CHANNEL),
         again=lambda summary: isinstance(summary, TickSummary) and summary.due_left > 0,
     )
