@@ -50,6 +50,18 @@ class ListenWaiter:
                 stop.wait(slice_seconds)
         return False
 
+    def woken(self) -> bool:
+        """Whether a notification came since the last look, without waiting: a pass in
+        progress takes up work committed while it runs. A lost connection answers no (the
+        next wait opens it again)."""
+        if self._db is None:
+            return False
+        try:
+            return bool(list(self._db.connection.notifies(timeout=0)))
+        except (DatabaseError, psycopg.Error):
+            self.close()
+            return False
+
     def open(self) -> None:
         self.connect()
 

@@ -87,6 +87,11 @@ class BatchLane:
     def take(self, row: Notification) -> None:
         self.waiting.append(row)
 
+    def rows_became_due(self) -> None:
+        # A stalled lane's budget has no slot this tick: the new rows wait for the next.
+        if not self.stalled:
+            self.exhausted = False
+
     def wants_claim(self) -> bool:
         """An email batch may be claimed: some may be due, and the send budget has a slot
         within the horizon the rows' leases cover."""

@@ -42,6 +42,10 @@ class Lane(Protocol):
     def claim(self) -> None:
         """Claim a batch of due rows and start (or queue) them."""
 
+    def rows_became_due(self) -> None:
+        """Rows were committed due now since the lane's last claim: claim again, even if
+        that claim found the queue drained."""
+
     def collect(self, done: set[Future]) -> None:
         """Apply what came back of the lane's futures among `done`."""
 

@@ -128,6 +128,9 @@ class RowLane:
     def _free_slots(self) -> int:
         return self.tick.config.concurrency - len(self.workers.in_flight) - len(self.queued)
 
+    def rows_became_due(self) -> None:
+        self.claims.exhausted = False
+
     def wants_claim(self) -> bool:
         return self.claiming is None and self.claims.wanted(
             free=self._free_slots(), running=len(self.workers.in_flight), queued=len(self.queued)

@@ -98,6 +98,7 @@ def run_tick(
     senders: Senders | None = None,
     stop: threading.Event | None = None,
     clock: Clock | None = None,
+    woken: Callable[[], bool] | None = None,
 ) -> TickSummary:
     """Run one tick. `now` fixes the clock (tests); None uses the one shared clock, or
     `clock` when given (tests that move it themselves).
@@ -105,24 +106,30 @@ def run_tick(
     were claimed (default TICK_MAX_ROWS, None = no cap) or `stop` is set; then finishes and
     writes back the rows in flight. Raises ConnectionLost when the database connection is
     lost: it then claims nothing more, lets the rows in flight finish and writes none of
-    them back (counted as errors: they stay claimed until their leases expire)."""
+    them back (counted as errors: they stay claimed until their leases expire).
+    `woken` says whether rows became due since it was last asked (a looping tick's LISTEN):
+    the tick then claims again, even after its claims found nothing more due."""
     config = TickConfig.from_settings(
         max_rows=max_rows, time_budget=time_budget, concurrency=concurrency
     )
     clock = clock or Clock(now)
     with _long_lived_objects_frozen():
-        summary = _one_tick(config, clock, stop or threading.Event(), senders)
+        summary = _one_tick(config, clock, stop or threading.Event(), senders, woken)
     summary.add_to_totals(now=clock.now())
     return summary
 
 
 def _one_tick(
-    config: TickConfig, clock: Clock, stop: threading.Event, senders: Senders | None
+    config: TickConfig,
+    clock: Clock,
+    stop: threading.Event,
+    senders: Senders | None,
+    woken: Callable[[], bool] | None,
 ) -> TickSummary:
     """The tick itself. Nothing it makes outlives this call but its summary: its lanes,
     threads and database connection are garbage (cycles among them) by the time
     _long_lived_objects_frozen collects."""
-    tick = _Tick(config, clock, stop)
+    tick = _Tick(config, clock, stop, woken)
     # Injected senders are called in the tick's threads: no sending process for them.
     sending = sending_for_this_tick(concurrency=config.concurrency) if senders is None else None
     # Connections are kept alive per endpoint and vetted address for this tick only.
@@ -165,8 +172,14 @@ class _Tick:
     """The driver: loops over the lanes until none has work left (context.Tick is what it
     offers them)."""
 
-    def __init__(self, config: TickConfig, clock: Clock, stop: threading.Event) -> None:
-        self.config, self.clock, self.stop = config, clock, stop
+    def __init__(
+        self,
+        config: TickConfig,
+        clock: Clock,
+        stop: threading.Event,
+        woken: Callable[[], bool] | None = None,
+    ) -> None:
+        self.config, self.clock, self.stop, self.woken = config, clock, stop, woken
         self.summary = TickSummary()
         self.lost: DatabaseError | None = None
         # Claims and write-backs run here: on a thread of their own on PostgreSQL.
@@ -203,6 +216,9 @@ class _Tick:
     def _step(self) -> bool:
         """Claim for every lane that wants rows, else wait for work in flight (or for a
         lane's pause); False once nothing is left to do."""
+        if self.woken is not None and self.may_claim() and self.woken():
+            for lane in self.lanes:
+                lane.rows_became_due()
         claimed = False
         for lane in self.lanes:
             if lane.wants_claim():
@@ -295,8 +311,11 @@ def tick_worker(
     """The run_tick worker: each pass is one tick. With DATABASE_LISTEN_URL set, a looping
     tick waits for a row to become due now instead of waiting out its interval."""
 
+    waiter = ListenWaiter.configured(NOTIFY_CHANNEL)
+    woken = waiter.woken if waiter is not None else None
+
     def tick(stop: threading.Event) -> TickSummary:
-        return run_tick(max_rows=max_rows, stop=stop)
+        return run_tick(max_rows=max_rows, stop=stop, woken=woken)
 
     return Worker(
         "run_tick",
@@ -304,6 +323,6 @@ def tick_worker(
         interval=interval,
         report=report,
         report_error=report_error,
-        waiter=ListenWaiter.configured(NOTIFY_CHANNEL),
+        waiter=waiter,
         again=lambda summary: isinstance(summary, TickSummary) and summary.due_left > 0,
     )

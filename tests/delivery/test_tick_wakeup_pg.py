@@ -121,3 +121,19 @@ def test_a_looping_tick_delivers_a_row_due_now_long_before_its_interval(alice, s
     assert len(received) == 1
     assert worker.timed_wakeups == 0  # the one-hour interval never came round
     assert worker.notified_wakeups >= 1
+
+
+def test_a_tick_in_progress_learns_of_rows_due_without_waiting(alice, settings):
+    settings.DATABASE_LISTEN_URL = "postgres://…"
+    waiter = ListenWaiter(NOTIFY_CHANNEL)
+    waiter.open()
+    try:
+        assert waiter.woken() is False
+        make_notification(tenant=alice.tenant, next_fire_at=timezone.now())
+        deadline = time.monotonic() + 60
+        while not waiter.woken():
+            assert time.monotonic() < deadline, "the notification never arrived"
+            time.sleep(0.05)
+        assert waiter.woken() is False  # taken up once
+    finally:
+        waiter.close()
