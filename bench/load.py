@@ -240,7 +240,7 @@ def scenario_claims(db: str, args: argparse.Namespace) -> None:
 
 SCENARIOS: dict[str, Callable[[str, argparse.Namespace], None]] = {
     "claims": scenario_claims,
-    "burst": lambda db, args: load_tick.burst(db),
+    "burst": lambda db, args: load_tick.burst(db, two_writes=args.two_writes),
     "dead_endpoint": lambda db, args: load_tick.dead_endpoint(db),
     "soak": lambda db, args: load_tick.soak(db, minutes=args.minutes),
     "email_burst": lambda db, args: load_tick.email_burst(db, sizes=tuple(args.sizes)),
@@ -277,6 +277,11 @@ def main() -> None:
     parser.add_argument(
         "--sizes", type=int, nargs="+", default=[300, 10_000], help="email_burst: rows"
     )
+    parser.add_argument(
+        "--two-writes",
+        action="store_true",
+        help="burst: a receiver that writes its headers and body apart, Nagle on",
+    )
     args = parser.parse_args()
     if args.scenario is None and not args.claims_worker:
         parser.error("the following arguments are required: --scenario")
@@ -286,6 +291,7 @@ def main() -> None:
     for db in ("sqlite", "postgres"):
         options = ["--claims", args.claims, "--filler", args.filler, "--rounds", args.rounds]
         options += ["--minutes", args.minutes, "--sizes", *args.sizes]
+        options += ["--two-writes"] if args.two_writes else []
         command = [
             sys.executable,
             __file__,

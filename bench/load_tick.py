@@ -31,11 +31,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def start_recording_sink(log: Path) -> tuple[subprocess.Popen, str]:
+def start_recording_sink(log: Path, *, two_writes: bool = False) -> tuple[subprocess.Popen, str]:
     """A fast 200 receiver in its own process that appends `<unix time> <webhook-id>` per
-    request to `log`."""
+    request to `log`; `two_writes`: one that writes its headers and body apart, Nagle on."""
+    receiver = [str(ROOT / "bench" / "tick_sink.py"), "--record", str(log)]
     sink = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "tick_sink.py"), "--record", str(log)],
+        [sys.executable, *receiver, *(["--two-writes"] if two_writes else [])],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -102,7 +103,7 @@ def _endpoint(tenant, url: str):
     return WebhookEndpoint.objects.create(tenant=tenant, url=url, secret=generate_secret())
 
 
-def burst(db: str, *, rows: int = 10_000) -> None:
+def burst(db: str, *, rows: int = 10_000, two_writes: bool = False) -> None:
     from django.utils import timezone
 
     from delivery.models import Notification
@@ -111,7 +112,8 @@ def burst(db: str, *, rows: int = 10_000) -> None:
 
     log = Path(tempfile.gettempdir()) / f"tw_bench_burst_{db}.log"
     log.unlink(missing_ok=True)
-    sink, url = start_recording_sink(log)
+    sink, url = start_recording_sink(log, two_writes=two_writes)
+    receiver = "two-write" if two_writes else "one-write"
     try:
         noisy, quiet = Tenant.objects.create(name="noisy"), Tenant.objects.create(name="quiet")
         due = timezone.now() - timedelta(seconds=2)
@@ -131,7 +133,8 @@ def burst(db: str, *, rows: int = 10_000) -> None:
         rank = next((i for i, (_, msg) in enumerate(seen, 1) if msg == quiet_id), None)
         quiet_at = next((at for at, msg in seen if msg == quiet_id), None)
         print(
-            f"[{db}] burst: {rows + 1} rows drained in {drained:.1f}s by {len(ticks)} tick(s) "
+            f"[{db}] burst ({receiver} receiver): {rows + 1} rows drained in {drained:.1f}s "
+            f"by {len(ticks)} tick(s) "
             f"(first tick: {ticks[0].delivered} delivered in {ticks[0].duration:.1f}s, "
             f"{ticks[0].delivered / max(ticks[0].duration, 1e-9):.0f}/s); all within "
             f"{seen[-1][0] - due.timestamp():.1f}s of due"

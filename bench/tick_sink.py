@@ -1,8 +1,10 @@
 """A fast local webhook sink for the benchmarks: answers every POST with 200.
 
-Run as `python bench/tick_sink.py [--record FILE]`; it prints its port on the first line of
-stdout and serves on 127.0.0.1 until killed. With --record it appends
-`<unix time> <webhook-id>` to FILE for every request (arrival order and lateness).
+Run as `python bench/tick_sink.py [--record FILE] [--two-writes]`; it prints its port on the
+first line of stdout and serves on 127.0.0.1 until killed. With --record it appends
+`<unix time> <webhook-id>` to FILE for every request (arrival order and lateness). With
+--two-writes it answers as Python's http.server and Werkzeug's development server do: the
+status line and headers in one write, the body in another, Nagle on.
 """
 
 import sys
@@ -40,10 +42,15 @@ class Server(ThreadingHTTPServer):
     request_queue_size = 1024
 
 
+class TwoWritesSink(Sink):
+    disable_nagle_algorithm = False
+
+
 def main() -> None:
-    if sys.argv[1:2] == ["--record"]:
-        RECORD["file"] = open(sys.argv[2], "a")  # noqa: SIM115 - open for the server's life
-    server = Server(("127.0.0.1", 0), Sink)
+    arguments = sys.argv[1:]
+    if arguments[:1] == ["--record"]:
+        RECORD["file"] = open(arguments[1], "a")  # noqa: SIM115 - open for the server's life
+    server = Server(("127.0.0.1", 0), TwoWritesSink if "--two-writes" in arguments else Sink)
     print(server.server_address[1], flush=True)
     sys.stdout.close()
     server.serve_forever()

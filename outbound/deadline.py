@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from .quickack import QuickAckConnection
+
 if TYPE_CHECKING:
     from urllib3._base_connection import BaseHTTPConnection
 
@@ -113,13 +115,13 @@ def _watch_connection(connection: HTTPConnection) -> None:
         deadline.watch(connection.sock)
 
 
-class _WatchedHTTPConnection(HTTPConnection):
+class _WatchedHTTPConnection(QuickAckConnection):
     def connect(self) -> None:
         super().connect()
         _watch_connection(self)
 
 
-class _WatchedHTTPSConnection(HTTPSConnection):
+class _WatchedHTTPSConnection(QuickAckConnection, HTTPSConnection):
     def connect(self) -> None:
         super().connect()
         _watch_connection(self)

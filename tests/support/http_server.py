@@ -75,10 +75,17 @@ class RecordingServer:
     """`idle_timeout`: seconds a kept-alive connection may wait, after an answer, for its
     next request before the server closes it (None: never). A new connection's first
     request and every request's body are waited for without a limit, as real servers give
-    them their own, longer timeouts."""
+    them their own, longer timeouts. `nagle`: answer as Python's http.server does by
+    default, headers and body in two writes with Nagle's algorithm on; `keep_alive=False`:
+    HTTP/1.0, one exchange per connection."""
 
     def __init__(
-        self, responder: Responder | None = None, *, idle_timeout: float | None = None
+        self,
+        responder: Responder | None = None,
+        *,
+        idle_timeout: float | None = None,
+        nagle: bool = False,
+        keep_alive: bool = True,
     ) -> None:
         self.responder: Responder = responder or (lambda request: Reply())
         self.requests: list[RecordedRequest] = []
@@ -86,10 +93,10 @@ class RecordingServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # Headers and body are two writes: with Nagle on, a kept-alive connection would
-            # wait for the client's delayed ACK (40 ms) before every body.
-            disable_nagle_algorithm = True
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+            # Headers and body are two writes: with Nagle on, a kept-alive connection waits
+            # for the client's acknowledgement of the headers before every body.
+            disable_nagle_algorithm = not nagle
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -171,9 +178,15 @@ class RecordingServer:
 
 @contextmanager
 def recording_server(
-    responder: Responder | None = None, *, idle_timeout: float | None = None
+    responder: Responder | None = None,
+    *,
+    idle_timeout: float | None = None,
+    nagle: bool = False,
+    keep_alive: bool = True,
 ) -> Iterator[RecordingServer]:
-    server = RecordingServer(responder, idle_timeout=idle_timeout).start()
+    server = RecordingServer(
+        responder, idle_timeout=idle_timeout, nagle=nagle, keep_alive=keep_alive
+    ).start()
     try:
         yield server
     finally:
