@@ -13,7 +13,7 @@ from django.utils.timezone import now as utc_now
 
 from dbqueue.leases import is_lease_running
 from delivery.circuits import is_circuit_open
-from delivery.querysets import NotificationQuerySet
+from delivery.querysets import DeliveryQuerySet, NotificationQuerySet
 from delivery.states import CLAIMABLE, DeadLetterReason, NotificationState
 from tenancy.models import Tenant
 from web.sealed import SealedCharField, SealedSecretsField
@@ -391,6 +391,8 @@ class Delivery(models.Model):
     skipped_first = models.DateTimeField(null=True, blank=True)
     skipped_last = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=utc_now)
+
+    objects = DeliveryQuerySet.as_manager()
 
     class Meta:
         # The table of the app it was first written in (notifications).

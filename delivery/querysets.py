@@ -1,9 +1,10 @@
 """A notification's queue states as querysets: due rows, rows in flight, rows in a stored
 state. run_tick's claim, the admin's filters, the API's `?state=` and the queue figures
-are all built from them."""
+are all built from them. And the delivery log of one message's deliveries."""
 
 from datetime import datetime
 from typing import TYPE_CHECKING
+from uuid import UUID
 
 from django.db import connection, models
 from django.db.models.expressions import RawSQL
@@ -12,7 +13,7 @@ from dbqueue.leases import lease_free, lease_running
 from delivery.states import CLAIMABLE, NotificationState
 
 if TYPE_CHECKING:
-    from delivery.models import Notification  # noqa: F401 (the base class names it)
+    from delivery.models import Delivery, Notification  # noqa: F401 (the base classes name them)
 
 
 class NotificationQuerySet(models.QuerySet["Notification"]):
@@ -30,6 +31,17 @@ class NotificationQuerySet(models.QuerySet["Notification"]):
         """The rows whose stored `state` is `state` (a NotificationState); the API's
         `?state=` filter, the admin's filter and the queue figures all use this."""
         return self.filter(state=NotificationState(state))
+
+
+class DeliveryQuerySet(models.QuerySet["Delivery"]):
+    def of_message(self, *, tenant_id: UUID, message_id: UUID) -> "DeliveryQuerySet":
+        """The log of the tenant's deliveries of one message: the rows of every notification
+        naming it (one per endpoint, and those its resends queued), in one statement."""
+        # Imported here: the models module imports this one.
+        from delivery.models import Notification
+
+        deliveries = Notification.objects.filter(tenant_id=tenant_id, message_id=message_id)
+        return self.filter(tenant_id=tenant_id, notification_id__in=deliveries.values("id"))
 
 
 def _claimable_state(model: type[models.Model]) -> RawSQL:

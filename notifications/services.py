@@ -110,12 +110,16 @@ def delivery_log(
     tenant: Tenant,
     notification_id: UUID | None = None,
     endpoint_id: UUID | None = None,
+    message_id: UUID | None = None,
     outcome: str | None = None,
     since: datetime | None = None,
 ) -> QuerySet[Delivery]:
-    """The tenant's delivery log, narrowed by each filter given (`since`: attempted at or
-    after it); it outlives deleted notifications and endpoints."""
+    """The tenant's delivery log, narrowed by each filter given (`message_id`: the log of
+    that message's deliveries, resends included; `since`: attempted at or after it); it
+    outlives deleted notifications and endpoints."""
     deliveries = Delivery.objects.filter(tenant=tenant)
+    if message_id is not None:
+        deliveries = deliveries.of_message(tenant_id=tenant.id, message_id=message_id)
     if notification_id is not None:
         deliveries = deliveries.filter(notification_id=notification_id)
     if endpoint_id is not None:

@@ -164,6 +164,13 @@ class DeliveryListView(ListAPIView):
     query_filters = (
         OpenApiParameter("notification_id", type=uuid.UUID, required=False),
         OpenApiParameter("endpoint_id", type=uuid.UUID, required=False),
+        OpenApiParameter(
+            "message_id",
+            type=uuid.UUID,
+            required=False,
+            description="Only the log of that message's deliveries (resends included); "
+            "a message that is not the tenant's has none.",
+        ),
         OpenApiParameter("outcome", enum=DeliveryOutcome.values, required=False),
         OpenApiParameter(
             "since",
@@ -186,6 +193,7 @@ class DeliveryListView(ListAPIView):
             tenant=tenant_of(self.request),
             notification_id=uuid_query_param(self.request, "notification_id"),
             endpoint_id=uuid_query_param(self.request, "endpoint_id"),
+            message_id=uuid_query_param(self.request, "message_id"),
             outcome=choice_query_param(self.request, "outcome", DeliveryOutcome.values),
             since=datetime_query_param(self.request, "since"),
         )

@@ -228,6 +228,7 @@ ROUTES = [
     RouteSpec("GET", "/v1/notifications/{id}/deliveries", create=_delivery_seed),
     RouteSpec("GET", "/v1/deliveries", create=_delivery_seed),
     RouteSpec("GET", f"/v1/deliveries?notification_id={UNKNOWN_ID}", create=_delivery_seed),
+    RouteSpec("GET", f"/v1/deliveries?message_id={UNKNOWN_ID}", create=_delivery_seed),
     RouteSpec(
         "GET",
         "/v1/deliveries?endpoint_id=5c8d2f1e-7b3a-4c6d-9e0f-1a2b3c4d5e6f&outcome=failed&since=2026-01-01T00:00:00Z",
@@ -327,6 +328,7 @@ ROUTES += [
     ),
     RouteSpec("GET", "/v1/messages/{id}", create=_message_id),
     RouteSpec("GET", "/v1/messages/{id}/attempts", create=_delivered_message_id),
+    RouteSpec("GET", "/v1/messages/{id}/endpoints", create=_delivered_message_id),
     RouteSpec(
         "POST",
         "/v1/messages/{id}/endpoints/{id}/resend",
@@ -505,6 +507,7 @@ def test_outsider_lists_see_nothing_of_tenant_a(alice, charlie):
     notification_id = _delivery_seed(alice)
     endpoint_id = _endpoint_id(alice)
     project_id = _project_id(alice)
+    message_id = _delivered_message_id(alice)
     client = charlie.client()
 
     for path in (
@@ -514,10 +517,11 @@ def test_outsider_lists_see_nothing_of_tenant_a(alice, charlie):
         "/v1/deliveries",
         "/v1/webhook-endpoints",
         f"/v1/deliveries?notification_id={notification_id}",
+        f"/v1/deliveries?message_id={message_id}",
     ):
         response = client.get(path)
 
         assert response.status_code == 200
         assert response.json()["results"] == []
-        for a_id in (notification_id, endpoint_id, project_id):
+        for a_id in (notification_id, endpoint_id, project_id, message_id):
             assert str(a_id) not in response.content.decode()

@@ -456,15 +456,30 @@ _STATUS: dict[str, str] = {
     NotificationState.DEAD_LETTERED: "failed",
     NotificationState.PARKED: "parked",
 }
-_ATTEMPTED = {DeliveryOutcome.DELIVERED, DeliveryOutcome.FAILED, DeliveryOutcome.TIMEOUT}
+# The log's outcomes that are attempts: a request went to the endpoint and this is how it
+# ended. A deferral (an open circuit, a rate limit, a receiver's Retry-After within the
+# deferral horizon) counts against no attempt, and a dead-letter row is the verdict on the
+# attempts before it; neither is one.
+ATTEMPT_OUTCOMES = (DeliveryOutcome.DELIVERED, DeliveryOutcome.FAILED, DeliveryOutcome.TIMEOUT)
+
+
+def message_attempt_pages(*, tenant: Tenant, message_id: UUID) -> QuerySet[Delivery]:
+    """The message's attempts, one delivery-log row each, to every endpoint and over every
+    resend. Message.DoesNotExist unless the message is the tenant's."""
+    if not Message.objects.filter(pk=message_id, tenant=tenant).exists():
+        raise Message.DoesNotExist
+    return Delivery.objects.of_message(tenant_id=tenant.id, message_id=message_id).filter(
+        outcome__in=ATTEMPT_OUTCOMES
+    )
 
 
 @dataclass
-class EndpointAttempts:
-    """A message's delivery to one endpoint: its status (that of its latest queueing),
-    the attempts made over every queueing and the last one's outcome."""
+class EndpointDeliveries:
+    """A message's delivery to one endpoint: its delivery row and status (those of its
+    latest queueing), the attempts made over every queueing and the last log row's outcome."""
 
     endpoint_id: UUID
+    notification_id: UUID
     status: str
     attempts: int = 0
     last_outcome: str | None = None
@@ -473,34 +488,52 @@ class EndpointAttempts:
     next_attempt_at: datetime | None = None
 
 
-def message_attempts(*, tenant: Tenant, message_id: UUID) -> list[EndpointAttempts]:
-    """The message's deliveries per endpoint, in the order the endpoints were targeted
-    (resends to an endpoint count into its row). Two reads, whatever the attempts."""
-    message = Message.objects.get(pk=message_id, tenant=tenant)
-    rows = Notification.objects.filter(tenant=tenant, message=message).order_by("created_at")
-    by_endpoint: dict[UUID, EndpointAttempts] = {}
+def message_endpoint_pages(*, tenant: Tenant, message_id: UUID) -> QuerySet[WebhookEndpoint]:
+    """The endpoints the message has a delivery to (an endpoint since deleted has none left
+    to show). Message.DoesNotExist unless the message is the tenant's."""
+    if not Message.objects.filter(pk=message_id, tenant=tenant).exists():
+        raise Message.DoesNotExist
+    deliveries = Notification.objects.filter(tenant=tenant, message_id=message_id)
+    return WebhookEndpoint.objects.filter(
+        tenant=tenant, id__in=deliveries.values("webhook_endpoint_id")
+    ).only("id", "created_at")
+
+
+def message_endpoint_deliveries(
+    *, tenant: Tenant, message_id: UUID, endpoint_ids: Sequence[UUID] | None = None
+) -> list[EndpointDeliveries]:
+    """The message's deliveries to `endpoint_ids`, in that order (default: to every endpoint
+    it has one to, in the order they were queued). Resends to an endpoint count into its
+    entry; an endpoint the message never reached, or since deleted, is left out. Two reads,
+    whatever the endpoints and attempts."""
+    rows = Notification.objects.filter(
+        tenant=tenant, message_id=message_id, webhook_endpoint_id__isnull=False
+    ).order_by("created_at", "id")
+    if endpoint_ids is not None:
+        rows = rows.filter(webhook_endpoint_id__in=list(endpoint_ids))
+    by_endpoint: dict[UUID, EndpointDeliveries] = {}
     notification_endpoints: dict[UUID, UUID] = {}
     for row in rows.values("id", "webhook_endpoint_id", "state", "next_fire_at"):
         endpoint_id = row["webhook_endpoint_id"]
-        if endpoint_id is None:  # the endpoint was deleted; its deliveries name it
-            continue
         notification_endpoints[row["id"]] = endpoint_id
-        entry = by_endpoint.setdefault(endpoint_id, EndpointAttempts(endpoint_id, "pending"))
+        entry = by_endpoint.setdefault(
+            endpoint_id, EndpointDeliveries(endpoint_id, row["id"], "pending")
+        )
+        entry.notification_id = row["id"]
         entry.status = _STATUS.get(row["state"], "pending")
         entry.next_attempt_at = row["next_fire_at"] if entry.status == "pending" else None
     log = Delivery.objects.filter(tenant=tenant, notification_id__in=list(notification_endpoints))
     for delivery in log.order_by("attempted_at", "id"):
         entry = by_endpoint[notification_endpoints[delivery.notification_id]]
-        if delivery.outcome in _ATTEMPTED:
+        if delivery.outcome in ATTEMPT_OUTCOMES:
             entry.attempts += 1
         if delivery.outcome != DeliveryOutcome.SKIPPED:
             entry.last_outcome = delivery.outcome
             entry.last_http_status = delivery.http_status
             entry.last_attempted_at = delivery.attempted_at
-    order = {endpoint_id: index for index, endpoint_id in enumerate(message.endpoint_ids)}
-    return sorted(
-        by_endpoint.values(), key=lambda entry: order.get(str(entry.endpoint_id), 1 << 30)
-    )
+    if endpoint_ids is None:
+        return list(by_endpoint.values())
+    return [by_endpoint[endpoint_id] for endpoint_id in endpoint_ids if endpoint_id in by_endpoint]
 
 
 class MessagePublisher:

@@ -12,14 +12,17 @@ from django.utils.timezone import now as utc_now
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from delivery.models import RATE_LIMIT_MAX, EndpointHealth, WebhookEndpoint
+from delivery.models import RATE_LIMIT_MAX, Delivery, EndpointHealth, WebhookEndpoint
+from outbound.redaction import safe_error_text
 from web.fields import (
+    NullableCharField,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
 )
 from web.serializers import NoBodySerializer, RejectsUndeclaredFields
 from webhooks.event_types import NAME_PATTERN
+from webhooks.messages import ATTEMPT_OUTCOMES
 
 MAX_SUBSCRIBED_TYPES = 100
 
@@ -100,7 +103,59 @@ class MessageSerializer(serializers.Serializer):
 
 
 class MessageAttemptSerializer(serializers.Serializer):
+    """One attempt to send a message to an endpoint: a row of the delivery log."""
+
+    id = serializers.IntegerField(
+        read_only=True, help_text="The delivery log row's id, as /v1/deliveries lists it."
+    )
+    notification_id = serializers.UUIDField(
+        read_only=True,
+        help_text="The delivery (a notification) the attempt sent; the delivery log is keyed "
+        "by it (/v1/deliveries?notification_id=).",
+    )
+    endpoint_id = serializers.UUIDField(
+        read_only=True,
+        allow_null=True,
+        help_text="Kept after the endpoint is deleted; null on rows logged before attempts "
+        "named their endpoint.",
+    )
+    attempt = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="The attempt of its delivery, 1 for the first (a resend that brings a "
+        "delivery forward starts again at 1); null on rows logged before it was recorded.",
+    )
+    outcome = serializers.ChoiceField(
+        choices=[outcome.value for outcome in ATTEMPT_OUTCOMES],
+        read_only=True,
+        help_text="delivered, failed, or timeout (a failure with no answer in time). "
+        "Deferrals are not attempts.",
+    )
+    http_status = serializers.IntegerField(
+        read_only=True, allow_null=True, help_text="The endpoint's answer; null when none came."
+    )
+    error_category = NullableCharField(
+        help_text="Why a failed attempt failed: timeout, connection, http_3xx, http_4xx, "
+        "http_5xx, rate_limited, ssrf_blocked, invalid_request, endpoint_disabled, internal; "
+        "null when delivered."
+    )
+    error = serializers.SerializerMethodField(
+        help_text="What went wrong, safe to show: it names no host, URL or address; empty "
+        "when nothing did."
+    )
+    created_at = serializers.DateTimeField(read_only=True)
+
+    def get_error(self, attempt: Delivery) -> str:
+        return safe_error_text(attempt.error)
+
+
+class MessageEndpointSerializer(serializers.Serializer):
     endpoint_id = serializers.UUIDField(read_only=True)
+    notification_id = serializers.UUIDField(
+        read_only=True,
+        help_text="The delivery (a notification) of the latest queueing to this endpoint; "
+        "the delivery log is keyed by it (/v1/deliveries?notification_id=).",
+    )
     status = serializers.ChoiceField(
         choices=["pending", "delivered", "failed", "parked"],
         read_only=True,
@@ -120,7 +175,7 @@ class MessageAttemptSerializer(serializers.Serializer):
 
 
 class MessageResendSerializer(NoBodySerializer):
-    representation = MessageAttemptSerializer
+    representation = MessageEndpointSerializer
 
 
 class WebhookEndpointWriteSerializer(RejectsUndeclaredFields, serializers.Serializer):

@@ -26,6 +26,11 @@ urlpatterns = [
         name="message-attempts",
     ),
     path(
+        "messages/<uuid:pk>/endpoints",
+        views.MessageEndpointsView.as_view(),
+        name="message-endpoints",
+    ),
+    path(
         "messages/<uuid:pk>/endpoints/<uuid:endpoint_id>/resend",
         views.MessageResendView.as_view(),
         name="message-resend",

@@ -17,9 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from delivery.models import (
-    WebhookEndpoint,
-)
+from delivery.models import Delivery, WebhookEndpoint
 from tenancy.api.idempotency import Answer, answer_once, created
 from tenancy.api.permissions import tenant_of
 from tenancy.api.schema import location_header
@@ -33,6 +31,7 @@ from webhooks.serializers import (
     EventTypeSerializer,
     EventTypeWriteSerializer,
     MessageAttemptSerializer,
+    MessageEndpointSerializer,
     MessageResendSerializer,
     MessageSerializer,
     MessageWriteSerializer,
@@ -256,14 +255,53 @@ class MessageDetailView(APIView):
         return Response(MessageSerializer(message).data)
 
 
-class MessageAttemptsView(APIView):
+class MessageAttemptsView(ListAPIView):
+    """The message's attempts, one row per request sent to an endpoint (resends included),
+    newest first: why each failed one failed."""
+
+    pagination_class = NewestFirstCursorPagination
+    serializer_class = MessageAttemptSerializer
+
     @extend_schema(
         operation_id="messages_attempts_list",
         responses={200: MessageAttemptSerializer(many=True)},
     )
     def get(self, request: Request, pk: uuid.UUID) -> Response:
-        attempts = messages.message_attempts(tenant=tenant_of(request), message_id=pk)
-        return Response(MessageAttemptSerializer(attempts, many=True).data)
+        return self.list(request)
+
+    def get_queryset(self) -> QuerySet[Delivery]:
+        return messages.message_attempt_pages(
+            tenant=tenant_of(self.request), message_id=self.kwargs["pk"]
+        )
+
+
+class MessageEndpointsView(ListAPIView):
+    """The message's delivery to each endpoint it reached: status, attempts, last outcome;
+    newest endpoint first."""
+
+    pagination_class = NewestFirstCursorPagination
+    serializer_class = MessageEndpointSerializer
+
+    @extend_schema(
+        operation_id="messages_endpoints_list",
+        responses={200: MessageEndpointSerializer(many=True)},
+    )
+    def get(self, request: Request, pk: uuid.UUID) -> Response:
+        return self.list(request)
+
+    def get_queryset(self) -> QuerySet[WebhookEndpoint]:
+        return messages.message_endpoint_pages(
+            tenant=tenant_of(self.request), message_id=self.kwargs["pk"]
+        )
+
+    def list(self, request: Request, *args: object, **kwargs: object) -> Response:
+        endpoints = self.paginate_queryset(self.filter_queryset(self.get_queryset())) or []
+        deliveries = messages.message_endpoint_deliveries(
+            tenant=tenant_of(request),
+            message_id=self.kwargs["pk"],
+            endpoint_ids=[endpoint.id for endpoint in endpoints],
+        )
+        return self.get_paginated_response(self.get_serializer(deliveries, many=True).data)
 
 
 class MessageResendView(APIView):
@@ -273,7 +311,7 @@ class MessageResendView(APIView):
 
     extra_problem_statuses = {"POST": (409,)}
 
-    @extend_schema(request=None, responses={202: MessageAttemptSerializer})
+    @extend_schema(request=None, responses={202: MessageEndpointSerializer})
     def post(self, request: Request, pk: uuid.UUID, endpoint_id: uuid.UUID) -> HttpResponse:
         MessageResendSerializer(data=request.data).is_valid(raise_exception=True)
 
@@ -281,9 +319,10 @@ class MessageResendView(APIView):
             messages.message_resend(
                 tenant=tenant_of(request), message_id=pk, endpoint_id=endpoint_id
             )
-            attempts = messages.message_attempts(tenant=tenant_of(request), message_id=pk)
-            entry = next(entry for entry in attempts if entry.endpoint_id == endpoint_id)
-            data = MessageAttemptSerializer(entry).data
+            [delivery] = messages.message_endpoint_deliveries(
+                tenant=tenant_of(request), message_id=pk, endpoint_ids=[endpoint_id]
+            )
+            data = MessageEndpointSerializer(delivery).data
             return Answer.of(status.HTTP_202_ACCEPTED, data, resource=f"/v1/messages/{pk}")
 
         return answer_once(request, resend)

@@ -103,12 +103,17 @@ def test_delete_is_refused_and_keeps_the_row(alice, make):
     assert Notification.objects.filter(pk=delivery.pk).exists()
 
 
-def test_retry_is_refused_and_changes_nothing(alice):
+@pytest.mark.parametrize(
+    "state",
+    [NotificationState.DEAD_LETTERED, NotificationState.PARKED, NotificationState.BACKING_OFF],
+)
+def test_retry_is_refused_and_changes_nothing(alice, state):
     delivery = _delivery(
         alice.tenant,
-        state=NotificationState.DEAD_LETTERED,
+        state=state,
+        error_count=1,
         next_fire_at=None,
-        dead_letter_reason="exhausted",
+        dead_letter_reason="exhausted" if state == NotificationState.DEAD_LETTERED else "",
     )
     before = _watched(delivery)
 
@@ -162,17 +167,24 @@ def test_an_admin_rule_does_not_re_arm_a_delivered_delivery(admin_client, tenant
     assert _watched(delivery) == before
 
 
-def test_the_admin_retry_button_and_actions_leave_it_alone(admin_client, tenant):
-    delivery = _delivery(tenant, state=NotificationState.DEAD_LETTERED, next_fire_at=None)
+@pytest.mark.parametrize(
+    ("button", "action", "refused"),
+    # A one-shot row has no button for the next occurrence at all.
+    [("retry", "retry_now", 403), ("unpark", "unpark", 404)],
+)
+def test_the_admin_state_buttons_and_actions_leave_it_alone(
+    admin_client, tenant, button, action, refused
+):
+    delivery = _delivery(tenant, state=NotificationState.PARKED, next_fire_at=None)
     before = _watched(delivery)
 
-    button = admin_client.post(f"{CHANGELIST}{delivery.pk}/state/retry/")
-    action = admin_client.post(
-        CHANGELIST, {"action": "retry_now", "_selected_action": [delivery.pk]}, follow=True
+    pressed = admin_client.post(f"{CHANGELIST}{delivery.pk}/state/{button}/")
+    acted = admin_client.post(
+        CHANGELIST, {"action": action, "_selected_action": [delivery.pk]}, follow=True
     )
 
-    assert button.status_code == 403
-    assert "a message&#x27;s delivery" in action.content.decode()
+    assert pressed.status_code == refused
+    assert "a message&#x27;s delivery" in acted.content.decode()
     assert _watched(delivery) == before
 
 

@@ -1,7 +1,8 @@
 """The support admin of webhooks: endpoints without secrets, enabled and disabled, edited
-through the service and never added there; messages with their deliveries per endpoint."""
+through the service and never added there; messages, read-only, with their deliveries per
+endpoint and their latest attempts."""
 
-from delivery.models import Notification, WebhookEndpoint
+from delivery.models import Delivery, Notification, WebhookEndpoint
 from tests.delivery.factories import make_endpoint, make_tenant
 from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message
@@ -95,3 +96,42 @@ def test_a_delivery_s_page_shows_the_event_it_sends_with_its_message_s_payload(a
 
     assert page.status_code == 200
     assert "with-the-message" in page.content.decode()
+
+
+def test_a_message_s_page_shows_its_attempts_with_why_they_failed_and_changes_nothing(
+    admin_client,
+):
+    tenant = make_tenant()
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/in")
+    event_type_create(tenant=tenant, name="order.shipped")
+    message = publish_message(tenant=tenant, event_type="order.shipped", payload={"k": 1})
+    delivery = Notification.objects.get(message=message)
+    for outcome, category, error in (
+        ("failed", "http_5xx", "webhook answered HTTP 502"),
+        ("deferred", "circuit_open", "deferred until later"),
+    ):
+        Delivery.objects.create(
+            tenant=tenant,
+            notification_id=delivery.id,
+            endpoint_id=endpoint.id,
+            occurrence=1,
+            attempt=1,
+            channel="webhook",
+            outcome=outcome,
+            http_status=502 if outcome == "failed" else None,
+            error_category=category,
+            error=error,
+        )
+    page = f"/admin/webhooks/message/{message.id}"
+
+    shown = admin_client.get(f"{page}/change/").content.decode()
+    changed = admin_client.post(f"{page}/change/", {"event_type": "other"})
+    deleted = admin_client.post(f"{page}/delete/", {"post": "yes"})
+
+    assert f"/admin/delivery/notification/{delivery.id}/change/" in shown
+    assert "http_5xx" in shown and "webhook answered HTTP 502" in shown
+    # A deferral is no attempt.
+    assert "circuit_open" not in shown
+    assert 'name="event_type"' not in shown
+    assert changed.status_code == deleted.status_code == 403
+    assert Notification.objects.filter(message=message).count() == 1

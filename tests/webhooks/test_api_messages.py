@@ -1,7 +1,8 @@
 """/v1/messages and endpoint subscriptions through the API: publish (Idempotency-Key
-required, event_id dedup, payload limit), list and detail, attempts, resend (once per
-Idempotency-Key; 409 while the delivery is sent or its endpoint is disabled), and another
-tenant's message or endpoint answering 404."""
+required, event_id dedup, payload limit), list and detail, the deliveries per endpoint,
+resend (once per Idempotency-Key, 422 for the key reused on another resend; 409 while the
+delivery is sent or its endpoint is disabled), and another tenant's message or endpoint
+answering 404."""
 
 import uuid
 from datetime import timedelta
@@ -155,7 +156,7 @@ def test_list_filters_by_event_type_and_since(alice, bob):
     assert client.get(f"/v1/messages/{paid['id']}").json() == paid
 
 
-def test_attempts_and_resend_through_the_api(alice):
+def test_endpoints_and_resend_through_the_api(alice):
     endpoint = make_endpoint(tenant=alice.tenant, url=URL)
     message = _publish(alice, {"event_type": "order.shipped", "payload": {}}).json()
     row = Notification.objects.get(message_id=message["id"])
@@ -169,11 +170,11 @@ def test_attempts_and_resend_through_the_api(alice):
         http_status=503,
     )
 
-    attempts = alice.client().get(f"/v1/messages/{message['id']}/attempts")
+    endpoints = alice.client().get(f"/v1/messages/{message['id']}/endpoints")
 
-    assert attempts.status_code == 200
-    [entry] = attempts.json()
-    assert entry["endpoint_id"] == str(endpoint.id)
+    assert endpoints.status_code == 200
+    [entry] = endpoints.json()["results"]
+    assert (entry["endpoint_id"], entry["notification_id"]) == (str(endpoint.id), str(row.id))
     assert (entry["status"], entry["attempts"], entry["last_outcome"]) == ("pending", 1, "failed")
     assert entry["last_http_status"] == 503
 
@@ -182,6 +183,7 @@ def test_attempts_and_resend_through_the_api(alice):
     )
     assert resent.status_code == 202
     assert resent.json()["endpoint_id"] == str(endpoint.id)
+    assert resent.json()["notification_id"] == str(row.id)
     # Still on its way: brought forward, not queued a second time.
     assert Notification.objects.filter(message_id=message["id"]).count() == 1
     assert resent.json()["status"] == "pending"
@@ -206,6 +208,25 @@ def test_a_resend_with_an_idempotency_key_runs_once(alice):
     assert replay["Idempotent-Replayed"] == "true"
     assert replay.content == first.content
     assert Notification.objects.filter(message_id=message["id"]).count() == 2
+    assert usage(alice.tenant.id, "messages_per_month", period_of(timezone.now())) == 2
+
+
+def test_a_resend_key_reused_for_another_endpoint_is_a_422_that_sends_nothing(alice):
+    endpoint = make_endpoint(tenant=alice.tenant, url=URL)
+    other = make_endpoint(tenant=alice.tenant, url=URL)
+    message = _publish(alice, {"event_type": "order.shipped", "payload": {}}).json()
+    rows = Notification.objects.filter(message_id=message["id"])
+    rows.update(state="completed", next_fire_at=None, due_at=None)
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+
+    first = alice.client().post(_resend_path(message, endpoint), headers=key)
+    reused = alice.client().post(_resend_path(message, other), headers=key)
+
+    assert first.status_code == 202
+    assert reused.status_code == 422
+    assert reused.json()["type"].endswith("/idempotency-key-reused")
+    assert rows.filter(webhook_endpoint=other).count() == 1
+    assert rows.filter(webhook_endpoint=endpoint).count() == 2
     assert usage(alice.tenant.id, "messages_per_month", period_of(timezone.now())) == 2
 
 
@@ -245,6 +266,7 @@ def test_another_tenant_s_message_or_endpoint_is_404(alice, charlie):
     for path in (
         f"/v1/messages/{their_message['id']}",
         f"/v1/messages/{their_message['id']}/attempts",
+        f"/v1/messages/{their_message['id']}/endpoints",
     ):
         assert client.get(path).status_code == 404
     for message_id, endpoint_id in (

@@ -22,7 +22,7 @@ from web.errors import InvalidInput
 from webhooks.event_types import event_type_archive, event_type_create
 from webhooks.messages import (
     MAX_PAYLOAD_BYTES,
-    message_attempts,
+    message_endpoint_deliveries,
     message_resend,
     product_event_publish,
     publish_message,
@@ -288,7 +288,7 @@ def test_resends_while_backing_off_make_one_chain_of_attempts(tenant):
 
     assert len(requests) == 3  # two failures, then the one success: no second chain
     assert Notification.objects.filter(message=message).count() == 1
-    [history] = message_attempts(tenant=tenant, message_id=message.id)
+    [history] = message_endpoint_deliveries(tenant=tenant, message_id=message.id)
     assert (history.status, history.attempts) == ("delivered", 3)
 
 
@@ -319,7 +319,8 @@ def test_every_attempt_and_resend_carries_the_message_s_webhook_id(tenant):
             tenant=tenant, event_type="order.shipped", payload={"p": 1}, now=NOW
         )
         assert run_tick(now=NOW + timedelta(seconds=1)).backed_off == 1
-        assert message_attempts(tenant=tenant, message_id=message.id)[0].status == "pending"
+        [history] = message_endpoint_deliveries(tenant=tenant, message_id=message.id)
+        assert history.status == "pending"
         assert run_tick(now=NOW + timedelta(hours=1)).delivered == 1
         message_resend(
             tenant=tenant, message_id=message.id, endpoint_id=endpoint.id, now=NOW + timedelta(2)
@@ -337,7 +338,7 @@ def test_every_attempt_and_resend_carries_the_message_s_webhook_id(tenant):
         "timestamp": "2026-03-02T12:00:00Z",
         "data": {"p": 1},
     }
-    [history] = message_attempts(tenant=tenant, message_id=message.id)
+    [history] = message_endpoint_deliveries(tenant=tenant, message_id=message.id)
     assert history.endpoint_id == endpoint.id
     assert (history.status, history.attempts, history.last_outcome) == (
         "delivered",
@@ -359,7 +360,8 @@ def test_the_history_shows_each_endpoint_s_attempts_and_last_outcome(tenant):
         )
         run_tick(now=NOW + timedelta(seconds=1))
 
-    by_endpoint = {e.endpoint_id: e for e in message_attempts(tenant=tenant, message_id=message.id)}
+    deliveries = message_endpoint_deliveries(tenant=tenant, message_id=message.id)
+    by_endpoint = {entry.endpoint_id: entry for entry in deliveries}
     assert by_endpoint[bad.id].status == "failed"
     assert by_endpoint[bad.id].attempts == 1
     assert by_endpoint[bad.id].last_outcome == "dead_lettered"

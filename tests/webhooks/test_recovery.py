@@ -80,6 +80,24 @@ def test_a_recover_with_an_idempotency_key_starts_one_task(alice, endpoint):
     assert Job.objects.filter(kind=RECOVER_KIND).count() == 1
 
 
+def test_a_recover_key_reused_with_another_window_is_a_422_that_starts_nothing(alice, endpoint):
+    _dead(endpoint, 2, created_at=timezone.now() - timedelta(hours=2))
+    path, key = f"/v1/webhook-endpoints/{endpoint.id}/recover", str(uuid.uuid4())
+
+    def recover(days):
+        since = (timezone.now() - timedelta(days=days)).isoformat()
+        return alice.client().post(
+            path, {"since": since}, format="json", headers={"Idempotency-Key": key}
+        )
+
+    first, reused = recover(1), recover(2)
+
+    assert first.status_code == 202
+    assert reused.status_code == 422
+    assert reused.json()["type"].endswith("/idempotency-key-reused")
+    assert Job.objects.filter(kind=RECOVER_KIND).count() == 1
+
+
 def test_a_job_that_is_no_task_is_not_a_task(alice):
     job = Job.objects.create(tenant=alice.tenant, kind="provision", max_attempts=3)
 

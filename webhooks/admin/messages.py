@@ -1,14 +1,19 @@
 """Messages and event types in the admin, read-only: a message's page shows its deliveries
-per endpoint (webhooks.messages.message_attempts), each linked to its delivery row."""
+per endpoint, each linked to its delivery row (read-only there too), and its latest
+attempts with why each failed one failed."""
 
 from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.text import Truncator
 
-from delivery.models import Notification
 from web.admin import ReadOnlyModelAdmin
-from webhooks.messages import message_attempts
+from webhooks.messages import message_attempt_pages, message_endpoint_deliveries
 from webhooks.models import EventType, Message
+
+LATEST_ATTEMPTS = 50
+# Long enough to tell errors apart, short enough that the table fits a 1366-pixel window.
+ERROR_CHARS = 80
 
 
 @admin.register(EventType)
@@ -35,6 +40,7 @@ class MessageAdmin(ReadOnlyModelAdmin):
         "created_at",
         "payload",
         "deliveries_per_endpoint",
+        "latest_attempts",
     )
 
     @admin.display(description="endpoints")
@@ -43,25 +49,19 @@ class MessageAdmin(ReadOnlyModelAdmin):
 
     @admin.display(description="deliveries per endpoint")
     def deliveries_per_endpoint(self, message: Message) -> str:
-        attempts = message_attempts(tenant=message.tenant, message_id=message.id)
-        if not attempts:
+        deliveries = message_endpoint_deliveries(tenant=message.tenant, message_id=message.id)
+        if not deliveries:
             return "none"
-        latest = {
-            endpoint_id: row_id
-            for row_id, endpoint_id in Notification.objects.filter(message=message)
-            .order_by("created_at")
-            .values_list("id", "webhook_endpoint_id")
-        }
         rows = [
             (
-                reverse("admin:delivery_notification_change", args=[latest[entry.endpoint_id]]),
+                reverse("admin:delivery_notification_change", args=[entry.notification_id]),
                 entry.endpoint_id,
                 entry.status,
                 entry.attempts,
                 entry.last_outcome or "-",
                 entry.last_http_status or "-",
             )
-            for entry in attempts
+            for entry in deliveries
         ]
         return format_html(
             "<table><tr><th>endpoint</th><th>status</th><th>attempts</th><th>last outcome</th>"
@@ -71,4 +71,28 @@ class MessageAdmin(ReadOnlyModelAdmin):
                 '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
                 rows,
             ),
+        )
+
+    @admin.display(description="attempts (latest)")
+    def latest_attempts(self, message: Message) -> str:
+        attempts = message_attempt_pages(tenant=message.tenant, message_id=message.id)
+        latest = attempts.order_by("-created_at", "-id")[:LATEST_ATTEMPTS]
+        if not latest:
+            return "none"
+        rows = [
+            (
+                attempt.created_at,
+                attempt.endpoint_id or "-",
+                attempt.attempt or "-",
+                attempt.outcome,
+                attempt.http_status or "-",
+                attempt.error_category or "-",
+                Truncator(attempt.error).chars(ERROR_CHARS),
+            )
+            for attempt in latest
+        ]
+        return format_html(
+            "<table><tr><th>at</th><th>endpoint</th><th>attempt</th><th>outcome</th>"
+            "<th>HTTP</th><th>category</th><th>error</th></tr>{}</table>",
+            format_html_join("", "<tr>" + "<td>{}</td>" * 7 + "</tr>", rows),
         )
