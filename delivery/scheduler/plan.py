@@ -227,7 +227,7 @@ def plan_delivery(
     verdict_of, failed = verdict(state, channels=units(row))
     if verdict_of is Verdict.FAILURE:
         plan = _failure(delivery, token, now=now, policy=policy)
-    elif retried := copies_to_retry(delivery):
+    elif retried := copies_to_retry(delivery, state):
         plan = _retry_copies(delivery, token, state, retried, now=now, policy=policy)
     elif delivery.deferred:
         until = min(deferral.until for deferral in delivery.deferred.values())
@@ -255,13 +255,19 @@ def plan_delivery(
     )
 
 
-def copies_to_retry(delivery: RowDelivery) -> tuple[str, ...]:
-    """The email copies of an occurrence that also delivered something which failed this
-    attempt and may be tried again: transiently, with attempts left. Each copy's progress is
-    remembered, so retrying them sends nothing twice; when none may, the partial-success
-    rule settles them (failed, not retried)."""
+def copies_to_retry(delivery: RowDelivery, state: Mapping[str, str]) -> tuple[str, ...]:
+    """The copies of a partly sent email that failed this attempt and may be tried again:
+    transiently, with attempts left. The email is not done while a copy of it is unsent,
+    and each copy's progress is remembered, so retrying them sends nothing twice. An email
+    none of whose copies went failed as a channel: the partial-success rule settles it
+    among the row's channels, as it settles copies no attempt is left for."""
     row = delivery.notification
     if row.error_count + 1 >= row.max_attempts:
+        return ()
+    if not any(
+        channel_of(unit) == EMAIL and value == ChannelState.DELIVERED
+        for unit, value in state.items()
+    ):
         return ()
     return tuple(
         unit
@@ -279,8 +285,8 @@ def _retry_copies(
     now: datetime,
     policy: Policy,
 ) -> RowPlan:
-    """Some copies failed while the occurrence delivered something: they back off, counting
-    an attempt, and go again alone (the units settled stay settled) — sooner when a copy
+    """Some copies failed while others of the email went: they back off, counting an
+    attempt, and go again alone (the units settled stay settled) — sooner when a copy
     deferred meanwhile may go sooner."""
     row = delivery.notification
     failed = {unit: delivery.results[unit] for unit in retried}

@@ -235,9 +235,7 @@ def test_an_email_due_in_quiet_hours_is_deferred_to_the_windows_opening_not_atte
     assert [m.to for m in mail.outbox] == [["ada@example.com"]]
 
 
-def test_each_recipient_gets_an_email_of_their_own_with_their_own_unsubscribe_link(
-    backend, tenant
-):
+def test_each_recipient_gets_an_email_of_their_own_with_their_own_unsubscribe_link(backend, tenant):
     person(tenant)
     person(tenant, "bob", email="bob@example.com")
     person(tenant, "cy", email="cy@example.com")
@@ -275,9 +273,7 @@ def test_each_recipient_gets_an_email_of_their_own_with_their_own_unsubscribe_li
     assert muted == {"bob"}
 
 
-def test_a_critical_email_to_several_goes_to_each_without_an_unsubscribe_header(
-    backend, tenant
-):
+def test_a_critical_email_to_several_goes_to_each_without_an_unsubscribe_header(backend, tenant):
     person(tenant)
     person(tenant, "bob", email="bob@example.com")
     person(tenant, "cy", email="cy@example.com")
@@ -308,9 +304,7 @@ TOKYO_OPENS = datetime(2026, 3, 30, 0, 0, tzinfo=UTC)
 BERLIN_OPENS = datetime(2026, 3, 30, 7, 0, tzinfo=UTC)
 
 
-def test_recipients_whose_windows_never_overlap_each_get_it_in_their_own_window(
-    backend, tenant
-):
+def test_recipients_whose_windows_never_overlap_each_get_it_in_their_own_window(backend, tenant):
     person(tenant, timezone="Europe/Berlin", send_window=MORNINGS)
     person(tenant, "kenji", email="kenji@example.com", timezone="Asia/Tokyo", send_window=MORNINGS)
     row = notify(tenant, "ada", "kenji")
