@@ -3,7 +3,8 @@ critical categories, quiet hours deferred without an attempt, and the RFC 8058 h
 received by Django's e-mail backend and by the fake Resend — and the unsubscribe they
 lead to, which holds from the next tick on."""
 
-from datetime import UTC, datetime
+import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core import mail
@@ -389,6 +390,50 @@ def test_resend_batches_carry_one_email_per_recipient_each_with_its_own_headers(
     assert len(tokens) == 3
     [batch] = EmailBatch.objects.all()
     assert sorted(batch.members) == [f"{row.pk}/1/{key}" for key in ("ada", "bob", "cy")]
+
+
+def test_a_resent_batch_carries_only_the_copies_it_holds_and_none_goes_twice(
+    backend, tenant, settings
+):
+    from delivery.models import EmailBatch
+    from delivery.scheduler.deliver import Senders
+    from delivery.transports.base import DeliveryResult
+    from delivery.transports.resend import BatchAnswer
+
+    settings.RESEND_RATE_LIMIT = 1000
+    lost = DeliveryResult(ok=False, error="timed out", category="timeout")
+    calls = []
+
+    def batches(*, body, size, key, timeout):
+        calls.append((key, [email["to"][0] for email in json.loads(body)]))
+        ok = DeliveryResult(ok=True, http_status=200)
+        return BatchAnswer(results=[lost if len(calls) == 1 else ok] * size)
+
+    def alone(message, *, timeout):
+        raise AssertionError("an email went out alone")
+
+    senders = Senders(email=alone, webhook=alone, email_batch=batches)
+    person(tenant)  # no window: always open
+    person(tenant, "kenji", email="kenji@example.com", timezone="Asia/Tokyo", send_window=MORNINGS)
+    row = notify(tenant, "ada", "kenji", now=TOKYO_OPENS - timedelta(seconds=30))
+
+    # Ada's copy goes in a batch that gets no answer; Kenji's waits for his window.
+    run_tick(now=TOKYO_OPENS - timedelta(seconds=30), senders=senders)
+    # The retry, once his window is open: the recorded batch again, identical, for Ada's
+    # copy alone; Kenji's, which it does not hold, waits for the next claim.
+    run_tick(now=TOKYO_OPENS + timedelta(seconds=30), senders=senders)
+    run_tick(now=TOKYO_OPENS + timedelta(seconds=30), senders=senders)
+
+    assert [to for _, to in calls] == [
+        ["ada@example.com"],
+        ["ada@example.com"],
+        ["kenji@example.com"],
+    ]
+    first, again, kenji = (key for key, _ in calls)
+    assert first == again != kenji
+    assert EmailBatch.objects.count() == 2
+    row.refresh_from_db()
+    assert (row.state, row.last_error) == ("completed", None)
 
 
 def test_quiet_hours_hold_the_email_while_the_webhook_goes_through_its_endpoint_slot(
