@@ -16,13 +16,16 @@ from delivery.scheduler.deliver import Senders
 from delivery.scheduler.tick import run_tick
 from delivery.transports.base import DeliveryResult
 from delivery.transports.resend import BatchAnswer
+from outbound.categories import ErrorCategory
 from tests.delivery.factories import make_notification, make_notifications, make_tenant
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 ADDRESSES = ("a@example.com", "b@example.com", "c@example.com")
 OK = DeliveryResult(ok=True, http_status=200)
-TIMEOUT = DeliveryResult(ok=False, error="timed out", category="timeout")
-REFUSED = DeliveryResult(ok=False, error="refused", permanent=True, category="invalid_request")
+TIMEOUT = DeliveryResult(ok=False, error="timed out", category=ErrorCategory.TIMEOUT)
+REFUSED = DeliveryResult(
+    ok=False, error="refused", permanent=True, category=ErrorCategory.INVALID_REQUEST
+)
 
 
 class Mailer:
