@@ -38,6 +38,7 @@ class DeliveryAdmin(ReadOnlyModelAdmin):
         "tenant",
         "occurrence",
         "channel",
+        "recipient",
         "result",
         "short_error",
         "timing",

@@ -5,7 +5,8 @@ A product registers its hooks in its `AppConfig.ready()`, as handlers register w
 - `on_claimed(rows, now)` answers, for the claimed rows it has a say in, a SendDecision each:
   values, never writes onto the rows. The engine applies them to the attempt at hand
   (`decided`). People: a digest's listing, recipients' addresses, opt-outs (suppressed
-  channels), unsubscribe headers and footers, and send windows. Webhooks: the payload of
+  channels or copies), and each recipient's copy of the email: address, unsubscribe
+  headers and footer, send window. Webhooks: the payload of
   each message a claimed row delivers, stored once with the message rather than in every
   delivery row.
 - `after_write_back(outcomes, now)` runs inside the write-back's transaction, after the rows
@@ -18,6 +19,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
+from delivery.copies import EmailCopy
 from delivery.models import DeliveryOutcome, Notification, WebhookEndpoint
 
 # What a channel a decision suppresses holds in `channel_state`: settled, neither delivered
@@ -34,17 +36,12 @@ class SendDecision:
 
     # The email's body for this attempt (a digest's listing).
     body: str | None = None
-    # The addresses the email goes to (the recipients who take it).
-    email_to: Sequence[str] | None = None
-    # Extra headers of the email, where link references stand for tokens the engine renders.
-    email_headers: tuple[tuple[str, str], ...] = ()
-    # What the email's body ends with (an unsubscribe link), references rendered likewise.
-    email_footer: str = ""
-    # Channels not sent this occurrence (logged `suppressed`), each with the reason the
-    # delivery log shows.
+    # The email's copies, one per recipient who takes it (delivery.copies), each with its
+    # address, headers, footer and send window.
+    email_copies: Sequence[EmailCopy] | None = None
+    # Channels, or copies (`email:<key>`), not sent this occurrence (logged `suppressed`),
+    # each with the reason the delivery log shows.
     suppressed_channels: Mapping[str, str] = field(default_factory=lambda: _NOTHING)
-    # When the email may go, if it must wait (a closed send window).
-    email_wait: datetime | None = None
     # The webhook event's `data` (the payload of the message the row delivers), for a row
     # whose stored event leaves it out.
     webhook_data: Mapping[str, Any] | None = None
@@ -98,21 +95,17 @@ def decided(rows: Sequence[Notification], decisions: Mapping[Any, SendDecision])
             continue
         if decision.body is not None:
             row.body = decision.body
-        if decision.email_to is not None:
-            row.email_to = list(decision.email_to)
-        if decision.email_headers:
-            row.email_headers = decision.email_headers
-        if decision.email_footer:
-            row.email_footer = decision.email_footer
-        if decision.suppressed_channels:
-            row.suppressed_channels = decision.suppressed_channels
-            row.channel_state = {
-                **row.channel_state,
-                **dict.fromkeys(decision.suppressed_channels, SUPPRESSED),
-            }
-        # Left as it is when unsaid: another product's decision for the row may have set it.
-        if decision.email_wait is not None:
-            row.email_wait = decision.email_wait
+        if decision.email_copies is not None:
+            row.email_copies = decision.email_copies
+        # What an earlier attempt of the occurrence settled stays as it was.
+        suppressed = {
+            unit: reason
+            for unit, reason in decision.suppressed_channels.items()
+            if unit not in row.channel_state
+        }
+        if suppressed:
+            row.suppressed_channels = suppressed
+            row.channel_state = {**row.channel_state, **dict.fromkeys(suppressed, SUPPRESSED)}
         if decision.webhook_data is not None:
             row.webhook_data = decision.webhook_data
 

@@ -2,10 +2,10 @@
 Resend batches it records and the delivery log."""
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import models
@@ -17,6 +17,9 @@ from delivery.querysets import DeliveryQuerySet, NotificationQuerySet
 from delivery.states import CLAIMABLE, DeadLetterReason, NotificationState
 from tenancy.models import Tenant
 from web.sealed import SealedCharField, SealedSecretsField
+
+if TYPE_CHECKING:
+    from delivery.copies import EmailCopy
 
 
 class Channel(models.TextChoices):
@@ -129,8 +132,8 @@ class EmailBatch(models.Model):
     """One Resend batch request as it was composed, recorded before it is sent: a retry of
     the batch sends these exact bytes under this key (Resend replays its first answer
     instead of sending again), and an email that must go again in another batch gets that
-    batch's key, which cannot collide. `members` names the occurrence of each email, in
-    the body's order ("<notification id>/<occurrence>")."""
+    batch's key, which cannot collide. `members` names the occurrence and the recipient's
+    copy of each email, in the body's order ("<notification id>/<occurrence>/<key>")."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     body = models.TextField()
@@ -270,14 +273,12 @@ class Notification(models.Model):
 
     objects = NotificationQuerySet.as_manager()
 
-    # Set by the tick for the attempt at hand (delivery.hooks), never stored:
-    # the email's extra headers and the footer its body ends with (link references where
-    # tokens go), the channels the recipients' preferences suppress, each with why, when a
-    # closed send window opens, and the payload of the message the row delivers.
-    email_headers: tuple[tuple[str, str], ...] = ()
-    email_footer: str = ""
+    # Set by the tick for the attempt at hand (delivery.hooks), never stored: the email's
+    # copies as a product decided them (delivery.copies; None: one per `email_to`
+    # address), the channels and copies the recipients' preferences suppress, each with
+    # why, and the payload of the message the row delivers.
+    email_copies: "Sequence[EmailCopy] | None" = None
     suppressed_channels: Mapping[str, str] = MappingProxyType({})
-    email_wait: datetime | None = None
     webhook_data: Mapping[str, Any] | None = None
 
     class Meta:
@@ -365,10 +366,12 @@ class Delivery(models.Model):
     a product's decision kept from sending (a recipient's preference), its reason in
     `error_category` and `error`.
 
-    `endpoint_id` is the webhook endpoint of a webhook attempt (and of an occurrence-wide
-    row of a notification with one), kept, like the notification's id, without a foreign
-    key. `attempt` is the attempt of the occurrence (1 for the first; NULL on rows logged
-    before it was recorded); `created_at` when the row was written."""
+    `recipient` names the copy of an email a row is about (each recipient's copy goes,
+    waits and fails on its own). `endpoint_id` is the webhook endpoint of a webhook
+    attempt (and of an occurrence-wide row of a notification with one), kept, like the
+    notification's id, without a foreign key. `attempt` is the attempt of the occurrence
+    (1 for the first; NULL on rows logged before it was recorded); `created_at` when the
+    row was written."""
 
     notification_id = models.UUIDField()
     endpoint_id = models.UUIDField(null=True, blank=True)
@@ -380,6 +383,9 @@ class Delivery(models.Model):
     )
     occurrence = models.PositiveIntegerField()
     channel = models.CharField(max_length=16)
+    # The recipient of an email copy: their key, or the address of a plain `email_to`
+    # address; "" for a whole channel or occurrence.
+    recipient = models.CharField(max_length=255, blank=True, default="", db_default="")
     outcome = models.CharField(max_length=16, choices=DeliveryOutcome.choices)
     http_status = models.PositiveSmallIntegerField(null=True, blank=True)
     error_category = models.CharField(max_length=32, blank=True, default="")

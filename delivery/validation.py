@@ -31,6 +31,8 @@ from tenancy.models import Tenant
 from web.errors import InvalidInput
 from web.fields import LINE_BREAK_RULE, has_line_break, validate_email_address
 
+# The most recipients (or email_to addresses) a notification names: each gets an e-mail of
+# their own, and a row's e-mails go out in one Resend batch (at most 100).
 MAX_RECIPIENTS = 50
 MAX_KEY_LENGTH = 255
 # A key is one path segment of /v1/recipients/{id}: printable, no slash, no whitespace.

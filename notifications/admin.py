@@ -94,6 +94,7 @@ def _cells(delivery: Delivery) -> tuple:
         delivery.attempted_at,
         delivery.occurrence,
         delivery.channel,
+        delivery.recipient,
         delivery.outcome,
         delivery.http_status or "",
         delivery.error_category,
@@ -242,14 +243,14 @@ class NotificationAdmin(StateButtonsAdmin[Notification], ServiceSaveAdmin):
         deliveries = Delivery.objects.filter(
             tenant_id=notification.tenant_id, notification_id=notification.id
         ).order_by("-attempted_at", "-id")[:RECENT_DELIVERIES]
-        rows = format_html_join("", "<tr>" + "<td>{}</td>" * 7 + "</tr>", map(_cells, deliveries))
+        rows = format_html_join("", "<tr>" + "<td>{}</td>" * 8 + "</tr>", map(_cells, deliveries))
         link = (
             reverse("admin:delivery_delivery_changelist")
             + "?"
             + urlencode({"notification_id": str(notification.id)})
         )
         return format_html(
-            "<table><tr><th>attempted</th><th>occurrence</th><th>channel</th><th>outcome</th>"
+            "<table><tr><th>attempted</th><th>occurrence</th><th>channel</th><th>recipient</th><th>outcome</th>"
             "<th>HTTP</th><th>category</th><th>error</th></tr>{}</table>"
             '<p><a href="{}">Full delivery log</a></p>',
             rows,

@@ -256,6 +256,12 @@ class DeliverySerializer(serializers.ModelSerializer):
         help_text="The attempt of this occurrence, 1 for the first; null on rows logged "
         "before attempts were recorded.",
     )
+    recipient = serializers.CharField(
+        read_only=True,
+        help_text="Whose copy of an e-mail the row is about (each recipient gets an e-mail of "
+        "their own): the recipient's id, or the address for a notification sent to "
+        "email_to; empty for a webhook or the whole occurrence.",
+    )
     late_ms = serializers.IntegerField(
         read_only=True,
         allow_null=True,
@@ -277,6 +283,7 @@ class DeliverySerializer(serializers.ModelSerializer):
             "occurrence",
             "attempt",
             "channel",
+            "recipient",
             "outcome",
             "http_status",
             "error_category",

@@ -3,14 +3,14 @@
 The tick asks (`decisions`, through people's `on_claimed` hook) about the rows it claimed
 (one query for all their recipients) before their channels go out. For a row that names
 recipients the decision says:
-- `email_to`: the current addresses of the recipients who take this email;
-- `email_headers` and `email_footer`: the one-click unsubscribe headers and the footer
-  link to the unsubscribe page, when the email goes to one recipient and its category is
-  not critical (a token is one person's: an email to several carries none);
-- `suppressed_channels`: a channel every recipient opted out of, with the reason the
-  delivery log shows (outcome `suppressed`), `preference` (`no_recipient` when none of the
-  named recipients exists any more); it is never sent.
-- `email_wait`: when the email may go, if a recipient's send window is closed now.
+- `email_copies`: one copy of the email for each recipient who takes it (delivery.copies),
+  to their current address alone, with their own one-click unsubscribe headers and footer
+  link unless the category is critical, and, when their send window is closed now, when it
+  next opens: each copy goes in its recipient's own window.
+- `suppressed_channels`: the copy of each recipient who opted out of this email
+  (`email:<key>`), and a channel every recipient opted out of, with the reason the delivery
+  log shows (outcome `suppressed`), `preference` (`no_recipient` when none of the named
+  recipients exists any more); they are never sent.
 
 Categories named in CRITICAL_CATEGORIES ignore opt-outs.
 """
@@ -24,11 +24,12 @@ from django.conf import settings
 from django.db import connections, router
 
 from dbtools.fields import concrete_field
+from delivery.copies import EmailCopy
 from delivery.hooks import SendDecision
 from delivery.models import Channel, Notification
 from people import unsubscribe
 from people.models import Recipient
-from people.quiet_hours import common_opening
+from people.quiet_hours import next_opening
 
 PREFERENCE = "preference"
 NO_RECIPIENT = "no_recipient"
@@ -139,16 +140,15 @@ class _Decoded(dict):
         return self[value]
 
 
-def _openings(now: datetime) -> Callable[[list["Person"]], datetime | None]:
-    """`common_opening` of people's windows at `now`, worked out once per distinct set of
+def _openings(now: datetime) -> Callable[["Person"], datetime | None]:
+    """`next_opening` of a person's window at `now`, worked out once per distinct
     (window, zone): a claim's recipients mostly share a few."""
     known: dict[tuple, datetime | None] = {}
 
-    def opening_of(people: list[Person]) -> datetime | None:
-        shape = tuple(p.shape for p in people)
-        if shape not in known:
-            known[shape] = common_opening(((p.send_window, p.timezone) for p in people), now)
-        return known[shape]
+    def opening_of(person: Person) -> datetime | None:
+        if person.shape not in known:
+            known[person.shape] = next_opening(person.send_window, person.timezone, now)
+        return known[person.shape]
 
     return opening_of
 
@@ -176,7 +176,7 @@ class _Rules(NamedTuple):
 
     critical: frozenset[str]
     unsubscribe_url: str
-    opening_of: Callable[[list[Person]], datetime | None]
+    opening_of: Callable[[Person], datetime | None]
 
 
 def _decision(row: Notification, people: list[Person], *, rules: _Rules) -> SendDecision:
@@ -190,31 +190,41 @@ def _decision(row: Notification, people: list[Person], *, rules: _Rules) -> Send
         and not any(_takes(p, Channel.WEBHOOK, category) for p in people)
     ):
         suppressed[Channel.WEBHOOK] = PREFERENCE
-    opening = None
-    email_to: list[str] | None = None
+    copies: list[EmailCopy] | None = None
+    if _pending(row, Channel.EMAIL):
+        if not people:
+            suppressed[Channel.EMAIL] = NO_RECIPIENT
+        else:
+            copies = []
+            addresses: set[str] = set()
+            for person in people:
+                if not (critical or _takes(person, Channel.EMAIL, category)):
+                    suppressed[f"{Channel.EMAIL}:{person.key}"] = PREFERENCE
+                elif person.email not in addresses:
+                    # Two keys of one address: that address gets one copy.
+                    addresses.add(person.email)
+                    copies.append(_copy(row, person, critical=critical, rules=rules))
+    return SendDecision(email_copies=copies, suppressed_channels=suppressed)
+
+
+def _copy(row: Notification, person: Person, *, critical: bool, rules: _Rules) -> EmailCopy:
+    """The person's own copy of the row's email."""
     headers: tuple[tuple[str, str], ...] = ()
     footer = ""
-    if _pending(row, Channel.EMAIL):
-        taking = [p for p in people if critical or _takes(p, Channel.EMAIL, category)]
-        if not taking:
-            suppressed[Channel.EMAIL] = PREFERENCE if people else NO_RECIPIENT
-        else:
-            email_to = list(dict.fromkeys(p.email for p in taking))
-            if len(taking) == 1 and not critical:
-                url = unsubscribe.link(
-                    tenant_id=row.tenant_id,
-                    recipient_id=taking[0].id,
-                    category=category,
-                    url=rules.unsubscribe_url,
-                )
-                headers, footer = unsubscribe.headers(url), unsubscribe.footer(url)
-            opening = rules.opening_of(taking)
-    return SendDecision(
-        email_to=email_to,
-        email_headers=headers,
-        email_footer=footer,
-        suppressed_channels=suppressed,
-        email_wait=opening,
+    if not critical:
+        url = unsubscribe.link(
+            tenant_id=row.tenant_id,
+            recipient_id=person.id,
+            category=row.category,
+            url=rules.unsubscribe_url,
+        )
+        headers, footer = unsubscribe.headers(url), unsubscribe.footer(url)
+    return EmailCopy(
+        key=person.key,
+        to=person.email,
+        headers=headers,
+        footer=footer,
+        wait=rules.opening_of(person),
     )
 
 

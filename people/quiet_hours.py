@@ -18,8 +18,6 @@ from zoneinfo import ZoneInfo
 
 DAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
 _HH_MM = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])$")
-# A common opening of several windows is looked for this many times before giving up.
-_COMMON_TRIES = 16
 
 
 def window_errors(window: Any) -> list[str]:
@@ -90,20 +88,3 @@ def next_opening(window: Mapping[str, Any] | None, tz_name: str, now: datetime) 
         (opens for opens, _ in _spans(window, zone, local_day, range(0, 9)) if opens > now),
         default=None,
     )
-
-
-def common_opening(
-    windows: Iterable[tuple[Mapping[str, Any] | None, str]], now: datetime
-) -> datetime | None:
-    """None when every one of `windows` ((window, zone name) pairs) is open at `now`;
-    otherwise the first instant found at which all are (each window's next opening in
-    turn, a bounded number of times), or the latest next opening when windows that never
-    overlap leave none."""
-    windows = list(windows)
-    at = now
-    for _ in range(_COMMON_TRIES):
-        later = [o for w, tz in windows if (o := next_opening(w, tz, at)) is not None]
-        if not later:
-            return None if at == now else at
-        at = max(later)
-    return at

@@ -14,6 +14,7 @@ from django.db import DatabaseError
 from django.db.models import Q
 
 from dbqueue.claims import Claimed
+from delivery.copies import copies_of, email_ready
 from delivery.models import Channel, Notification
 from delivery.scheduler.context import Tick
 from delivery.scheduler.deliver import Deferral, DeferralReason
@@ -35,6 +36,7 @@ from delivery.scheduler.writeback import (
     quiet_hours,
     without_crashed,
 )
+from delivery.transports.email import NO_RECIPIENTS
 from delivery.transports.resend import BATCH_LIMIT, BatchAnswer
 
 # Rows with nothing but an email left to send: email is their only channel, or their webhook
@@ -139,19 +141,20 @@ class BatchLane:
         for row in without_crashed(claimed, tick=tick, buffer=self.buffer, now=now):
             if not may_start(row, tick=tick, buffer=self.buffer, now=now):
                 continue
-            if row.email_wait is not None:
-                # A recipient's send window is closed: the email waits, unattempted.
-                self.joiner.expect(row, pieces=0, at=now, deferred=quiet_hours(row))
-            elif Channel.EMAIL in row.suppressed_channels:
-                self.joiner.expect(row, pieces=0, at=now, deferred={})
+            # Copies whose recipient's send window is closed wait, unattempted.
+            waiting = quiet_hours(row)
+            if not email_ready(row, waiting):
+                self.joiner.expect(row, pieces=0, at=now, deferred=waiting)
+                continue
+            self.joiner.expect(row, pieces=1, at=now, deferred=waiting)
+            paced = self.pace.wait(row, now=now)
+            if paced is not None:
+                deferral = Deferral(until=paced, reason=DeferralReason.PLAN_RATE)
+                self.joiner.settle(row, deferred={Channel.EMAIL: deferral})
+            elif not copies_of(row):
+                self.joiner.settle(row, results={Channel.EMAIL: NO_RECIPIENTS})
             else:
-                self.joiner.expect(row, pieces=1, at=now, deferred={})
-                paced = self.pace.wait(row, now=now)
-                if paced is None:
-                    self.take(row)
-                else:
-                    deferral = Deferral(until=paced, reason=DeferralReason.PLAN_RATE)
-                    self.joiner.settle(row, deferred={Channel.EMAIL: deferral})
+                self.take(row)
 
     def send(self) -> None:
         """Put the emails that wait into batches: recorded, each with a send slot of the
@@ -170,9 +173,9 @@ class BatchLane:
         for batch in batches:
             slot = batch.taken_slot()
             if slot > horizon:
-                for row, _token, _index in batch.members:
+                for member in batch.members:
                     deferral = Deferral(until=slot, reason=DeferralReason.SEND_BUDGET)
-                    self.joiner.settle(row, deferred={Channel.EMAIL: deferral})
+                    self.joiner.settle(member.row, deferred={Channel.EMAIL: deferral})
             else:
                 self._submit(batch, now=now)
         if batches:
@@ -213,7 +216,7 @@ class BatchLane:
     ) -> None:
         """Rows that no batch took were reclaimed by another tick meanwhile (fenced out):
         this tick sends nothing for them; their write-back will be fenced out too."""
-        taken = {row.pk for batch in batches for row, _, _ in batch.members}
+        taken = {member.row.pk for batch in batches for member in batch.members}
         for row in rows:
             if row.pk not in taken:
                 self._not_sent(row, now=now)
@@ -233,19 +236,24 @@ class BatchLane:
         try:
             answer: BatchAnswer | None = future.result()
         except Exception as exc:  # send_when_due does not raise; this guards the tick
-            for row, _, _ in batch.members:
-                self.joiner.broke(row, exc)
+            for member in batch.members:
+                self.joiner.broke(member.row, exc)
             return
         now = self.tick.clock.now()
         if answer is None:  # not sent: the tick stopped, or the slot came too late
-            for row, _, _ in batch.members:
-                self._not_sent(row, now=now)
+            for member in batch.members:
+                self._not_sent(member.row, now=now)
         else:
             if answer.hold_seconds:
                 self.budget.hold(answer.hold_seconds, now=now)
-            for row, _, index in batch.members:
+            for member in batch.members:
+                # A copy the resent batch does not hold goes on the next claim.
+                later = Deferral(until=now, reason=DeferralReason.SEND_BUDGET)
                 self.joiner.settle(
-                    row, results={Channel.EMAIL: answer.results[index]}, sent_at=batch.sent_at
+                    member.row,
+                    results={unit: answer.results[i] for unit, i in member.indexes.items()},
+                    deferred=dict.fromkeys(member.later, later),
+                    sent_at=batch.sent_at,
                 )
         self.buffer.flush()
 

@@ -19,6 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
+from delivery.copies import email_pending, email_ready, units
 from delivery.models import Channel, Notification, WebhookEndpoint
 from delivery.scheduler.sending_process import WAVES_BEFORE_A_PROCESS, SendingProcess
 from delivery.transports import webhook
@@ -95,8 +96,27 @@ class RowDelivery:
 
 
 def pending_channels(notification: Notification) -> list[str]:
-    """The occurrence's channels not settled yet (a deferred channel goes later alone)."""
-    return [c for c in notification.channels if c not in notification.channel_state]
+    """The occurrence's channels not settled yet (a deferred channel goes later alone; an
+    email, while some copy of it is unsettled)."""
+    return [
+        c
+        for c in notification.channels
+        if (
+            email_pending(notification)
+            if c == Channel.EMAIL
+            else c not in notification.channel_state
+        )
+    ]
+
+
+def channels_to_send(notification: Notification, deferred: Mapping[str, Deferral]) -> list[str]:
+    """The pending channels with something to send now, beside the `deferred` ones (by
+    channel, or an email's copies by unit)."""
+    return [
+        c
+        for c in pending_channels(notification)
+        if c not in deferred and (c != Channel.EMAIL or email_ready(notification, deferred))
+    ]
 
 
 def _failure(
@@ -124,29 +144,34 @@ def _call(sender: Sender, message: Any, timeout: float) -> DeliveryResult:
         )
 
 
-def _channel_call(
+def _channel_calls(
     channel: str,
     notification: Notification,
     *,
     endpoint: WebhookEndpoint | None,
     now: datetime,
     senders: Senders,
-) -> tuple[Sender, Any] | DeliveryResult:
-    """The sender and message for `channel` (its transport, delivery.transports.registry),
-    or a ready result when no call can help."""
+    deferred: Mapping[str, Deferral],
+) -> dict[str, tuple[Sender, Any] | DeliveryResult]:
+    """The sender and message of each unit of `channel` that goes now (its transport,
+    delivery.transports.registry: the channel, or an email's copies), or a ready result
+    when no call can help."""
     transport = TRANSPORTS.get(channel)
     sender = senders.of(channel)
     if transport is None or sender is None:
-        return _failure(
-            "unknown channel",
-            ErrorCategory.INVALID_REQUEST,
-            permanent=True,
-            started=time.monotonic(),
-        )
-    message = transport.message(notification, endpoint=endpoint, now=now)
-    if isinstance(message, DeliveryResult):
-        return message
-    return sender, message
+        return {
+            channel: _failure(
+                "unknown channel",
+                ErrorCategory.INVALID_REQUEST,
+                permanent=True,
+                started=time.monotonic(),
+            )
+        }
+    messages = transport.messages(notification, endpoint=endpoint, now=now, deferred=deferred)
+    return {
+        unit: message if isinstance(message, DeliveryResult) else (sender, message)
+        for unit, message in messages.items()
+    }
 
 
 def deliver_row(
@@ -161,21 +186,25 @@ def deliver_row(
     elsewhere: frozenset[str] = frozenset(),
 ) -> RowDelivery:
     """Run the row's pending channels but the `deferred` ones and those sent `elsewhere`
-    (an email in a batch) in parallel on `pool`; a channel still running at the deadline
-    (its own timeout plus a small grace) is recorded as a timeout. A webhook alone runs in
-    this thread: its transport bounds the whole exchange itself."""
+    (an email in a batch) in parallel on `pool`, an email as one call per copy; a call
+    still running at the deadline (its own timeout plus a small grace) is recorded as a
+    timeout. A webhook alone runs in this thread: its transport bounds the whole exchange
+    itself."""
     started = time.monotonic()
     deferred = deferred or {}
     results: dict[str, DeliveryResult] = {}
     calls: dict[str, tuple[Sender, Any]] = {}
-    for channel in pending_channels(notification):
-        if channel in deferred or channel in elsewhere:
+    for channel in channels_to_send(notification, deferred):
+        if channel in elsewhere:
             continue
-        call = _channel_call(channel, notification, endpoint=endpoint, now=now, senders=senders)
-        if isinstance(call, DeliveryResult):
-            results[channel] = call
-        else:
-            calls[channel] = call
+        found = _channel_calls(
+            channel, notification, endpoint=endpoint, now=now, senders=senders, deferred=deferred
+        )
+        for unit, call in found.items():
+            if isinstance(call, DeliveryResult):
+                results[unit] = call
+            else:
+                calls[unit] = call
     if list(calls) == [Channel.WEBHOOK]:
         # The webhook transport bounds its own exchange (outbound.deadline): alone, it runs
         # here, without a hand-off to the channel pool and back.
@@ -183,7 +212,7 @@ def deliver_row(
     else:
         pending = {channel: pool.submit(_call, *call, timeout) for channel, call in calls.items()}
         results.update(_await_channels(pending, timeout=timeout, started=started))
-    ordered = {c: results[c] for c in notification.channels if c in results}
+    ordered = {u: results[u] for u in units(notification) if u in results}
     return RowDelivery(
         notification=notification, results=ordered, attempted_at=now, deferred=deferred
     )
@@ -192,7 +221,8 @@ def deliver_row(
 def _await_channels(
     pending: Mapping[str, "Future[DeliveryResult]"], *, timeout: float, started: float
 ) -> dict[str, DeliveryResult]:
-    """The running channels' results; one still running at the deadline is a timeout."""
+    """The running calls' results, by unit; one still running at the deadline is a
+    timeout."""
     # The transport bounds itself; this grace only catches a channel that does not.
     wait(pending.values(), timeout=timeout + min(1.0, timeout / 4))
     results = {}
@@ -212,9 +242,11 @@ def _await_channels(
 
 class RowWorkers:
     """The row lane's workers: at most `concurrency` rows in flight. A row's webhook alone
-    runs on its row worker; otherwise its channels run on a pool of their own (a channel
-    that overran its deadline may still hold a thread, so the channel pool is not shared
-    with the row workers; two channels a row at most)."""
+    runs on its row worker; otherwise its channels run on a pool of their own, an email a
+    call per copy (a call that overran its deadline may still hold a thread, so the channel
+    pool is not shared with the row workers). Copies queued for a thread past the deadline
+    are not sent: they are timeouts, retried like any failed copy. With Resend configured,
+    emails go in batches instead (batchlane.py) and only webhooks come here."""
 
     def __init__(
         self,
@@ -289,7 +321,7 @@ class RowWorkers:
             # Few deliveries in flight: the tick's core is not the limit, and the hand-over's
             # extra hops would cost each delivery more time than the second core frees.
             return None
-        here = [c for c in pending_channels(row) if c not in deferred and c not in elsewhere]
+        here = [c for c in channels_to_send(row, deferred) if c not in elsewhere]
         if here != [Channel.WEBHOOK] or endpoint is None or not endpoint.enabled:
             return None
         if self.sending is None:

@@ -2,9 +2,12 @@
 goes in, the batch recorded before it is sent, and its send slot taken from the shared
 budget. No network I/O happens here; `send_when_due` runs in a mailer thread.
 
-A row whose email is already in a recorded batch (its earlier send got no answer, or a "later")
-goes again in that identical batch, under the same key: Resend replays its first answer
-instead of sending twice. Every other email goes in a new batch with a new key.
+A row's email goes as one email per recipient's copy (delivery.copies), all of a row's copies
+in one batch. A row whose copies are already in a recorded batch (its earlier send got no
+answer, or a "later") sends them again in that identical batch, under the same key: Resend
+replays its first answer instead of sending twice; a copy of it that batch does not hold
+(its recipient's window was closed then) waits for the next claim. Every other email goes
+in a new batch with a new key.
 
 A recorded batch holds the emails as stored, link references where link tokens go; the
 tokens are rendered into the body only on its way out (`send_when_due`), the same bytes on
@@ -14,7 +17,7 @@ every send of it (tenancy.link_tokens).
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -24,8 +27,9 @@ from django.db import transaction
 from dbqueue import pacing
 from dbqueue.fences import fenced_update_many
 from delivery import header_tokens
+from delivery.copies import EmailCopy, outgoing_copies
 from delivery.models import EmailBatch, Notification
-from delivery.transports.email import email_message, with_links
+from delivery.transports.email import copy_message, with_links
 from delivery.transports.resend import (
     BATCH_LIMIT,
     PROVIDER,
@@ -38,17 +42,28 @@ from tenancy.plans import any_plan_paces, tenant_limits_by_id
 BatchSender = Callable[..., BatchAnswer]  # sender(body=, size=, key=, timeout=)
 
 
-def member_name(row: Notification) -> str:
-    return f"{row.pk}/{row.occurrence}"
+def member_name(row: Notification, copy: EmailCopy) -> str:
+    return f"{row.pk}/{row.occurrence}/{copy.key}"
+
+
+@dataclass(frozen=True)
+class BatchMember:
+    """A row of this tick a batch carries: its claim token, the index in the body of each
+    copy it carries (by unit), and its copies that wait for the next claim (`later`)."""
+
+    row: Notification
+    token: int
+    indexes: dict[str, int]
+    later: tuple[str, ...] = ()
 
 
 @dataclass
 class OutgoingBatch:
     """A recorded batch on its way: its exact body and key, the rows of this tick it
-    carries (row, claim token, index in the body), and its send slot."""
+    carries, and its send slot."""
 
     record: EmailBatch
-    members: list[tuple[Notification, int, int]]
+    members: list[BatchMember]
     slot: datetime | None = None
     sent_at: datetime | None = field(default=None, compare=False)
 
@@ -69,15 +84,31 @@ def compose(rows: Sequence[Notification], *, now: datetime) -> list[OutgoingBatc
         (again.setdefault(row.email_batch_id, []) if row.email_batch_id else fresh).append(row)
     batches = _resent(again)
     fresh += [row for group in again.values() for row in group if not _in_any(row, batches)]
-    for start in range(0, len(fresh), BATCH_LIMIT):
-        batch = _record_new(fresh[start : start + BATCH_LIMIT], now=now)
+    for group in _filled(fresh):
+        batch = _record_new(group, now=now)
         if batch is not None:
             batches.append(batch)
     return batches
 
 
 def _in_any(row: Notification, batches: list[OutgoingBatch]) -> bool:
-    return any(member is row for batch in batches for member, _, _ in batch.members)
+    return any(member.row is row for batch in batches for member in batch.members)
+
+
+def _filled(rows: list[Notification]) -> Iterator[list[Notification]]:
+    """The rows in groups whose copies fill a batch (BATCH_LIMIT emails at most; a row's
+    copies never split: a notification names at most that many recipients)."""
+    group: list[Notification] = []
+    size = 0
+    for row in rows:
+        count = len(outgoing_copies(row, {}))
+        if group and size + count > BATCH_LIMIT:
+            yield group
+            group, size = [], 0
+        group.append(row)
+        size += count
+    if group:
+        yield group
 
 
 def _resent(groups: dict[uuid.UUID, list[Notification]]) -> list[OutgoingBatch]:
@@ -92,11 +123,13 @@ def _resent(groups: dict[uuid.UUID, list[Notification]]) -> list[OutgoingBatch]:
         if record is None:
             continue
         index = {name: i for i, name in enumerate(record.members)}
-        members = [
-            (row, row.claim_token, index[member_name(row)])
-            for row in rows
-            if member_name(row) in index
-        ]
+        members = []
+        for row in rows:
+            copies = outgoing_copies(row, {})
+            held = {c.unit: index[name] for c in copies if (name := member_name(row, c)) in index}
+            if held:
+                later = tuple(c.unit for c in copies if c.unit not in held)
+                members.append(BatchMember(row, row.claim_token, held, later))
         if members:
             batches.append(OutgoingBatch(record=record, members=members))
     return batches
@@ -110,15 +143,20 @@ def _record_new(rows: list[Notification], *, now: datetime) -> OutgoingBatch | N
         rows = [row for row in rows if row.pk in named]
         if not rows:
             return None
+        copies = [(row, copy) for row in rows for copy in outgoing_copies(row, {})]
         record = EmailBatch.objects.create(
             id=batch_id,
-            body=batch_body([email_message(row) for row in rows]),
-            members=[member_name(row) for row in rows],
+            body=batch_body([copy_message(row, copy) for row, copy in copies]),
+            members=[member_name(row, copy) for row, copy in copies],
             created_at=now,
         )
+    indexes: dict[Any, dict[str, int]] = {}
+    for index, (row, copy) in enumerate(copies):
+        indexes.setdefault(row.pk, {})[copy.unit] = index
     for row in rows:
         row.email_batch_id = batch_id
-    return OutgoingBatch(record=record, members=[(r, r.claim_token, i) for i, r in enumerate(rows)])
+    members = [BatchMember(row, row.claim_token, indexes.get(row.pk, {})) for row in rows]
+    return OutgoingBatch(record=record, members=members)
 
 
 def take_slots(batches: Sequence[OutgoingBatch], *, rate: float, now: datetime) -> None:

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from dbqueue.backoff import retry_delay
 from dbtools.instances import fresh
 from delivery.circuits import Signal
+from delivery.copies import EMAIL, channel_of, recipient_of, units
 from delivery.models import WHOLE_OCCURRENCE, Channel, Delivery, DeliveryOutcome, Notification
 from delivery.occurrences import due_time
 from delivery.recurrence import CpuBudget, InvalidRecurrence
@@ -199,14 +200,14 @@ def describe(result: ChannelResult) -> str:
 
 
 def error_summary(results: Mapping[str, ChannelResult]) -> str:
-    """The failed channels as "webhook: HTTP 500; email: timeout" (no bodies, no URLs)."""
-    return "; ".join(
-        f"{channel}: {describe(result)}" for channel, result in results.items() if not result.ok
-    )
+    """The failed channels as "webhook: HTTP 500; email: timeout" (no bodies, no URLs, no
+    recipients: an email's copies that failed alike are named once)."""
+    failures = (f"{channel_of(unit)}: {describe(r)}" for unit, r in results.items() if not r.ok)
+    return "; ".join(dict.fromkeys(failures))
 
 
 def partial_summary(classification: Classification) -> str:
-    return "partial: " + ", ".join(classification.failed)
+    return "partial: " + ", ".join(dict.fromkeys(map(channel_of, classification.failed)))
 
 
 def plan_delivery(
@@ -223,9 +224,11 @@ def plan_delivery(
     delivery = _with_backpressure_deferred(delivery, now=now, policy=policy)
     row = delivery.notification
     state = {**row.channel_state, **_settled(delivery.results)}
-    verdict_of, failed = verdict(state, channels=row.channels)
+    verdict_of, failed = verdict(state, channels=units(row))
     if verdict_of is Verdict.FAILURE:
         plan = _failure(delivery, token, now=now, policy=policy)
+    elif retried := copies_to_retry(delivery, state):
+        plan = _retry_copies(delivery, token, state, retried, now=now, policy=policy)
     elif delivery.deferred:
         until = min(deferral.until for deferral in delivery.deferred.values())
         plan = _defer(row, token, state, until=until, now=now)
@@ -249,6 +252,62 @@ def plan_delivery(
         skipped=plan.skipped,
         gone_endpoint_id=row.webhook_endpoint_id if gone else None,
         endpoint_signal=endpoint_signal,
+    )
+
+
+def copies_to_retry(delivery: RowDelivery, state: Mapping[str, str]) -> tuple[str, ...]:
+    """The copies of a partly sent email that failed this attempt and may be tried again:
+    transiently, with attempts left. The email is not done while a copy of it is unsent,
+    and each copy's progress is remembered, so retrying them sends nothing twice. An email
+    none of whose copies went failed as a channel: the partial-success rule settles it
+    among the row's channels, as it settles copies no attempt is left for."""
+    row = delivery.notification
+    if row.error_count + 1 >= row.max_attempts:
+        return ()
+    if not any(
+        channel_of(unit) == EMAIL and value == ChannelState.DELIVERED
+        for unit, value in state.items()
+    ):
+        return ()
+    return tuple(
+        unit
+        for unit, result in delivery.results.items()
+        if channel_of(unit) == EMAIL and recipient_of(unit) and not (result.ok or result.permanent)
+    )
+
+
+def _retry_copies(
+    delivery: RowDelivery,
+    token: int,
+    state: dict[str, str],
+    retried: tuple[str, ...],
+    *,
+    now: datetime,
+    policy: Policy,
+) -> RowPlan:
+    """Some copies failed while others of the email went: they back off, counting an
+    attempt, and go again alone (the units settled stay settled) — sooner when a copy
+    deferred meanwhile may go sooner."""
+    row = delivery.notification
+    failed = {unit: delivery.results[unit] for unit in retried}
+    waits = [wait for result in failed.values() if (wait := result.retry_after) is not None]
+    delay = retry_delay(
+        failures_before=row.error_count,
+        steps=policy.backoff,
+        retry_after=max(waits) if waits else None,
+    )
+    until = min([now + timedelta(seconds=delay), *(d.until for d in delivery.deferred.values())])
+    changes = {
+        "channel_state": {unit: value for unit, value in state.items() if unit not in failed},
+        "next_fire_at": until,
+        "error_count": row.error_count + 1,
+        "last_error": error_summary(failed)[:500],
+        "unfinished_claims": 0,
+        "updated_at": now,
+        "state": after(row.state, Move.BACK_OFF),
+    }
+    return RowPlan(
+        pk=row.pk, token=token, move=Move.BACK_OFF, bucket=Bucket.BACKED_OFF, changes=changes
     )
 
 
@@ -390,7 +449,7 @@ def _failure(delivery: RowDelivery, token: int, *, now: datetime, policy: Policy
 def _channel_logs(delivery: RowDelivery) -> list[Delivery]:
     logs = []
     late = late_ms(delivery.notification, at=delivery.attempted_at)
-    for channel, result in delivery.results.items():
+    for unit, result in delivery.results.items():
         if result.ok:
             outcome = DeliveryOutcome.DELIVERED
         elif result.category == ErrorCategory.TIMEOUT:
@@ -401,7 +460,8 @@ def _channel_logs(delivery: RowDelivery) -> list[Delivery]:
             delivery_row(
                 delivery.notification,
                 at=delivery.attempted_at,
-                channel=channel,
+                channel=channel_of(unit),
+                recipient=recipient_of(unit),
                 outcome=outcome,
                 http_status=result.http_status,
                 error_category=result.category,
@@ -418,12 +478,13 @@ def _deferral_logs(delivery: RowDelivery) -> list[Delivery]:
         delivery_row(
             delivery.notification,
             at=delivery.attempted_at,
-            channel=channel,
+            channel=channel_of(unit),
+            recipient=recipient_of(unit),
             outcome=DeliveryOutcome.DEFERRED,
             error_category=deferral.reason,
             error=f"deferred until {deferral.until.isoformat()}",
         )
-        for channel, deferral in delivery.deferred.items()
+        for unit, deferral in delivery.deferred.items()
     ]
 
 
@@ -434,12 +495,13 @@ def _suppression_logs(delivery: RowDelivery) -> list[Delivery]:
         delivery_row(
             delivery.notification,
             at=delivery.attempted_at,
-            channel=channel,
+            channel=channel_of(unit),
+            recipient=recipient_of(unit),
             outcome=DeliveryOutcome.SUPPRESSED,
             error_category=reason,
             error=f"not sent: {reason}"[:500],
         )
-        for channel, reason in delivery.notification.suppressed_channels.items()
+        for unit, reason in delivery.notification.suppressed_channels.items()
     ]
 
 

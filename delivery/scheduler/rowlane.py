@@ -38,6 +38,7 @@ from delivery.scheduler.deliver import (
     RowDelivery,
     RowWorkers,
     Senders,
+    channels_to_send,
     pending_channels,
 )
 from delivery.scheduler.gate import Admission, ClaimLimits, EndpointGate, Endpoints, EndpointSlots
@@ -243,7 +244,7 @@ class RowLane:
         a slot of its endpoint this tick holds (taken at the step's end, `slot_taken` once
         that was tried)."""
         deferred = {**quiet_hours(row), **deferred}
-        pending = [c for c in pending_channels(row) if c not in deferred]
+        pending = channels_to_send(row, deferred)
         away = [c for c in pending if c in self.carriers]
         if len(away) == len(pending) and (away or deferred):
             self._expect(row, away, here=False, deferred=deferred, now=now)

@@ -36,8 +36,9 @@ from dbqueue.fences import fenced_update_many
 from dbtools.compiled import insert_rows
 from delivery import circuits, hooks
 from delivery.circuits import Signal, circuit_of
+from delivery.copies import units, waiting_copies
 from delivery.hooks import WriteBackOutcomes
-from delivery.models import Channel, Delivery, Notification, WebhookEndpoint
+from delivery.models import Delivery, Notification, WebhookEndpoint
 from delivery.scheduler.context import FLUSH_SECONDS, Tick
 from delivery.scheduler.database_thread import InlineDatabase, TickDatabase
 from delivery.scheduler.deliver import Deferral, DeferralReason, RowDelivery
@@ -224,7 +225,7 @@ class Joiner:
         del self.joins[row.pk]
         if join.broken:
             return
-        results = {c: join.results[c] for c in row.channels if c in join.results}
+        results = {u: join.results[u] for u in units(row) if u in join.results}
         delivery = RowDelivery(
             row, results=results, attempted_at=join.attempted_at, deferred=join.deferred
         )
@@ -297,10 +298,13 @@ def decisions_applied(rows: Sequence[Notification], *, tick: Tick, now: datetime
 
 
 def quiet_hours(row: Notification) -> dict[str, Deferral]:
-    """The row's email deferred, unattempted, while a recipient's send window is closed."""
-    if row.email_wait is None:
-        return {}
-    return {Channel.EMAIL: Deferral(until=row.email_wait, reason=DeferralReason.QUIET_HOURS)}
+    """Each copy of the row's email whose recipient's send window is closed, deferred,
+    unattempted, to its opening (by unit: delivery.copies)."""
+    return {
+        copy.unit: Deferral(until=copy.wait, reason=DeferralReason.QUIET_HOURS)
+        for copy in waiting_copies(row)
+        if copy.wait is not None
+    }
 
 
 def release(row: Notification, *, buffer: WriteBackBuffer) -> None:

@@ -1,20 +1,22 @@
-"""The email channel through Django's EMAIL_BACKEND (SMTP, console, locmem...), one row at a
-time. With RESEND_API_KEY set, emails go out in Resend batches instead (resend.py and the
-tick's mail batches). The README's "The scheduler: `run_tick`" tells both apart."""
+"""The email channel through Django's EMAIL_BACKEND (SMTP, console, locmem...), one message
+per recipient's copy (delivery.copies). With RESEND_API_KEY set, emails go out in Resend
+batches instead (resend.py and the tick's mail batches). The README's "The scheduler:
+`run_tick`" tells both apart."""
 
 import dataclasses
 import logging
 import smtplib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core import mail
 from django.core.mail.backends.base import BaseEmailBackend
 
 from delivery import header_tokens
+from delivery.copies import EmailCopy, copies_of, outgoing_copies
 from delivery.occurrences import occurrence_id
 from outbound.categories import ErrorCategory
 from outbound.connections import Connections
@@ -28,19 +30,24 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CHANNEL = "email"
+NO_RECIPIENTS = DeliveryResult(
+    ok=False, error="no recipients", permanent=True, category=ErrorCategory.INVALID_REQUEST
+)
 
 
-def message(
-    notification: "Notification", *, endpoint: "WebhookEndpoint | None", now: datetime
-) -> EmailMessage:
-    """The row's email as it goes out: its link references rendered into tokens."""
-    stored = email_message(notification)
-    return dataclasses.replace(
-        stored,
-        body=with_links(stored.body, stored.to) + header_tokens.rendered(stored.footer),
-        headers=tuple(header_tokens.rendered_headers(dict(stored.headers)).items()),
-        footer="",
-    )
+def messages(
+    notification: "Notification",
+    *,
+    endpoint: "WebhookEndpoint | None",
+    now: datetime,
+    deferred: Mapping[str, Any],
+) -> dict[str, EmailMessage | DeliveryResult]:
+    """The row's copies that go now (delivery.copies), by unit, as they go out: their link
+    references rendered into tokens. A row with no address at all fails, unsent."""
+    copies = outgoing_copies(notification, deferred)
+    if not copies and not copies_of(notification):
+        return {CHANNEL: NO_RECIPIENTS}
+    return {copy.unit: rendered(copy_message(notification, copy)) for copy in copies}
 
 
 def sender(connections: Connections | None) -> Callable[..., DeliveryResult]:
@@ -48,16 +55,26 @@ def sender(connections: Connections | None) -> Callable[..., DeliveryResult]:
     return send_email
 
 
-def email_message(notification: "Notification") -> EmailMessage:
-    """The row's email as stored: link references where link tokens go (what a recorded
-    batch holds)."""
+def copy_message(notification: "Notification", copy: EmailCopy) -> EmailMessage:
+    """One copy of the row's email as stored: link references where link tokens go (what a
+    recorded batch holds)."""
     return EmailMessage(
-        to=tuple(notification.email_to or ()),
+        to=(copy.to,),
         subject=notification.subject,
         body=notification.body,
-        idempotency_key=occurrence_id(notification),
-        headers=notification.email_headers,
-        footer=notification.email_footer,
+        idempotency_key=f"{occurrence_id(notification)}_{copy.key}",
+        headers=copy.headers,
+        footer=copy.footer,
+    )
+
+
+def rendered(stored: EmailMessage) -> EmailMessage:
+    """A stored email as it goes out: its link references rendered into tokens."""
+    return dataclasses.replace(
+        stored,
+        body=with_links(stored.body, stored.to) + header_tokens.rendered(stored.footer),
+        headers=tuple(header_tokens.rendered_headers(dict(stored.headers)).items()),
+        footer="",
     )
 
 
@@ -80,9 +97,7 @@ def send_email(message: EmailMessage, *, timeout: float) -> DeliveryResult:
 
 def _send_with_backend(message: EmailMessage, *, timeout: float) -> DeliveryResult:
     if not message.to:
-        return DeliveryResult(
-            ok=False, error="no recipients", permanent=True, category=ErrorCategory.INVALID_REQUEST
-        )
+        return NO_RECIPIENTS
     try:
         email = mail.EmailMessage(
             subject=message.subject,

@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from delivery.occurrences import has_webhook_data, occurrence_id, webhook_payload
@@ -31,6 +31,17 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CHANNEL = "webhook"
+
+
+def messages(
+    notification: "Notification",
+    *,
+    endpoint: "WebhookEndpoint | None",
+    now: datetime,
+    deferred: Mapping[str, Any],
+) -> dict[str, WebhookMessage | DeliveryResult]:
+    """The row's webhook (`message`), its one unit."""
+    return {CHANNEL: message(notification, endpoint=endpoint, now=now)}
 
 
 def message(

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 import pytest
 
 from delivery import hooks
+from delivery.copies import EmailCopy
 from delivery.hooks import SUPPRESSED, SendDecision, WriteBackOutcomes
 from delivery.models import Notification
 from people.sending import on_claimed
@@ -27,25 +28,38 @@ def test_the_products_register_their_hooks_at_start_up():
 
 def test_a_decision_applies_to_its_row_only_and_settles_the_channels_it_suppresses():
     decided, untouched = row(), row()
+    copy = EmailCopy(
+        key="ada",
+        to="ada@example.com",
+        headers=(("List-Unsubscribe", "<https://u.example/{{unsubscribe:x}}>"),),
+        wait=NOW,
+    )
     decision = SendDecision(
         body="3 updates",
-        email_to=["ada@example.com"],
-        email_headers=(("List-Unsubscribe", "<https://u.example/{{unsubscribe:x}}>"),),
-        suppressed_channels={"webhook": "preference"},
-        email_wait=NOW,
+        email_copies=[copy],
+        suppressed_channels={"webhook": "preference", "email:eve": "preference"},
     )
 
     hooks.decided([decided, untouched], {decided.pk: decision})
 
     assert decided.body == "3 updates"
-    assert decided.email_to == ["ada@example.com"]
-    assert decided.email_headers == decision.email_headers
-    assert dict(decided.suppressed_channels) == {"webhook": "preference"}
-    assert decided.channel_state == {"webhook": SUPPRESSED}
-    assert decided.email_wait == NOW
+    assert decided.email_copies == [copy]
+    assert dict(decided.suppressed_channels) == {
+        "webhook": "preference",
+        "email:eve": "preference",
+    }
+    assert decided.channel_state == {"webhook": SUPPRESSED, "email:eve": SUPPRESSED}
     assert untouched.body == "stored"
-    assert (untouched.email_headers, dict(untouched.suppressed_channels)) == ((), {})
-    assert untouched.channel_state == {} and untouched.email_wait is None
+    assert (untouched.email_copies, dict(untouched.suppressed_channels)) == (None, {})
+    assert untouched.channel_state == {}
+
+
+def test_a_copy_settled_earlier_in_the_occurrence_is_not_suppressed_again():
+    sent = row(channel_state={"email:ada": "delivered"})
+
+    hooks.decided([sent], {sent.pk: SendDecision(suppressed_channels={"email:ada": "preference"})})
+
+    assert (sent.channel_state, dict(sent.suppressed_channels)) == ({"email:ada": "delivered"}, {})
 
 
 def test_a_default_decision_leaves_the_rows_content_as_stored():
@@ -54,15 +68,17 @@ def test_a_default_decision_leaves_the_rows_content_as_stored():
     hooks.decided([kept], {kept.pk: SendDecision()})
 
     assert (kept.body, kept.email_to, kept.channel_state) == ("stored", ["bob@example.com"], {})
+    assert kept.email_copies is None
 
 
 def test_each_product_s_decision_leaves_what_another_decided_for_the_row():
     shared = row()
+    copies = [EmailCopy(key="ada", to="ada@example.com")]
 
-    hooks.decided([shared], {shared.pk: SendDecision(email_wait=NOW)})
+    hooks.decided([shared], {shared.pk: SendDecision(email_copies=copies)})
     hooks.decided([shared], {shared.pk: SendDecision(webhook_data={"id": 7})})
 
-    assert (shared.email_wait, shared.webhook_data) == (NOW, {"id": 7})
+    assert (shared.email_copies, shared.webhook_data) == (copies, {"id": 7})
 
 
 def test_every_registered_hook_is_asked_about_the_claimed_rows(monkeypatch):

@@ -212,8 +212,8 @@ def test_a_row_reclaimed_meanwhile_is_left_out_of_the_new_batch(db):
 
     (batch,) = compose([kept, reclaimed], now=NOW)
 
-    assert [row.pk for row, _, _ in batch.members] == [kept.pk]
-    assert batch.record.members == [f"{kept.pk}/{kept.occurrence}"]
+    assert [member.row.pk for member in batch.members] == [kept.pk]
+    assert batch.record.members == [f"{kept.pk}/{kept.occurrence}/user0@example.com"]
     assert [e["to"] for e in json.loads(batch.record.body)] == [["user0@example.com"]]
     named = dict(Notification.objects.values_list("pk", "email_batch_id"))
     assert named == {kept.pk: batch.record.pk, reclaimed.pk: None}

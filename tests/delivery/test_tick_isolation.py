@@ -166,7 +166,7 @@ def test_an_open_circuit_defers_the_webhook_and_the_email_goes_now(db, channels)
 
     assert (first.deferred, channels.emails, channels.calls[HEALTHY]) == (1, 1, 0)
     row.refresh_from_db()
-    assert row.channel_state == {"email": "delivered"}
+    assert row.channel_state == {"email:ann@example.com": "delivered"}
     assert (row.next_fire_at, row.error_count, row.occurrence) == (open_until, 0, 1)
 
     WebhookEndpoint.objects.filter(pk=endpoint.pk).update(circuit_open_until=NOW)

@@ -40,12 +40,22 @@ def test_a_rows_email_and_webhook_are_built_by_their_transports():
     row = Notification(channels=["email", "webhook"], email_to=["a@example.com"], subject="s")
     endpoint = WebhookEndpoint(url="https://hooks.example.com/in", secret="whsec_x")
 
-    mail = email.message(row, endpoint=None, now=NOW)
-    hook = webhook.message(row, endpoint=endpoint, now=NOW)
+    mails = email.messages(row, endpoint=None, now=NOW, deferred={})
+    hooks = webhook.messages(row, endpoint=endpoint, now=NOW, deferred={})
 
+    mail, hook = mails["email:a@example.com"], hooks["webhook"]
     assert isinstance(mail, EmailMessage) and mail.to == ("a@example.com",)
     assert isinstance(hook, WebhookMessage) and hook.url == endpoint.url
-    assert hook.msg_id == mail.idempotency_key == f"notification_{row.id}_1"
+    assert hook.msg_id == f"notification_{row.id}_1"
+    assert mail.idempotency_key == f"notification_{row.id}_1_a@example.com"
+
+
+def test_an_email_to_several_addresses_is_one_message_each_and_deferred_ones_wait():
+    row = Notification(channels=["email"], email_to=["a@example.com", "b@example.com"])
+
+    mails = email.messages(row, endpoint=None, now=NOW, deferred={"email:b@example.com": NOW})
+
+    assert {unit: m.to for unit, m in mails.items()} == {"email:a@example.com": ("a@example.com",)}
 
 
 def test_a_webhook_to_a_disabled_or_missing_endpoint_is_a_permanent_failure_unsent():

@@ -49,6 +49,7 @@ def test_log_of_a_notification_is_newest_first(alice):
         "occurrence": 2,
         "attempt": None,
         "channel": "webhook",
+        "recipient": "",
         "outcome": "failed",
         "http_status": 503,
         "error_category": "http_5xx",
@@ -253,3 +254,23 @@ def test_another_tenants_endpoint_filter_shows_nothing(alice, charlie):
 
     assert response.status_code == 200
     assert response.json()["results"] == []
+
+
+def test_each_copy_of_an_email_shows_its_recipient(alice):
+    notification = make_notification(tenant=alice.tenant, next_fire_at=timezone.now())
+    for key in ("ada", "bob"):
+        make_delivery(
+            tenant=alice.tenant,
+            notification_id=notification.id,
+            channel="email",
+            recipient=key,
+            outcome="delivered",
+        )
+
+    response = alice.client().get(f"/v1/deliveries?notification_id={notification.id}")
+
+    results = response.json()["results"]
+    assert sorted((r["channel"], r["recipient"]) for r in results) == [
+        ("email", "ada"),
+        ("email", "bob"),
+    ]

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from people.quiet_hours import DAYS, common_opening, next_opening, window_errors
+from people.quiet_hours import DAYS, next_opening, window_errors
 
 WEEKDAYS_9_TO_17 = {"days": ["MO", "TU", "WE", "TH", "FR"], "from": "09:00", "until": "17:00"}
 EVERY_DAY_8_TO_20 = {"days": list(DAYS), "from": "08:00", "until": "20:00"}
@@ -80,14 +80,6 @@ def test_an_overnight_window_runs_past_midnight():
     # Tuesday 03:00 UTC is still Monday night's window.
     assert next_opening(night, "UTC", utc(2026, 3, 10, 3, 0)) is None
     assert next_opening(night, "UTC", utc(2026, 3, 10, 7, 0)) == utc(2026, 3, 16, 22, 0)
-
-
-def test_the_common_opening_of_two_people_in_two_zones():
-    berlin = (WEEKDAYS_9_TO_17, "Europe/Berlin")
-    new_york = (WEEKDAYS_9_TO_17, "America/New_York")
-    # Tuesday 07:00 UTC: closed in both; overlap starts when New York opens, 13:00 UTC (EDT).
-    assert common_opening([berlin, new_york], utc(2026, 6, 9, 7, 0)) == utc(2026, 6, 9, 13, 0)
-    assert common_opening([berlin, new_york], utc(2026, 6, 9, 14, 0)) is None
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,8 @@ critical categories, quiet hours deferred without an attempt, and the RFC 8058 h
 received by Django's e-mail backend and by the fake Resend — and the unsubscribe they
 lead to, which holds from the next tick on."""
 
-from datetime import UTC, datetime
+import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core import mail
@@ -235,20 +236,109 @@ def test_an_email_due_in_quiet_hours_is_deferred_to_the_windows_opening_not_atte
     assert [m.to for m in mail.outbox] == [["ada@example.com"]]
 
 
-def test_several_recipients_share_one_email_without_an_unsubscribe_link(backend, tenant):
+def test_each_recipient_gets_an_email_of_their_own_with_their_own_unsubscribe_link(backend, tenant):
     person(tenant)
     person(tenant, "bob", email="bob@example.com")
-    person(tenant, "eve", email="eve@example.com", send_window=None)
+    person(tenant, "cy", email="cy@example.com")
+    person(tenant, "eve", email="eve@example.com")
     preferences_put(
         tenant=tenant, key="eve", preferences={"channels": {"email": False}}, now=SATURDAY
     )
-    notify(tenant, "ada", "bob", "eve")
+    row = notify(tenant, "ada", "bob", "cy", "eve", category="reminders")
+
+    summary = run_tick(now=SATURDAY)
+
+    assert summary.delivered == 1
+    assert sorted(sent.to for sent in mail.outbox) == [
+        ["ada@example.com"],
+        ["bob@example.com"],
+        ["cy@example.com"],
+    ]
+    tokens = {}
+    for sent in mail.outbox:
+        message = sent.message()
+        assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+        tokens[sent.to[0]] = token_of(message["List-Unsubscribe"])
+        assert tokens[sent.to[0]] in sent.body  # the footer's link is theirs too
+    assert len(set(tokens.values())) == 3
+    logs = Delivery.objects.filter(notification_id=row.pk).values_list("recipient", "outcome")
+    assert sorted(logs) == [
+        ("ada", "delivered"),
+        ("bob", "delivered"),
+        ("cy", "delivered"),
+        ("eve", "suppressed"),
+    ]
+    # Each link unsubscribes its own recipient, and nobody else.
+    assert unsubscribe(tokens["bob@example.com"]).status_code == 204
+    muted = {r.key for r in Recipient.objects.all() if r.preferences.get("categories")}
+    assert muted == {"bob"}
+
+
+def test_a_critical_email_to_several_goes_to_each_without_an_unsubscribe_header(backend, tenant):
+    person(tenant)
+    person(tenant, "bob", email="bob@example.com")
+    person(tenant, "cy", email="cy@example.com")
+    notify(tenant, "ada", "bob", "cy", category="security")
 
     run_tick(now=SATURDAY)
 
-    [sent] = mail.outbox
-    assert sent.to == ["ada@example.com", "bob@example.com"]
-    assert "List-Unsubscribe" not in sent.message()
+    assert sorted(len(sent.to) for sent in mail.outbox) == [1, 1, 1]
+    for sent in mail.outbox:
+        assert "List-Unsubscribe" not in sent.message()
+        assert "List-Unsubscribe-Post" not in sent.message()
+
+
+def test_two_keys_of_one_address_make_one_email(backend, tenant):
+    person(tenant)
+    person(tenant, "ada-work", email="ada@example.com")
+    notify(tenant, "ada", "ada-work")
+
+    run_tick(now=SATURDAY)
+
+    assert [sent.to for sent in mail.outbox] == [["ada@example.com"]]
+
+
+# Weekday mornings 09:00 to 12:00 in Tokyo (00:00 to 03:00 UTC) and in Berlin (07:00 to
+# 10:00 UTC in summer time): windows that never overlap.
+MORNINGS = {"days": ["MO", "TU", "WE", "TH", "FR"], "from": "09:00", "until": "12:00"}
+TOKYO_OPENS = datetime(2026, 3, 30, 0, 0, tzinfo=UTC)
+BERLIN_OPENS = datetime(2026, 3, 30, 7, 0, tzinfo=UTC)
+
+
+def test_recipients_whose_windows_never_overlap_each_get_it_in_their_own_window(backend, tenant):
+    person(tenant, timezone="Europe/Berlin", send_window=MORNINGS)
+    person(tenant, "kenji", email="kenji@example.com", timezone="Asia/Tokyo", send_window=MORNINGS)
+    row = notify(tenant, "ada", "kenji")
+
+    first = run_tick(now=SATURDAY)
+
+    assert (first.deferred, mail.outbox) == (1, [])
+    row.refresh_from_db()
+    assert (row.next_fire_at, row.error_count) == (TOKYO_OPENS, 0)
+
+    second = run_tick(now=TOKYO_OPENS)
+
+    assert second.deferred == 1
+    assert [sent.to for sent in mail.outbox] == [["kenji@example.com"]]
+    row.refresh_from_db()
+    assert (row.state, row.next_fire_at, row.error_count) == ("scheduled", BERLIN_OPENS, 0)
+    assert row.channel_state == {"email:kenji": "delivered"}
+
+    third = run_tick(now=BERLIN_OPENS)
+
+    assert third.delivered == 1
+    assert [sent.to for sent in mail.outbox] == [["kenji@example.com"], ["ada@example.com"]]
+    row.refresh_from_db()
+    assert (row.state, row.channel_state, row.last_error) == ("completed", {}, None)
+    logs = Delivery.objects.filter(notification_id=row.pk, outcome="delivered")
+    sent_at = dict(logs.values_list("recipient", "attempted_at"))
+    assert sent_at == {"kenji": TOKYO_OPENS, "ada": BERLIN_OPENS}
+    deferred = Delivery.objects.filter(notification_id=row.pk, outcome="deferred")
+    assert sorted(deferred.values_list("recipient", "error_category")) == [
+        ("ada", "quiet_hours"),
+        ("ada", "quiet_hours"),
+        ("kenji", "quiet_hours"),
+    ]
 
 
 def test_resend_batches_carry_the_headers_per_email(db, settings, tenant):
@@ -274,6 +364,76 @@ def test_resend_batches_carry_the_headers_per_email(db, settings, tenant):
 
     assert token not in EmailBatch.objects.get().body
     assert unsubscribe(token).status_code == 204
+
+
+def test_resend_batches_carry_one_email_per_recipient_each_with_its_own_headers(
+    db, settings, tenant
+):
+    from delivery.models import EmailBatch
+
+    settings.UNSUBSCRIBE_URL = "https://api.example.com/v1/unsubscribe/{token}"
+    with fake_resend(rate=10) as resend:
+        settings.RESEND_API_KEY, settings.RESEND_API_URL = resend.api_key, resend.url
+        for key in ("ada", "bob", "cy"):
+            person(tenant, key, email=f"{key}@example.com")
+        row = notify(tenant, "ada", "bob", "cy", category="reminders")
+
+        summary = run_tick()
+
+    assert summary.delivered == 1
+    assert sorted(email.to for email in resend.sent) == [
+        ["ada@example.com"],
+        ["bob@example.com"],
+        ["cy@example.com"],
+    ]
+    tokens = {token_of(email.headers["List-Unsubscribe"]) for email in resend.sent}
+    assert len(tokens) == 3
+    [batch] = EmailBatch.objects.all()
+    assert sorted(batch.members) == [f"{row.pk}/1/{key}" for key in ("ada", "bob", "cy")]
+
+
+def test_a_resent_batch_carries_only_the_copies_it_holds_and_none_goes_twice(
+    backend, tenant, settings
+):
+    from delivery.models import EmailBatch
+    from delivery.scheduler.deliver import Senders
+    from delivery.transports.base import DeliveryResult
+    from delivery.transports.resend import BatchAnswer
+
+    settings.RESEND_RATE_LIMIT = 1000
+    lost = DeliveryResult(ok=False, error="timed out", category="timeout")
+    calls = []
+
+    def batches(*, body, size, key, timeout):
+        calls.append((key, [email["to"][0] for email in json.loads(body)]))
+        ok = DeliveryResult(ok=True, http_status=200)
+        return BatchAnswer(results=[lost if len(calls) == 1 else ok] * size)
+
+    def alone(message, *, timeout):
+        raise AssertionError("an email went out alone")
+
+    senders = Senders(email=alone, webhook=alone, email_batch=batches)
+    person(tenant)  # no window: always open
+    person(tenant, "kenji", email="kenji@example.com", timezone="Asia/Tokyo", send_window=MORNINGS)
+    row = notify(tenant, "ada", "kenji", now=TOKYO_OPENS - timedelta(seconds=30))
+
+    # Ada's copy goes in a batch that gets no answer; Kenji's waits for his window.
+    run_tick(now=TOKYO_OPENS - timedelta(seconds=30), senders=senders)
+    # The retry, once his window is open: the recorded batch again, identical, for Ada's
+    # copy alone; Kenji's, which it does not hold, waits for the next claim.
+    run_tick(now=TOKYO_OPENS + timedelta(seconds=30), senders=senders)
+    run_tick(now=TOKYO_OPENS + timedelta(seconds=30), senders=senders)
+
+    assert [to for _, to in calls] == [
+        ["ada@example.com"],
+        ["ada@example.com"],
+        ["kenji@example.com"],
+    ]
+    first, again, kenji = (key for key, _ in calls)
+    assert first == again != kenji
+    assert EmailBatch.objects.count() == 2
+    row.refresh_from_db()
+    assert (row.state, row.last_error) == ("completed", None)
 
 
 def test_quiet_hours_hold_the_email_while_the_webhook_goes_through_its_endpoint_slot(
@@ -345,7 +505,7 @@ def test_one_statement_reads_every_claimed_rows_recipients_each_in_its_own_tenan
         decided = preferences.decisions(rows, now=SATURDAY)
 
     # Now `bob` exists in the other tenant only, and `eve` nowhere.
-    assert [list(decided[row.pk].email_to or []) for row in rows] == [
+    assert [[c.to for c in decided[row.pk].email_copies or []] for row in rows] == [
         ["ada@one.example"],
         ["ada@two.example"],
         ["bob@two.example"],
