@@ -3,6 +3,7 @@ through the service and never added there; messages with their deliveries per en
 
 from delivery.models import Notification, WebhookEndpoint
 from tests.delivery.factories import make_endpoint, make_tenant
+from webhooks.applications import application_create
 from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message
 
@@ -95,3 +96,26 @@ def test_a_delivery_s_page_shows_the_event_it_sends_with_its_message_s_payload(a
 
     assert page.status_code == 200
     assert "with-the-message" in page.content.decode()
+
+
+def test_applications_are_listed_and_shown_on_endpoints_and_messages(admin_client, tenant):
+    event_type_create(tenant=tenant, name="invoice.paid")
+    application = application_create(tenant=tenant, uid="acme-customer", name="Acme")
+    endpoint = make_endpoint(
+        tenant=tenant, url="https://hooks.example.com/x", application_id=application.pk
+    )
+    publish_message(
+        tenant=tenant, event_type="invoice.paid", payload={}, application="acme-customer"
+    )
+
+    applications = admin_client.get("/admin/webhooks/application/?q=acme-customer")
+    endpoints = admin_client.get("/admin/delivery/webhookendpoint/?addressed=application")
+    own_endpoints = admin_client.get("/admin/delivery/webhookendpoint/?addressed=own")
+    messages = admin_client.get("/admin/webhooks/message/?addressed=application")
+
+    assert applications.status_code == endpoints.status_code == messages.status_code == 200
+    assert "acme-customer" in applications.content.decode()
+    assert str(application.pk) in endpoints.content.decode()
+    assert str(application.pk) not in own_endpoints.content.decode()
+    assert endpoint.secret not in endpoints.content.decode()
+    assert "Acme (acme-customer)" in messages.content.decode()
