@@ -43,6 +43,8 @@ sys.path.insert(0, str(ROOT))
 from bench import load  # noqa: E402
 from bench.load_tick import arrivals, start_recording_sink  # noqa: E402
 
+# A type of the tenant's own: the product's types are the product's to publish.
+API_EVENT_TYPE = "bench.published"
 PG_DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/bench_fanout"
 _INSERT_INTO = re.compile(r'INSERT\b.*?\bINTO "?(\w+)')
 
@@ -69,15 +71,17 @@ def api_cost(db: str, *, endpoints: int, posts: int, url: str) -> None:
     from django.test.utils import CaptureQueriesContext
 
     from tenancy.models import ApiToken, Membership, Role, Tenant
+    from webhooks.event_types import event_type_create
 
     tenant = Tenant.objects.create(name="fan-out")
     user = get_user_model().objects.create(username="bench", email="bench@example.com")
     Membership.objects.create(tenant=tenant, user=user, role=Role.OWNER)
     token = ApiToken.issue(user=user, name="bench")[1]
     _endpoints(tenant, url, endpoints)
+    event_type_create(tenant=tenant, name=API_EVENT_TYPE)
     client = Client()
     headers = {"Authorization": f"Bearer {token}", "X-Tenant-ID": str(tenant.id)}
-    body = {"event_type": "project.active", "payload": {"bench": True, "items": list(range(20))}}
+    body = {"event_type": API_EVENT_TYPE, "payload": {"bench": True, "items": list(range(20))}}
     times, statements, inserts = [], [], Counter()
     for _ in range(posts):
         with CaptureQueriesContext(connection) as captured:
@@ -248,6 +252,7 @@ def applications_drain(
     from delivery.models import Notification
     from delivery.outbox import Event
     from tenancy.models import ApiToken, Membership, Role, Tenant
+    from webhooks.event_types import event_type_create
     from webhooks.models import Application, Message
 
     log = Path(tempfile.gettempdir()) / f"tw_bench_fanout_apps_{db}.log"
@@ -290,6 +295,7 @@ def applications_drain(
             f"{app_ms:.2f} ms; to the tenant's own {per_application} endpoints: "
             f"{own_statements:.0f} SQL statements, {own_ms:.2f} ms"
         )
+        event_type_create(tenant=tenant, name=API_EVENT_TYPE)
         user = get_user_model().objects.create(username="apps", email="apps@example.com")
         Membership.objects.create(tenant=tenant, user=user, role=Role.OWNER)
         token = ApiToken.issue(user=user, name="bench")[1]
@@ -301,7 +307,7 @@ def applications_drain(
                 with CaptureQueriesContext(connection) as captured:
                     response = Client().post(
                         "/v1/messages",
-                        {"event_type": "project.active", "payload": payload, **extra},
+                        {"event_type": API_EVENT_TYPE, "payload": payload, **extra},
                         content_type="application/json",
                         headers={**headers, "Idempotency-Key": str(uuid.uuid4())},
                     )

@@ -121,7 +121,7 @@ def webhook_endpoint_update(
     its failing streak, and un-parks the deliveries parked when it was disabled as failing;
     disabling records `disabled_reason`). A new URL closes the circuit: the failures were
     another receiver's. An endpoint deleted meanwhile raises DoesNotExist, like a missing
-    one."""
+    one; enabling an endpoint whose application was deleted raises ApplicationDeleted."""
     if url is not None:
         _check_url(url)  # resolves the host: done before the transaction, not inside it
     with transaction.atomic():
