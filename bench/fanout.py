@@ -3,6 +3,7 @@ never judges.
 
     .venv/bin/python bench/fanout.py [--db sqlite|postgres|both] [--endpoints 100]
         [--posts 20] [--messages 200] [--per-message 10] [--tenants 20]
+        [--applications 1000] [--per-application 10] [--app-messages 200]
 
 - api: POST /v1/messages (through the Django test client, token authentication and all) to
   one tenant with --endpoints enabled endpoints, --posts times: the median time of one
@@ -12,6 +13,12 @@ never judges.
   (bench/tick_sink.py): publish time per message, time to drain, deliveries/s and SQL
   statements per delivered row; then the same number of plain webhook notifications drained
   the same way, for comparison.
+- applications: one tenant with --applications applications of --per-application endpoints
+  each (and 10 endpoints of its own), --app-messages messages each addressed to a single
+  application, published through the service: SQL statements per publish beside a publish
+  to the tenant's own endpoints (the same statements are expected), the statements of
+  POST /v1/messages naming an application, then the drain beside the same number of plain
+  webhook notifications.
 
 Each database runs in its own process against a fresh database: a SQLite file in the
 temporary directory, or BENCH_FANOUT_URL (default
@@ -36,16 +43,24 @@ sys.path.insert(0, str(ROOT))
 from bench import load  # noqa: E402
 from bench.load_tick import arrivals, start_recording_sink  # noqa: E402
 
+# A type of the tenant's own: the product's types are the product's to publish.
+API_EVENT_TYPE = "bench.published"
 PG_DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/bench_fanout"
 _INSERT_INTO = re.compile(r'INSERT\b.*?\bINTO "?(\w+)')
 
 
-def _endpoints(tenant, url: str, count: int) -> None:
+def _endpoints(tenant, url: str, count: int, application_id=None) -> None:
     from delivery.models import WebhookEndpoint
     from delivery.transports.signing import generate_secret
 
     WebhookEndpoint.objects.bulk_create(
-        [WebhookEndpoint(tenant=tenant, url=url, secret=generate_secret()) for _ in range(count)]
+        [
+            WebhookEndpoint(
+                tenant=tenant, url=url, secret=generate_secret(), application_id=application_id
+            )
+            for _ in range(count)
+        ],
+        batch_size=1000,
     )
 
 
@@ -56,15 +71,17 @@ def api_cost(db: str, *, endpoints: int, posts: int, url: str) -> None:
     from django.test.utils import CaptureQueriesContext
 
     from tenancy.models import ApiToken, Membership, Role, Tenant
+    from webhooks.event_types import event_type_create
 
     tenant = Tenant.objects.create(name="fan-out")
     user = get_user_model().objects.create(username="bench", email="bench@example.com")
     Membership.objects.create(tenant=tenant, user=user, role=Role.OWNER)
     token = ApiToken.issue(user=user, name="bench")[1]
     _endpoints(tenant, url, endpoints)
+    event_type_create(tenant=tenant, name=API_EVENT_TYPE)
     client = Client()
     headers = {"Authorization": f"Bearer {token}", "X-Tenant-ID": str(tenant.id)}
-    body = {"event_type": "project.active", "payload": {"bench": True, "items": list(range(20))}}
+    body = {"event_type": API_EVENT_TYPE, "payload": {"bench": True, "items": list(range(20))}}
     times, statements, inserts = [], [], Counter()
     for _ in range(posts):
         with CaptureQueriesContext(connection) as captured:
@@ -130,7 +147,6 @@ def _delete_all(model) -> None:
 
 
 def drain(db: str, *, messages: int, per_message: int, tenants: int) -> None:
-    from django.utils import timezone
 
     from delivery.models import Notification
     from delivery.outbox import Event
@@ -166,6 +182,15 @@ def drain(db: str, *, messages: int, per_message: int, tenants: int) -> None:
         sink.kill()
         sink.wait()
 
+    _plain_burst(db, rows)
+
+
+def _plain_burst(db: str, rows: int) -> None:
+    """`rows` plain webhook notifications over the endpoints there are, drained alike."""
+    from django.utils import timezone
+
+    from delivery.models import Notification
+
     log = Path(tempfile.gettempdir()) / f"tw_bench_fanout_plain_{db}.log"
     log.unlink(missing_ok=True)
     sink, url = start_recording_sink(log)
@@ -199,6 +224,108 @@ def drain(db: str, *, messages: int, per_message: int, tenants: int) -> None:
         sink.wait()
 
 
+def _publish_statements(items) -> tuple[float, float]:
+    """The median SQL statements and milliseconds of one messages_publish per item."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from webhooks.messages import messages_publish
+
+    statements, times = [], []
+    for item in items:
+        with CaptureQueriesContext(connection) as captured:
+            started = time.perf_counter()
+            messages_publish([item])
+            times.append(time.perf_counter() - started)
+        statements.append(len(captured.captured_queries))
+    return statistics.median(statements), 1000 * statistics.median(times)
+
+
+def applications_drain(
+    db: str, *, applications: int, per_application: int, messages: int, posts: int
+) -> None:
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from delivery.models import Notification
+    from delivery.outbox import Event
+    from tenancy.models import ApiToken, Membership, Role, Tenant
+    from webhooks.event_types import event_type_create
+    from webhooks.models import Application, Message
+
+    log = Path(tempfile.gettempdir()) / f"tw_bench_fanout_apps_{db}.log"
+    log.unlink(missing_ok=True)
+    sink, url = start_recording_sink(log)
+    try:
+        tenant = Tenant.objects.create(name="applications")
+        _endpoints(tenant, url, per_application)
+        made = Application.objects.bulk_create(
+            [
+                Application(tenant=tenant, uid=f"customer-{n}", name=f"Customer {n}")
+                for n in range(applications)
+            ],
+            batch_size=1000,
+        )
+        for application in made:
+            _endpoints(tenant, url, per_application, application_id=application.pk)
+        payload = {"items": list(range(20))}
+        own = [
+            Event(tenant_id=tenant.id, event_type="project.active", payload=payload)
+            for _ in range(20)
+        ]
+        own_statements, own_ms = _publish_statements(own)
+        Notification.objects.all().delete()
+        Message.objects.all().delete()
+        addressed = [
+            Event(
+                tenant_id=tenant.id,
+                event_type="project.active",
+                payload={"n": n, **payload},
+                application_id=made[(n * 7919) % applications].pk,
+            )
+            for n in range(messages)
+        ]
+        app_statements, app_ms = _publish_statements(addressed)
+        rows = Notification.objects.count()
+        print(
+            f"[{db}] applications: {applications} applications x {per_application} endpoints; "
+            f"a publish to one application: {app_statements:.0f} SQL statements, "
+            f"{app_ms:.2f} ms; to the tenant's own {per_application} endpoints: "
+            f"{own_statements:.0f} SQL statements, {own_ms:.2f} ms"
+        )
+        event_type_create(tenant=tenant, name=API_EVENT_TYPE)
+        user = get_user_model().objects.create(username="apps", email="apps@example.com")
+        Membership.objects.create(tenant=tenant, user=user, role=Role.OWNER)
+        token = ApiToken.issue(user=user, name="bench")[1]
+        headers = {"Authorization": f"Bearer {token}", "X-Tenant-ID": str(tenant.id)}
+        counted = {}
+        for label, extra in (("own", {}), ("application", {"application": "customer-17"})):
+            counts = []
+            for _ in range(posts):
+                with CaptureQueriesContext(connection) as captured:
+                    response = Client().post(
+                        "/v1/messages",
+                        {"event_type": API_EVENT_TYPE, "payload": payload, **extra},
+                        content_type="application/json",
+                        headers={**headers, "Idempotency-Key": str(uuid.uuid4())},
+                    )
+                assert response.status_code == 202, response.content
+                counts.append(len(captured.captured_queries))
+            counted[label] = statistics.median(counts)
+        print(
+            f"[{db}] applications: POST /v1/messages naming an application: "
+            f"{counted['application']:.0f} SQL statements; without one: {counted['own']:.0f}"
+        )
+        rows = Notification.objects.count()
+        _drain("messages to single applications", db, rows, log)
+    finally:
+        sink.kill()
+        sink.wait()
+    _plain_burst(db, rows)
+
+
 def run_one(db: str, args: argparse.Namespace) -> None:
     os.environ["DATABASE_URL"] = os.environ.get("BENCH_FANOUT_URL", PG_DEFAULT_URL)
     os.environ["BENCH_LOAD_SQLITE"] = str(Path(tempfile.gettempdir()) / "tw_bench_fanout.sqlite3")
@@ -223,6 +350,15 @@ def run_one(db: str, args: argparse.Namespace) -> None:
     Message.objects.all().delete()
     try:
         drain(db, messages=args.messages, per_message=args.per_message, tenants=args.tenants)
+        _delete_all(Notification)
+        Message.objects.all().delete()
+        applications_drain(
+            db,
+            applications=args.applications,
+            per_application=args.per_application,
+            messages=args.app_messages,
+            posts=args.posts,
+        )
     finally:
         load.drop(db)
 
@@ -235,6 +371,11 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=200, help="drain: messages")
     parser.add_argument("--per-message", type=int, default=10, help="drain: endpoints each")
     parser.add_argument("--tenants", type=int, default=20, help="drain: tenants")
+    parser.add_argument("--applications", type=int, default=1000, help="applications")
+    parser.add_argument(
+        "--per-application", type=int, default=10, help="applications: endpoints each"
+    )
+    parser.add_argument("--app-messages", type=int, default=200, help="applications: messages")
     args = parser.parse_args()
     if args.db != "both":
         run_one(args.db, args)
@@ -242,7 +383,9 @@ def main() -> None:
     for db in ("sqlite", "postgres"):
         options = ["--endpoints", args.endpoints, "--posts", args.posts]
         options += ["--messages", args.messages, "--per-message", args.per_message]
-        options += ["--tenants", args.tenants]
+        options += ["--tenants", args.tenants, "--applications", args.applications]
+        options += ["--per-application", args.per_application]
+        options += ["--app-messages", args.app_messages]
         subprocess.run([sys.executable, __file__, "--db", db, *map(str, options)], check=True)
 
 

@@ -134,7 +134,9 @@ def digest_join(**event: Any) -> Notification:
 @dataclass(frozen=True)
 class Event:
     """One event to publish: `event_type` with `payload` to whoever the tenant has
-    subscribed to it; `event_id` deduplicates it."""
+    subscribed to it among the endpoints of `application_id` (the publisher's grouping of
+    the tenant's endpoints; None: the tenant's own endpoints); `event_id` deduplicates it
+    within that group."""
 
     tenant_id: UUID
     event_type: str
@@ -142,6 +144,7 @@ class Event:
     event_id: str | None = None
     project_id: UUID | None = None
     source: NotificationSource = NotificationSource.API
+    application_id: UUID | None = None
 
 
 class EventPublisher(Protocol):

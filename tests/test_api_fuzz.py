@@ -35,6 +35,7 @@ from tests.conftest import Actor, forget_throttle_counts, make_member, make_owne
 from tests.delivery.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
 from tests.support.module_rows import rows_for_the_module
+from webhooks.applications import application_create
 from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message
 from webhooks.recovery import endpoint_recover
@@ -148,6 +149,7 @@ def seed_rows(alice: Actor) -> dict[str, str | int]:
         outcome="delivered",
     )
     event_type = event_type_create(tenant=alice.tenant, name="fuzzed.type")
+    application = application_create(tenant=alice.tenant, uid=SEEDED_APPLICATION, name="C")
     message = publish_message(tenant=alice.tenant, event_type="fuzzed.type", payload={})
     task = endpoint_recover(
         tenant=alice.tenant, endpoint_id=endpoint.id, since=timezone.now() - timedelta(days=1)
@@ -165,6 +167,8 @@ def seed_rows(alice: Actor) -> dict[str, str | int]:
         "notifications": str(notification.id),
         "webhook-endpoints": str(endpoint.id),
         "event-types": str(event_type.id),
+        # Named by id or by uid: the id here, the uid in bodies and filters.
+        "applications": str(application.id),
         # The message was queued to the endpoint, so its resend has a delivery to repeat.
         "messages": str(message.id),
         # Integer ids: a member to re-role or remove, and a token of Alice's other than the
@@ -188,9 +192,11 @@ def _unsubscribe_token(alice: Actor) -> str:
 
 
 SEEDED_RECIPIENT = "fuzzed-person"
+SEEDED_APPLICATION = "fuzzed-customer"
 INTEGER_IDS = {"members", "tokens"}
-# Ids that are any string: a recipient's key, an unsubscribe token.
-STRING_IDS = {"recipients", "unsubscribe"}
+# Ids that are any string: a recipient's key, an unsubscribe token, an application's id or
+# uid.
+STRING_IDS = {"recipients", "unsubscribe", "applications"}
 
 
 def _names_a_row(collection: str, value: object) -> bool:
@@ -227,6 +233,8 @@ def _satisfy_cross_field_rules(body: dict, seeded: dict[str, str]) -> dict:
     if body.get("recipients"):
         body["recipients"] = [SEEDED_RECIPIENT]
         body.pop("email_to", None)
+    if body.get("application") is not None:
+        body["application"] = SEEDED_APPLICATION
     if _is_uuid(body.get("project_id")):
         body["project_id"] = seeded["projects"]
     if "timezone" in body:

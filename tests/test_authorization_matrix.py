@@ -34,6 +34,7 @@ from tests.delivery.factories import make_endpoint, make_notification
 from tests.jobs.factories import make_job
 from tests.projects.factories import make_project
 from tests.support.module_rows import rows_for_the_module
+from webhooks.applications import application_create
 from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message
 from webhooks.models import PRODUCT_EVENT_TYPES, Message
@@ -128,6 +129,12 @@ def _delivered_message_id(actor):
     )
     Message.objects.filter(pk=message.pk).update(endpoint_ids=[str(endpoint.id)])
     return message.id
+
+
+def _application_id(actor):
+    return application_create(
+        tenant=actor.tenant, uid=f"customer-{uuid.uuid4().hex[:8]}", name="Customer"
+    ).id
 
 
 def _task_id(actor):
@@ -242,6 +249,9 @@ ROUTES = [
         body=lambda: {"url": "https://hooks.example.com/new"},
     ),
     RouteSpec("GET", "/v1/webhook-endpoints", roles=OWNER, create=_endpoint_id),
+    RouteSpec(
+        "GET", "/v1/webhook-endpoints?application=customer-1", roles=OWNER, create=_endpoint_id
+    ),
     RouteSpec("GET", "/v1/webhook-endpoints/{id}", roles=OWNER, create=_endpoint_id),
     RouteSpec(
         "PATCH",
@@ -293,8 +303,26 @@ ROUTES = [
     ),
 ]
 
-# --- Webhooks as a product: event types and messages ---------------------------------------
+# --- Webhooks as a product: applications, event types and messages ------------------------
 ROUTES += [
+    RouteSpec(
+        "POST",
+        "/v1/applications",
+        success=201,
+        roles=OWNER,
+        body=lambda: {"uid": f"customer-{uuid.uuid4().hex[:8]}", "name": "Customer"},
+    ),
+    RouteSpec("GET", "/v1/applications", create=_application_id),
+    RouteSpec("GET", "/v1/applications?uid=customer-1", create=_application_id),
+    RouteSpec("GET", "/v1/applications/{id}", create=_application_id),
+    RouteSpec(
+        "PATCH",
+        "/v1/applications/{id}",
+        roles=OWNER,
+        create=_application_id,
+        body=lambda: {"name": "Renamed"},
+    ),
+    RouteSpec("DELETE", "/v1/applications/{id}", success=204, roles=OWNER, create=_application_id),
     RouteSpec(
         "POST",
         "/v1/event-types",
@@ -321,6 +349,7 @@ ROUTES += [
         headers=lambda: {"Idempotency-Key": str(uuid.uuid4())},
     ),
     RouteSpec("GET", "/v1/messages", create=_message_id),
+    RouteSpec("GET", "/v1/messages?application=customer-1", create=_message_id),
     RouteSpec(
         "GET",
         f"/v1/messages?event_type={PUBLISHED_TYPE}&since=2026-01-01T00:00:00Z",

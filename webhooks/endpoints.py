@@ -11,6 +11,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils.timezone import now as utc_now
 
 from dbqueue.slots import slots_delete
@@ -19,18 +20,48 @@ from delivery.transports.signing import generate_secret
 from outbound.ssrf import UnsafeWebhookUrl, validate_webhook_url
 from tenancy.models import Tenant
 from tenancy.quotas import hold_count_limit
-from web.errors import InvalidInput
+from web.errors import Conflict, InvalidInput
+from webhooks.applications import (
+    APPLICATION_MISSING,
+    application_filter_id,
+    application_locked,
+    live_applications,
+)
 from webhooks.event_types import active_event_type_errors
 from webhooks.lifecycle import endpoint_unpark
+from webhooks.models import Application
 
 # Each secret in grace adds a signature to every delivery; rotating faster than the grace
 # period ends keeps this many signing (the ones retired last).
 MAX_RETIRED_SECRETS = 10
 
 
+class ApplicationDeleted(Conflict):
+    kind = "application-deleted"
+    title = "Application deleted"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The endpoint's application was deleted, so the endpoint stays disabled; create "
+            "an endpoint for a live application instead."
+        )
+
+
 # An argument left out, where None means something (event_types: None subscribes to
 # every type; rate_limit: None removes the limit).
 UNCHANGED: Any = object()
+
+
+def endpoint_pages(*, tenant: Tenant, application: str | None = None) -> QuerySet[WebhookEndpoint]:
+    """The tenant's endpoints (those of the application named by id or uid — a deleted one
+    by its id —, if given)."""
+    endpoints = WebhookEndpoint.objects.filter(tenant=tenant)
+    if application is None:
+        return endpoints
+    application_id = application_filter_id(tenant_id=tenant.id, key=application)
+    if application_id is None:
+        return endpoints.none()
+    return endpoints.filter(application_id=application_id)
 
 
 def webhook_endpoint_create(
@@ -40,17 +71,30 @@ def webhook_endpoint_create(
     enabled: bool = True,
     event_types: Sequence[str] | None = None,
     rate_limit: int | None = None,
+    application: str | None = None,
     now: datetime | None = None,
 ) -> WebhookEndpoint:
     """Create an endpoint with a fresh signing secret (readable on the returned instance,
     to be shown once), subscribed to `event_types` (None: every type; each must be an
-    active type of the tenant, else InvalidInput)."""
+    active type of the tenant, else InvalidInput), belonging to the live `application`
+    named by id or uid (None: the tenant's own endpoint; an unknown one is InvalidInput).
+    The application is the endpoint's for good, as an endpoint lives under its application
+    in Svix: messages to that customer are what it was given to receive."""
     now = now or utc_now()
     _check_url(url)
     with transaction.atomic():
+        application_id = None
+        if application is not None:
+            # Held until the endpoint is in: a deletion of the application waits for it,
+            # then disables it with the others.
+            try:
+                application_id = application_locked(tenant_id=tenant.id, key=application).pk
+            except Application.DoesNotExist:
+                raise InvalidInput({"application": [APPLICATION_MISSING]}) from None
         hold_count_limit(tenant, "webhook_endpoints")
         return WebhookEndpoint.objects.create(
             tenant=tenant,
+            application_id=application_id,
             url=url,
             enabled=enabled,
             event_types=_checked_event_types(tenant, event_types),
@@ -77,7 +121,7 @@ def webhook_endpoint_update(
     its failing streak, and un-parks the deliveries parked when it was disabled as failing;
     disabling records `disabled_reason`). A new URL closes the circuit: the failures were
     another receiver's. An endpoint deleted meanwhile raises DoesNotExist, like a missing
-    one."""
+    one; enabling an endpoint whose application was deleted raises ApplicationDeleted."""
     if url is not None:
         _check_url(url)  # resolves the host: done before the transaction, not inside it
     with transaction.atomic():
@@ -92,6 +136,8 @@ def webhook_endpoint_update(
             endpoint.url = url
             fields += _close_circuit(endpoint)
         enabling = enabled is True and not endpoint.enabled
+        if enabling and endpoint.application_id is not None:
+            _check_application_live(tenant, endpoint.application_id)
         if enabled is not None:
             endpoint.enabled = enabled
             endpoint.disabled_reason = "" if enabled else disabled_reason
@@ -163,6 +209,11 @@ def _checked_event_types(tenant: Tenant, names: Sequence[str] | None) -> list[st
     if errors:
         raise InvalidInput({"event_types": errors})
     return names
+
+
+def _check_application_live(tenant: Tenant, application_id: UUID) -> None:
+    if not live_applications(tenant.id).filter(pk=application_id).exists():
+        raise ApplicationDeleted
 
 
 def _check_url(url: str) -> None:

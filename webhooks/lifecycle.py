@@ -10,13 +10,20 @@ write-back that records the failure, in the same transaction:
   `endpoint.disabled` event (an announcement, keyed by the endpoint and the start of its
   failing streak, so it is told once).
 
+Deleting an application disables its endpoints alike (`disabled_reason`
+"application_deleted"), its pending deliveries parked, without an announcement: the tenant
+asked for it.
+
 Enabling it again (PATCH) un-parks the deliveries parked for it: due now, in creation order.
 """
 
 from collections.abc import Sequence
 from datetime import datetime
+from uuid import UUID
 
+from django.db import transaction
 from django.db.models import F
+from django.utils.timezone import now as utc_now
 
 from dbqueue.leases import lease_free
 from delivery.hooks import WriteBackOutcomes
@@ -24,28 +31,59 @@ from delivery.models import DISABLED_FAILING, Channel, Notification, WebhookEndp
 from delivery.outbox import Announced, Announcement, announce
 from delivery.states import CLAIMABLE, Move, NotificationState, after
 from delivery.validation import recipient_errors
-from tenancy.models import Membership, Role
+from tenancy.models import Membership, Role, Tenant
+from webhooks.applications import application_locked
 from webhooks.messages import messages_exhausted
 from webhooks.recovery import CHUNK_SIZE, requeue
+
+# The `disabled_reason` of an endpoint whose application was deleted.
+DISABLED_APPLICATION_DELETED = "application_deleted"
 
 
 def endpoints_retire(endpoints: Sequence[WebhookEndpoint], *, now: datetime) -> None:
     """Disable the endpoints as failing, park their pending deliveries and tell the tenants
     (see the module docstring). The caller holds the endpoints' rows locked."""
-    ids = [endpoint.pk for endpoint in endpoints]
-    WebhookEndpoint.objects.filter(pk__in=ids).update(
-        enabled=False, disabled_reason=DISABLED_FAILING, updated_at=now
-    )
+    endpoints_disable([endpoint.pk for endpoint in endpoints], reason=DISABLED_FAILING, now=now)
     for endpoint in endpoints:
         endpoint.enabled, endpoint.disabled_reason = False, DISABLED_FAILING
+    announce([_announced(endpoint, now=now) for endpoint in endpoints], now=now)
+
+
+def endpoints_disable(endpoint_ids: Sequence[UUID], *, reason: str, now: datetime) -> None:
+    """Disable the endpoints for `reason` and park their pending one-shot deliveries (those
+    a tick holds end as their attempt says; see the module docstring)."""
+    if not endpoint_ids:
+        return
+    WebhookEndpoint.objects.filter(pk__in=endpoint_ids).update(
+        enabled=False, disabled_reason=reason, updated_at=now
+    )
     # Every claimable state parks alike; bumping the token fences out a stale claimant.
-    pending = Notification.objects.filter(webhook_endpoint_id__in=ids, rrule="")
+    pending = Notification.objects.filter(webhook_endpoint_id__in=endpoint_ids, rrule="")
     pending.filter(state__in=CLAIMABLE).filter(lease_free(now=now)).update(
         state=after(NotificationState.SCHEDULED, Move.PARK),
         claim_token=F("claim_token") + 1,
         updated_at=now,
     )
-    announce([_announced(endpoint, now=now) for endpoint in endpoints], now=now)
+
+
+def application_delete(*, tenant: Tenant, key: str, now: datetime | None = None) -> None:
+    """Delete the application (see the module docstring): its endpoints are disabled
+    (`disabled_reason` DISABLED_APPLICATION_DELETED) and their pending deliveries parked.
+    Holding its row, so an endpoint being created for it meanwhile either committed first
+    (and is disabled here) or finds it deleted."""
+    now = now or utc_now()
+    with transaction.atomic():
+        application = application_locked(tenant_id=tenant.id, key=key)
+        application.deleted_at = application.updated_at = now
+        application.save(update_fields=["deleted_at", "updated_at"])
+        endpoints = WebhookEndpoint.objects.filter(
+            tenant=tenant, application_id=application.pk, enabled=True
+        )
+        endpoints_disable(
+            list(endpoints.values_list("pk", flat=True)),
+            reason=DISABLED_APPLICATION_DELETED,
+            now=now,
+        )
 
 
 def _announced(endpoint: WebhookEndpoint, *, now: datetime) -> Announced:

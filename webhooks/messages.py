@@ -1,5 +1,7 @@
-"""Messages: an event published once and delivered to every endpoint of the tenant
-subscribed to its type, and the history and resend of those deliveries.
+"""Messages: an event published once and delivered to every endpoint subscribed to its
+type among the endpoints of its application (without one: the tenant's own endpoints, those
+of no application), and the history and resend of those deliveries. No message reaches
+another application's endpoint: the endpoints a publish reads are its application's only.
 
 Each delivery is an ordinary one-shot webhook notification naming its message, so run_tick
 claims, leases, fences, signs, retries and dead-letters it as any other row, at a plain
@@ -21,7 +23,7 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils.timezone import now as utc_now
 
 from dbqueue.fences import guarded_update
@@ -43,6 +45,7 @@ from tenancy.models import Tenant
 from tenancy.plans import tenant_limits
 from tenancy.quotas import charge
 from web.errors import Forbidden, InvalidInput
+from webhooks.applications import application_filter_id, application_id_of
 from webhooks.event_types import active_event_type_errors
 from webhooks.models import PRODUCT_EVENT_TYPES, Message
 
@@ -68,12 +71,15 @@ def publish_message(
     event_type: str,
     payload: dict[str, Any],
     event_id: str | None = None,
+    application: str | None = None,
     now: datetime | None = None,
 ) -> Message:
     """Publish one message (POST /v1/messages): one queued delivery per enabled endpoint of
-    the tenant subscribed to `event_type`. A repeat of `event_id` within DEDUP_WINDOW
-    returns the first message and queues nothing. Raises InvalidInput for an unknown or
-    archived event type or a payload over MAX_PAYLOAD_BYTES (kind `payload-too-large`);
+    the live `application` named by id or uid (None: per enabled endpoint of the tenant's
+    own) subscribed to `event_type`. A repeat of `event_id` to the same application within
+    DEDUP_WINDOW returns the first message and queues nothing. Raises InvalidInput for an
+    unknown application, an unknown or archived event type or a payload over
+    MAX_PAYLOAD_BYTES (kind `payload-too-large`);
     ProductEventTypeReserved for one of the product's own types, which only the product
     publishes, so that its receivers can trust them; QuotaExceeded over the plan's
     messages_per_month, publishing nothing."""
@@ -89,7 +95,13 @@ def publish_message(
     errors = active_event_type_errors(tenant_id=tenant.id, names=[event_type])
     if errors:
         raise InvalidInput({"event_type": errors})
-    item = Event(tenant_id=tenant.id, event_type=event_type, payload=payload, event_id=event_id)
+    item = Event(
+        tenant_id=tenant.id,
+        event_type=event_type,
+        payload=payload,
+        event_id=event_id,
+        application_id=application_id_of(tenant_id=tenant.id, key=application, field="application"),
+    )
     now = now or utc_now()
     with transaction.atomic():
         message = messages_publish([item], now=now)[0]
@@ -119,15 +131,16 @@ def messages_publish(
         subscribed = _subscribed_endpoints(items)
         fresh: dict[int, Message] = {}
         for index, item in enumerate(items):
-            if (item.tenant_id, item.event_id) in firsts:
+            if _key(item) in firsts:
                 continue
             endpoint_ids = [
                 endpoint.id
-                for endpoint in subscribed.get(item.tenant_id, [])
+                for endpoint in subscribed.get(_group(item), [])
                 if endpoint.receives(item)
             ]
             fresh[index] = Message(
                 tenant_id=item.tenant_id,
+                application_id=item.application_id,
                 event_type=item.event_type,
                 event_id=item.event_id,
                 dedup_key=item.event_id,
@@ -162,8 +175,9 @@ def product_event_publish(
     project_id: UUID | None = None,
     now: datetime | None = None,
 ) -> Message:
-    """Publish one of the product's own events (PRODUCT_EVENT_TYPES) to the tenant's
-    subscribed endpoints, through the same path as a tenant's messages."""
+    """Publish one of the product's own events (PRODUCT_EVENT_TYPES) to the tenant's own
+    subscribed endpoints (never an application's: they are the tenant's news), through the
+    same path as a tenant's messages."""
     item = Event(
         tenant_id=tenant_id,
         event_type=event_type,
@@ -182,7 +196,7 @@ OPERATIONAL_EVENT_TYPES = frozenset({EXHAUSTED, "endpoint.disabled"})
 
 def messages_exhausted(notification_ids: Sequence[Any], *, now: datetime) -> None:
     """Publish `message.attempt.exhausted` for each message delivery among the rows just
-    dead-lettered, to the tenant's endpoints subscribed to it (in the write-back's
+    dead-lettered, to the tenant's own endpoints subscribed to it (in the write-back's
     transaction). A delivery of that event itself publishes nothing, so an endpoint that
     fails it cannot feed it back; the event id (the message and the hour) tells it at most
     once an hour per message, and only to endpoints that name the type and are not failing
@@ -218,11 +232,12 @@ def message_rows(item: Event, *, now: datetime | None = None) -> list[Any]:
     now = now or utc_now()
     endpoint_ids = [
         endpoint.id
-        for endpoint in _subscribed_endpoints([item]).get(item.tenant_id, [])
+        for endpoint in _subscribed_endpoints([item]).get(_group(item), [])
         if endpoint.receives(item)
     ]
     message = Message(
         tenant_id=item.tenant_id,
+        application_id=item.application_id,
         event_type=item.event_type,
         payload=item.payload,
         endpoint_ids=[str(endpoint_id) for endpoint_id in endpoint_ids],
@@ -235,15 +250,24 @@ def message_rows(item: Event, *, now: datetime | None = None) -> list[Any]:
     return [message, *deliveries]
 
 
-def _key(item: Event) -> tuple[UUID, str | None]:
-    return (item.tenant_id, item.event_id)
+# The endpoints an event goes to: (tenant, application), the application None for the
+# tenant's own endpoints.
+_Group = tuple[UUID, UUID | None]
+# What an event_id deduplicates within: its group.
+_Key = tuple[UUID, UUID | None, str | None]
 
 
-def _first_messages(
-    items: Sequence[Event], *, now: datetime
-) -> dict[tuple[UUID, str | None], Message]:
-    """The messages still deduplicating the items' event ids; an expired one stops
-    deduplicating (its key is cleared) so the new message can take it."""
+def _group(item: Event) -> _Group:
+    return (item.tenant_id, item.application_id)
+
+
+def _key(item: Event) -> _Key:
+    return (item.tenant_id, item.application_id, item.event_id)
+
+
+def _first_messages(items: Sequence[Event], *, now: datetime) -> dict[_Key, Message]:
+    """The messages still deduplicating the items' event ids, each within its application;
+    an expired one stops deduplicating (its key is cleared) so the new message can take it."""
     keyed = [item for item in items if item.event_id is not None]
     if not keyed:
         return {}
@@ -252,13 +276,14 @@ def _first_messages(
         dedup_key__in={item.event_id for item in keyed},
     )
     wanted = {_key(item) for item in keyed}
-    live: dict[tuple[UUID, str | None], Message] = {}
+    live: dict[_Key, Message] = {}
     expired = []
     for message in found:
-        if (message.tenant_id, message.dedup_key) not in wanted:
+        key = (message.tenant_id, message.application_id, message.dedup_key)
+        if key not in wanted:
             continue
         if message.created_at > now - DEDUP_WINDOW:
-            live[(message.tenant_id, message.dedup_key)] = message
+            live[key] = message
         else:
             expired.append(message.id)
     if expired:
@@ -301,18 +326,29 @@ class _Subscriber(NamedTuple):
         )
 
 
-def _subscribed_endpoints(items: Sequence[Event]) -> dict[UUID, list[_Subscriber]]:
-    """The enabled endpoints of the items' tenants with their subscriptions, oldest first."""
-    endpoints: dict[UUID, list[_Subscriber]] = {}
-    enabled = WebhookEndpoint.objects.filter(
-        tenant_id__in={item.tenant_id for item in items}, enabled=True
-    ).order_by("created_at", "id")
+def _subscribed_endpoints(items: Sequence[Event]) -> dict[_Group, list[_Subscriber]]:
+    """The enabled endpoints of the items' groups (each tenant's own, or an application's)
+    with their subscriptions, oldest first: one read, of those groups' endpoints only."""
+    own = {item.tenant_id for item in items if item.application_id is None}
+    addressed = {_group(item) for item in items if item.application_id is not None}
+    groups = Q(tenant_id__in=own, application_id__isnull=True) if own else Q()
+    if addressed:
+        tenants = {tenant_id for tenant_id, _ in addressed}
+        applications = {application_id for _, application_id in addressed}
+        groups |= Q(tenant_id__in=tenants, application_id__in=applications)
+    endpoints: dict[_Group, list[_Subscriber]] = {}
+    enabled = WebhookEndpoint.objects.filter(groups, enabled=True).order_by("created_at", "id")
     rows = enabled.values_list(
-        "tenant_id", "id", "event_types", "consecutive_failures", "failed_deliveries"
+        "tenant_id",
+        "application_id",
+        "id",
+        "event_types",
+        "consecutive_failures",
+        "failed_deliveries",
     )
-    for tenant_id, endpoint_id, types, failures, failed in rows:
+    for tenant_id, application_id, endpoint_id, types, failures, failed in rows:
         subscriber = _Subscriber(endpoint_id, types, failing=bool(failures or failed))
-        endpoints.setdefault(tenant_id, []).append(subscriber)
+        endpoints.setdefault((tenant_id, application_id), []).append(subscriber)
     return endpoints
 
 
@@ -366,10 +402,20 @@ def payloads_for_claimed(rows: Sequence[Notification], now: datetime) -> dict[An
 
 
 def message_pages(
-    *, tenant: Tenant, event_type: str | None = None, since: datetime | None = None
+    *,
+    tenant: Tenant,
+    event_type: str | None = None,
+    since: datetime | None = None,
+    application: str | None = None,
 ) -> QuerySet[Message]:
-    """The tenant's messages (of `event_type`, created at or after `since`, if given)."""
+    """The tenant's messages (of `event_type`, created at or after `since`, to the
+    application named by id or uid — a deleted one by its id —, if given)."""
     messages = Message.objects.filter(tenant=tenant)
+    if application is not None:
+        application_id = application_filter_id(tenant_id=tenant.id, key=application)
+        if application_id is None:
+            return messages.none()
+        messages = messages.filter(application_id=application_id)
     if event_type is not None:
         messages = messages.filter(event_type=event_type)
     if since is not None:
@@ -403,7 +449,13 @@ def message_resend(
     now = now or utc_now()
     with transaction.atomic():
         message = Message.objects.select_for_update(no_key=True).get(pk=message_id, tenant=tenant)
-        endpoint = WebhookEndpoint.objects.only("pk", "enabled").get(pk=endpoint_id, tenant=tenant)
+        endpoint = WebhookEndpoint.objects.only("pk", "enabled", "application_id").get(
+            pk=endpoint_id, tenant=tenant
+        )
+        if endpoint.application_id != message.application_id:
+            # Never to another application's endpoint (nor an application's message to the
+            # tenant's own endpoint, or the other way round).
+            raise WebhookEndpoint.DoesNotExist
         # Read under the message's lock: a resend that committed first is seen here.
         latest = (
             Notification.objects.filter(
@@ -418,7 +470,10 @@ def message_resend(
             raise EndpointDisabled(RESEND_DISABLED)
         if latest is None or latest.state == NotificationState.COMPLETED:
             item = Event(
-                tenant_id=tenant.id, event_type=message.event_type, payload=message.payload
+                tenant_id=tenant.id,
+                event_type=message.event_type,
+                payload=message.payload,
+                application_id=message.application_id,
             )
             row = _delivery_row(message, item, endpoint_id=endpoint_id, now=now)
             row.save(force_insert=True)

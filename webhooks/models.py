@@ -81,16 +81,18 @@ class Application(models.Model):
 
 
 class Message(models.Model):
-    """An event published once to every endpoint of the tenant subscribed to its type; each
-    delivery is a one-shot webhook Notification naming it. `dedup_key` holds `event_id`
-    while it deduplicates (24 hours): a later publish with the same event_id clears the old
-    one's first, so the unique constraint holds the window without a lock."""
+    """An event published once to every endpoint subscribed to its type among those of its
+    application (none: the tenant's own endpoints); each delivery is a one-shot webhook
+    Notification naming it. `dedup_key` holds `event_id` while it deduplicates (24 hours, per
+    application): a later publish with the same event_id clears the old one's first, so the
+    unique constraints hold the window without a lock."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="messages")
     # The customer it is addressed to; NULL: the tenant's own endpoints.
+    # RESTRICT, not PROTECT: deleting a tenant takes its applications and messages together.
     application = models.ForeignKey(
-        Application, on_delete=models.PROTECT, null=True, blank=True, related_name="messages"
+        Application, on_delete=models.RESTRICT, null=True, blank=True, related_name="messages"
     )
     event_type = models.CharField(max_length=256)
     event_id = models.CharField(max_length=256, null=True, blank=True)  # noqa: DJ001
@@ -103,9 +105,19 @@ class Message(models.Model):
     class Meta:
         # The table of the app it was first written in (notifications).
         db_table = "notifications_message"
+        # NULLs are distinct in a unique constraint (on SQLite as on PostgreSQL), so one
+        # constraint over (tenant, application, dedup_key) would let the tenant's own
+        # messages repeat an event_id: one partial constraint for each kind of message.
         constraints = [
             models.UniqueConstraint(
-                fields=["tenant", "dedup_key"], name="message_unique_tenant_dedup_key"
+                fields=["tenant", "dedup_key"],
+                condition=models.Q(application__isnull=True),
+                name="message_unique_tenant_dedup_key",
+            ),
+            models.UniqueConstraint(
+                fields=["tenant", "application", "dedup_key"],
+                condition=models.Q(application__isnull=False),
+                name="message_unique_application_dedup_key",
             ),
         ]
         indexes = [

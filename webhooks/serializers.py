@@ -21,10 +21,12 @@ from web.fields import (
     StrictIntegerField,
 )
 from web.serializers import NoBodySerializer, RejectsUndeclaredFields
+from webhooks.applications import UID_PATTERN, UID_RULE
 from webhooks.event_types import NAME_PATTERN
 from webhooks.messages import ATTEMPT_OUTCOMES
 
 MAX_SUBSCRIBED_TYPES = 100
+MAX_METADATA_KEYS = 50
 
 
 @extend_schema_field({"type": "string", "pattern": "^[a-zA-Z0-9._-]{1,256}$"})
@@ -36,6 +38,59 @@ class _EventTypeNameField(StrictCharField):
                 "Must be 1 to 256 of a-z, A-Z, 0-9, '.', '_' and '-'."
             )
         return name
+
+
+@extend_schema_field({"type": "string", "pattern": "^[a-zA-Z0-9._-]{1,256}$"})
+class _ApplicationUidField(StrictCharField):
+    def to_internal_value(self, data: Any) -> str:
+        uid = super().to_internal_value(data)
+        if not UID_PATTERN.fullmatch(uid):
+            raise serializers.ValidationError(UID_RULE)
+        return uid
+
+
+def _application_reference(help_text: str) -> _ApplicationUidField:
+    return _ApplicationUidField(required=False, allow_null=True, help_text=help_text)
+
+
+class _MetadataField(serializers.DictField):
+    def __init__(self, **kwargs: Any) -> None:
+        child = StrictCharField(max_length=1000, allow_blank=True, trim_whitespace=False)
+        super().__init__(child=child, **kwargs)
+
+    def to_internal_value(self, data: Any) -> dict[str, str]:
+        metadata = super().to_internal_value(data)
+        if any(len(key) > 256 for key in metadata):
+            raise serializers.ValidationError("Keys must be at most 256 characters.")
+        if len(metadata) > MAX_METADATA_KEYS:
+            raise serializers.ValidationError(f"At most {MAX_METADATA_KEYS} keys.")
+        return metadata
+
+
+class ApplicationSerializer(serializers.Serializer):
+    id = serializers.UUIDField(read_only=True)
+    uid = serializers.CharField(
+        read_only=True, help_text="The tenant's own key for its customer; unique in the tenant."
+    )
+    name = serializers.CharField(read_only=True)
+    metadata = serializers.DictField(child=serializers.CharField(), read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+    updated_at = serializers.DateTimeField(read_only=True)
+
+
+class ApplicationWriteSerializer(RejectsUndeclaredFields, serializers.Serializer):
+    """The body of POST /v1/applications; PATCH uses it with partial=True."""
+
+    representation = ApplicationSerializer
+
+    uid = _ApplicationUidField(
+        help_text="The tenant's own key for its customer, unique among its live "
+        "applications; `{id}` in the application's paths may be it instead of the id."
+    )
+    name = StrictCharField(max_length=256)
+    metadata = _MetadataField(
+        required=False, help_text="Strings of the tenant's own about the customer."
+    )
 
 
 class EventTypeWriteSerializer(RejectsUndeclaredFields, serializers.Serializer):
@@ -73,6 +128,10 @@ class EventTypeSerializer(serializers.Serializer):
 class MessageWriteSerializer(RejectsUndeclaredFields, serializers.Serializer):
     """The body of POST /v1/messages."""
 
+    application = _application_reference(
+        "The application (id or uid) whose endpoints receive it; null, the default: the "
+        "tenant's own endpoints (those of no application)."
+    )
     event_type = _EventTypeNameField()
     payload = serializers.DictField(
         help_text="The event's data: any JSON object of at most 256 KiB, sent as `data`."
@@ -81,14 +140,20 @@ class MessageWriteSerializer(RejectsUndeclaredFields, serializers.Serializer):
         max_length=256,
         required=False,
         allow_null=True,
-        help_text="Deduplicates for 24 hours: a message with the same event_id answers the "
-        "first one and queues nothing.",
+        help_text="Deduplicates for 24 hours within the application: a message to the same "
+        "application with the same event_id answers the first one and queues nothing.",
     )
 
 
 class MessageSerializer(serializers.Serializer):
     id = serializers.UUIDField(
         read_only=True, help_text="Deliveries carry it as webhook-id `msg_<id>`."
+    )
+    application = serializers.UUIDField(
+        source="application_id",
+        read_only=True,
+        allow_null=True,
+        help_text="The id of the application it was addressed to; null: the tenant's own.",
     )
     event_type = serializers.CharField(read_only=True)
     event_id = serializers.CharField(read_only=True, allow_null=True)
@@ -213,6 +278,16 @@ class WebhookEndpointWriteSerializer(RejectsUndeclaredFields, serializers.Serial
         return attrs
 
 
+class WebhookEndpointCreateSerializer(WebhookEndpointWriteSerializer):
+    """The body of POST /v1/webhook-endpoints: the application is chosen once, at create."""
+
+    application = _application_reference(
+        "The application (id or uid) whose messages it receives, for good; null, the "
+        "default: the tenant's own endpoint, which receives the messages of no application "
+        "and the product's own events."
+    )
+
+
 class RecoverAcceptedSerializer(serializers.Serializer):
     """The recovery task started: follow it at GET /v1/tasks/{task_id}."""
 
@@ -251,6 +326,12 @@ class EndpointHealthSerializer(serializers.Serializer):
 
 class WebhookEndpointSerializer(serializers.Serializer):
     id = serializers.UUIDField(read_only=True)
+    application = serializers.UUIDField(
+        source="application_id",
+        read_only=True,
+        allow_null=True,
+        help_text="The id of its application; null: the tenant's own endpoint.",
+    )
     url = serializers.URLField(read_only=True)
     enabled = serializers.BooleanField(read_only=True)
     event_types = serializers.ListField(
@@ -263,7 +344,8 @@ class WebhookEndpointSerializer(serializers.Serializer):
     rate_limit = serializers.IntegerField(read_only=True, allow_null=True)
     disabled_reason = serializers.SerializerMethodField(
         help_text="Why it is disabled: `failing` when Tickwork retired it (every delivery "
-        "failed for ENDPOINT_DISABLE_AFTER_HOURS), `manual` when it was switched off, or "
+        "failed for ENDPOINT_DISABLE_AFTER_HOURS), `application_deleted` when its "
+        "application was deleted, `manual` when it was switched off, or "
         "the reason the tick recorded (a 410 Gone answer); null while enabled."
     )
     created_at = serializers.DateTimeField(read_only=True)
@@ -303,6 +385,7 @@ class WebhookEndpointSecretSerializer(WebhookEndpointSerializer):
 
 # Set here, below the answers they name: a body field these show is "read-only".
 WebhookEndpointWriteSerializer.representation = WebhookEndpointSecretSerializer
+WebhookEndpointCreateSerializer.representation = WebhookEndpointSecretSerializer
 EventTypeWriteSerializer.representation = EventTypeSerializer
 EventTypePatchSerializer.representation = EventTypeSerializer
 MessageWriteSerializer.representation = MessageSerializer

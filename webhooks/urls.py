@@ -3,6 +3,12 @@ from django.urls import path
 from webhooks import views
 
 urlpatterns = [
+    path("applications", views.ApplicationListView.as_view(), name="application-list"),
+    path(
+        "applications/<str:key>",
+        views.ApplicationDetailView.as_view(),
+        name="application-detail",
+    ),
     path(
         "webhook-endpoints", views.WebhookEndpointListView.as_view(), name="webhook-endpoint-list"
     ),

@@ -1,5 +1,5 @@
-"""The webhooks API (endpoints, event types, messages, recovery): thin views that parse,
-call one service and render.
+"""The webhooks API (applications, endpoints, event types, messages, recovery): thin views
+that parse, call one service and render.
 
 Every query filters on `tenant_of(request)` (set by IsTenantMember), so another tenant's row
 answers 404 exactly like a missing one.
@@ -21,12 +21,15 @@ from delivery.models import Delivery, WebhookEndpoint
 from tenancy.api.idempotency import Answer, answer_once, created
 from tenancy.api.permissions import tenant_of
 from tenancy.api.schema import location_header
+from web.errors import InvalidInput
 from web.pagination import NewestFirstCursorPagination
 from web.query import choice_query_param, datetime_query_param, single_query_param
+from webhooks import applications, event_types, lifecycle, messages, recovery
 from webhooks import endpoints as webhook_endpoints
-from webhooks import event_types, messages, recovery
-from webhooks.models import EventType, Message
+from webhooks.models import Application, EventType, Message
 from webhooks.serializers import (
+    ApplicationSerializer,
+    ApplicationWriteSerializer,
     EventTypePatchSerializer,
     EventTypeSerializer,
     EventTypeWriteSerializer,
@@ -36,6 +39,7 @@ from webhooks.serializers import (
     MessageSerializer,
     MessageWriteSerializer,
     RecoverAcceptedSerializer,
+    WebhookEndpointCreateSerializer,
     WebhookEndpointRecoverSerializer,
     WebhookEndpointRotateSecretSerializer,
     WebhookEndpointSecretSerializer,
@@ -43,11 +47,104 @@ from webhooks.serializers import (
     WebhookEndpointWriteSerializer,
 )
 
+_APPLICATION_KEY = OpenApiParameter(
+    "id",
+    str,
+    OpenApiParameter.PATH,
+    description="The application's id or its uid (`^[a-zA-Z0-9._-]{1,256}$`).",
+)
+_APPLICATION_FILTER = OpenApiParameter(
+    "application",
+    type=str,
+    required=False,
+    pattern=r"^[a-zA-Z0-9._-]{1,256}$",
+    description="Only those of the application with this id or uid (a deleted one's, by its id).",
+)
+
+
+def _uid_query_param(request: Request, name: str) -> str | None:
+    """The value of `name`, None when absent; InvalidInput unless it could be a uid or an
+    id."""
+    value = single_query_param(request, name)
+    if value is not None and not applications.UID_PATTERN.fullmatch(value):
+        raise InvalidInput({name: [applications.UID_RULE]})
+    return value
+
+
+class ApplicationListView(ListAPIView):
+    owner_methods = ("POST",)
+    pagination_class = NewestFirstCursorPagination
+    serializer_class = ApplicationSerializer
+    query_filters = (
+        OpenApiParameter("uid", type=str, required=False, pattern=r"^[a-zA-Z0-9._-]{1,256}$"),
+    )
+
+    @extend_schema(
+        operation_id="applications_list", responses={200: ApplicationSerializer(many=True)}
+    )
+    def get(self, request: Request) -> Response:
+        return self.list(request)
+
+    def get_queryset(self) -> QuerySet[Application]:
+        return applications.application_pages(
+            tenant=tenant_of(self.request), uid=_uid_query_param(self.request, "uid")
+        )
+
+    @extend_schema(
+        operation_id="applications_create",
+        request=ApplicationWriteSerializer,
+        parameters=[location_header("Path of the new application, `/v1/applications/{id}`.")],
+        responses={201: ApplicationSerializer},
+    )
+    def post(self, request: Request) -> HttpResponse:
+        serializer = ApplicationWriteSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+
+        def create() -> Answer:
+            application = applications.application_create(
+                tenant=tenant_of(request), **serializer.validated_data
+            )
+            data = ApplicationSerializer(application).data
+            return created(data, f"/v1/applications/{application.id}")
+
+        return answer_once(request, create, body=serializer.validated_data)
+
+
+@extend_schema(parameters=[_APPLICATION_KEY])
+class ApplicationDetailView(APIView):
+    owner_methods = ("PATCH", "DELETE")
+    extra_problem_statuses = {"PATCH": (409,)}
+
+    @extend_schema(responses={200: ApplicationSerializer})
+    def get(self, request: Request, key: str) -> Response:
+        application = applications.application_get(tenant=tenant_of(request), key=key)
+        return Response(ApplicationSerializer(application).data)
+
+    @extend_schema(request=ApplicationWriteSerializer, responses={200: ApplicationSerializer})
+    def patch(self, request: Request, key: str) -> Response:
+        serializer = ApplicationWriteSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        application = applications.application_update(
+            tenant=tenant_of(request), key=key, changes=dict(serializer.validated_data)
+        )
+        return Response(ApplicationSerializer(application).data)
+
+    @extend_schema(
+        description="Deletes the application: its endpoints are disabled and their pending "
+        "deliveries parked; its messages and their history stay until retention, and its uid "
+        "is free again.",
+        responses={204: None},
+    )
+    def delete(self, request: Request, key: str) -> Response:
+        lifecycle.application_delete(tenant=tenant_of(request), key=key)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
 
 class WebhookEndpointListView(ListAPIView):
     owner_methods = ("*",)
     pagination_class = NewestFirstCursorPagination
     serializer_class = WebhookEndpointSerializer
+    query_filters = (_APPLICATION_FILTER,)
 
     @extend_schema(
         operation_id="webhook_endpoints_list",
@@ -57,16 +154,19 @@ class WebhookEndpointListView(ListAPIView):
         return self.list(request)
 
     def get_queryset(self) -> QuerySet[WebhookEndpoint]:
-        return WebhookEndpoint.objects.filter(tenant=tenant_of(self.request))
+        return webhook_endpoints.endpoint_pages(
+            tenant=tenant_of(self.request),
+            application=_uid_query_param(self.request, "application"),
+        )
 
     @extend_schema(
         operation_id="webhook_endpoints_create",
-        request=WebhookEndpointWriteSerializer,
+        request=WebhookEndpointCreateSerializer,
         parameters=[location_header("Path of the new endpoint, `/v1/webhook-endpoints/{id}`.")],
         responses={201: WebhookEndpointSecretSerializer},
     )
     def post(self, request: Request) -> HttpResponse:
-        serializer = WebhookEndpointWriteSerializer(data=request.data)
+        serializer = WebhookEndpointCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
 
         def create() -> Answer:
@@ -81,6 +181,7 @@ class WebhookEndpointListView(ListAPIView):
 
 class WebhookEndpointDetailView(APIView):
     owner_methods = ("*",)
+    extra_problem_statuses = {"PATCH": (409,)}
 
     @extend_schema(responses={200: WebhookEndpointSerializer})
     def get(self, request: Request, pk: uuid.UUID) -> Response:
@@ -202,6 +303,7 @@ class MessageListView(ListAPIView):
     serializer_class = MessageSerializer
     idempotency_key_required = ("POST",)
     query_filters = (
+        _APPLICATION_FILTER,
         OpenApiParameter("event_type", type=str, required=False),
         OpenApiParameter(
             "since",
@@ -221,6 +323,7 @@ class MessageListView(ListAPIView):
             tenant=tenant_of(self.request),
             event_type=single_query_param(self.request, "event_type"),
             since=datetime_query_param(self.request, "since"),
+            application=_uid_query_param(self.request, "application"),
         )
 
     @extend_schema(

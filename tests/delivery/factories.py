@@ -3,6 +3,7 @@
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from delivery.models import Notification, NotificationState, WebhookEndpoint, default_max_attempts
 from delivery.transports.signing import generate_secret
@@ -20,9 +21,11 @@ def make_endpoint(
     enabled: bool = True,
     secret: str | None = None,
     event_types: list[str] | None = None,
+    application_id: UUID | None = None,
 ) -> WebhookEndpoint:
     return WebhookEndpoint.objects.create(
         tenant=tenant,
+        application_id=application_id,
         url=url,
         enabled=enabled,
         secret=secret or generate_secret(),

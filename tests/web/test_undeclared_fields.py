@@ -42,6 +42,8 @@ VALID: dict[str, dict[str, Any]] = {
     "/v1/recipients/{recipient}": {"email": "person@example.com"},
     "/v1/recipients/{recipient}/preferences": {"channels": {"email": False}},
     "/v1/event-types": {"name": "made.here"},
+    "/v1/applications": {"uid": "made-here", "name": "Made here"},
+    "/v1/applications/{application}": {"name": "Renamed"},
     "/v1/messages": {"event_type": "fuzzed.type", "payload": {}},
 }
 

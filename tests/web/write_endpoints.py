@@ -31,9 +31,10 @@ from tenancy.models import (
 from tests.conftest import make_member
 from tests.delivery.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
+from webhooks.applications import application_create
 from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message
-from webhooks.models import EventType, Message
+from webhooks.models import Application, EventType, Message
 
 NOTIFICATION_FIELDS = frozenset(
     {"channels", "email_to", "subject", "body", "webhook_endpoint", "fire_at", "rrule"}
@@ -87,14 +88,15 @@ WRITES: tuple[Write, ...] = (
     Write(
         "POST",
         "/v1/webhook-endpoints",
-        ENDPOINT_FIELDS,
+        ENDPOINT_FIELDS | {"application"},
         frozenset({"id", "secret", "health", "created_at"}),
     ),
+    # An endpoint's application is chosen at create, for good.
     Write(
         "PATCH",
         "/v1/webhook-endpoints/{endpoint}",
         ENDPOINT_FIELDS,
-        frozenset({"id", "secret", "health", "created_at"}),
+        frozenset({"id", "secret", "health", "created_at", "application"}),
     ),
     Write(
         "POST",
@@ -156,8 +158,20 @@ WRITES += (
     ),
 )
 
-# --- Webhooks as a product: event types, messages, resend -------------------------------------
+# --- Webhooks as a product: applications, event types, messages, resend ---------------------
 WRITES += (
+    Write(
+        "POST",
+        "/v1/applications",
+        frozenset({"uid", "name", "metadata"}),
+        frozenset({"id", "created_at", "updated_at"}),
+    ),
+    Write(
+        "PATCH",
+        "/v1/applications/{application}",
+        frozenset({"uid", "name", "metadata"}),
+        frozenset({"id", "created_at", "updated_at"}),
+    ),
     Write(
         "POST",
         "/v1/event-types",
@@ -173,7 +187,7 @@ WRITES += (
     Write(
         "POST",
         "/v1/messages",
-        frozenset({"event_type", "payload", "event_id"}),
+        frozenset({"event_type", "payload", "event_id", "application"}),
         frozenset({"id", "endpoints", "created_at"}),
     ),
     Write(
@@ -202,7 +216,7 @@ WRITES += (
 
 _STORED = (
     *(Project, Job, OperationKey, Notification, WebhookEndpoint, Delivery),
-    *(EventType, Message, Recipient),
+    *(Application, EventType, Message, Recipient),
     *(Membership, ApiToken, Invitation, SignupRequest, SigninLink, Tenant),
 )
 
@@ -218,10 +232,12 @@ class Targets:
     project: uuid.UUID
     event_type: uuid.UUID
     message: uuid.UUID
+    application: uuid.UUID
     recipient: str = "fuzzed-person"
 
     def path(self, write: Write) -> str:
         return write.template.format(
+            application=self.application,
             event_type=self.event_type,
             message=self.message,
             notification=self.notification,
@@ -249,11 +265,13 @@ def seed_targets(actor) -> Targets:
     member = make_member(actor.tenant, "fuzzed-member@example.com")
     event_type = event_type_create(tenant=actor.tenant, name="fuzzed.type")
     message = publish_message(tenant=actor.tenant, event_type="fuzzed.type", payload={})
+    application = application_create(tenant=actor.tenant, uid="fuzzed-customer", name="C")
     recipient_put(tenant=actor.tenant, key="fuzzed-person", email="p@example.com", now=utc_now())
     assert job.project_id is not None, "a provision job belongs to its project"
     return Targets(
         event_type=event_type.id,
         message=message.id,
+        application=application.id,
         notification=notification.id,
         endpoint=endpoint.id,
         job=job.id,
@@ -295,6 +313,7 @@ def _aimed_rows_statement(targets: Targets) -> tuple[str, tuple]:
         WebhookEndpoint.objects.filter(pk=targets.endpoint),
         EventType.objects.filter(pk=targets.event_type),
         Message.objects.filter(pk=targets.message),
+        Application.objects.filter(pk=targets.application),
         Job.objects.filter(pk=targets.job),
         Project.objects.filter(pk=targets.project),
         Membership.objects.filter(user_id=targets.member),

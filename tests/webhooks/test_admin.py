@@ -4,6 +4,7 @@ endpoint and their latest attempts."""
 
 from delivery.models import Delivery, Notification, WebhookEndpoint
 from tests.delivery.factories import make_endpoint, make_tenant
+from webhooks.applications import application_create
 from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message
 
@@ -135,3 +136,26 @@ def test_a_message_s_page_shows_its_attempts_with_why_they_failed_and_changes_no
     assert 'name="event_type"' not in shown
     assert changed.status_code == deleted.status_code == 403
     assert Notification.objects.filter(message=message).count() == 1
+
+
+def test_applications_are_listed_and_shown_on_endpoints_and_messages(admin_client, tenant):
+    event_type_create(tenant=tenant, name="invoice.paid")
+    application = application_create(tenant=tenant, uid="acme-customer", name="Acme")
+    endpoint = make_endpoint(
+        tenant=tenant, url="https://hooks.example.com/x", application_id=application.pk
+    )
+    publish_message(
+        tenant=tenant, event_type="invoice.paid", payload={}, application="acme-customer"
+    )
+
+    applications = admin_client.get("/admin/webhooks/application/?q=acme-customer")
+    endpoints = admin_client.get("/admin/delivery/webhookendpoint/?addressed=application")
+    own_endpoints = admin_client.get("/admin/delivery/webhookendpoint/?addressed=own")
+    messages = admin_client.get("/admin/webhooks/message/?addressed=application")
+
+    assert applications.status_code == endpoints.status_code == messages.status_code == 200
+    assert "acme-customer" in applications.content.decode()
+    assert str(application.pk) in endpoints.content.decode()
+    assert str(application.pk) not in own_endpoints.content.decode()
+    assert endpoint.secret not in endpoints.content.decode()
+    assert "Acme (acme-customer)" in messages.content.decode()

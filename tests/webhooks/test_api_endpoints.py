@@ -33,7 +33,7 @@ def test_create_returns_the_secret_once(alice):
     body = response.json()
     assert set(body) == {
         *("id", "url", "enabled", "disabled", "disabled_reason", "created_at", "health"),
-        *("event_types", "rate_limit", "secret"),
+        *("event_types", "rate_limit", "secret", "application"),
     }
     assert (body["disabled"], body["disabled_reason"]) == (False, None)
     assert body["health"] == {

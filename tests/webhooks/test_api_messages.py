@@ -75,7 +75,10 @@ def test_publish_answers_202_with_the_endpoints_it_queued_to(alice):
 
     assert response.status_code == 202
     body = response.json()
-    assert set(body) == {"id", "event_type", "event_id", "payload", "created_at", "endpoints"}
+    assert set(body) == {
+        *("id", "application", "event_type", "event_id", "payload", "created_at", "endpoints")
+    }
+    assert body["application"] is None
     assert set(body["endpoints"]) == {str(everything.id), str(paid.id)}
     assert response["Location"] == f"/v1/messages/{body['id']}"
     assert Notification.objects.filter(message_id=body["id"]).count() == 2

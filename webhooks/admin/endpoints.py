@@ -13,12 +13,14 @@ from delivery.models import EndpointHealth, WebhookEndpoint
 from web.admin import ServiceSaveAdmin
 from web.errors import InvalidInput
 from webhooks import endpoints as webhook_endpoints
+from webhooks.admin.messages import AddressedFilter
 
 DISABLED_BY_SUPPORT = "disabled by support"
 
 
 _FIELDS = (
     "tenant",
+    "application_id",
     "url",
     "enabled",
     "event_types",
@@ -39,10 +41,13 @@ _FIELDS = (
 @admin.register(WebhookEndpoint)
 class WebhookEndpointAdmin(ServiceSaveAdmin):
     change_list_template = "admin/queue_change_list.html"
-    list_display = ["url", "tenant", "enabled", "circuit", "disabled_reason", "created_at"]
-    list_filter = ["enabled", "disabled_reason"]
+    list_display = [
+        *("url", "tenant", "application_id", "enabled", "circuit", "disabled_reason"),
+        "created_at",
+    ]
+    list_filter = [AddressedFilter, "enabled", "disabled_reason"]
     list_select_related = ["tenant"]
-    search_fields = ["url", "tenant__name"]
+    search_fields = ["url", "tenant__name", "=application_id"]
     ordering = ["-created_at"]
     fields = _FIELDS
     # Only the URL, the switch and the subscriptions are edited here. The breaker's state is

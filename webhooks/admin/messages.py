@@ -1,15 +1,46 @@
-"""Messages and event types in the admin, read-only: a message's page shows its deliveries
-per endpoint, each linked to its delivery row (read-only there too), and its latest
-attempts with why each failed one failed."""
+"""Applications, messages and event types in the admin, read-only (an application is
+deleted through the API, which disables its endpoints): a message's page shows its
+deliveries per endpoint, each linked to its delivery row (read-only there too), and its
+latest attempts with why each failed one failed."""
+
+from typing import Any
 
 from django.contrib import admin
+from django.db.models import QuerySet
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
 from web.admin import ReadOnlyModelAdmin
 from webhooks.messages import message_attempt_pages, message_endpoint_deliveries
-from webhooks.models import EventType, Message
+from webhooks.models import Application, EventType, Message
+
+
+class AddressedFilter(admin.SimpleListFilter):
+    """Rows of an application, or the tenant's own (of none)."""
+
+    title = "addressed to"
+    parameter_name = "addressed"
+
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+        return [("application", "an application"), ("own", "the tenant's own")]
+
+    def queryset(self, request: Any, queryset: QuerySet) -> QuerySet:
+        field = "application_id__isnull"
+        if self.value() == "application":
+            return queryset.filter(**{field: False})
+        if self.value() == "own":
+            return queryset.filter(**{field: True})
+        return queryset
+
+
+@admin.register(Application)
+class ApplicationAdmin(ReadOnlyModelAdmin):
+    list_display = ["uid", "name", "tenant", "created_at", "deleted_at"]
+    list_select_related = ["tenant"]
+    search_fields = ["=uid", "=id", "tenant__name"]
+    ordering = ["-created_at"]
+
 
 LATEST_ATTEMPTS = 50
 # Long enough to tell errors apart, short enough that the table fits a 1366-pixel window.
@@ -27,14 +58,17 @@ class EventTypeAdmin(ReadOnlyModelAdmin):
 
 @admin.register(Message)
 class MessageAdmin(ReadOnlyModelAdmin):
-    list_display = ["created_at", "event_type", "tenant", "event_id", "endpoint_count"]
-    list_filter = ["event_type"]
-    list_select_related = ["tenant"]
-    search_fields = ["=id", "event_id", "tenant__name"]
+    list_display = [
+        *("created_at", "event_type", "tenant", "application", "event_id", "endpoint_count")
+    ]
+    list_filter = [AddressedFilter, "event_type"]
+    list_select_related = ["tenant", "application"]
+    search_fields = ["=id", "event_id", "tenant__name", "=application__uid"]
     ordering = ["-created_at"]
     fields = readonly_fields = (
         "id",
         "tenant",
+        "application",
         "event_type",
         "event_id",
         "created_at",
