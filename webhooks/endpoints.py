@@ -40,11 +40,13 @@ def webhook_endpoint_create(
     enabled: bool = True,
     event_types: Sequence[str] | None = None,
     rate_limit: int | None = None,
+    application_id: UUID | None = None,
     now: datetime | None = None,
 ) -> WebhookEndpoint:
     """Create an endpoint with a fresh signing secret (readable on the returned instance,
     to be shown once), subscribed to `event_types` (None: every type; each must be an
-    active type of the tenant, else InvalidInput)."""
+    active type of the tenant, else InvalidInput), of the application `application_id`
+    (None: the tenant's own)."""
     now = now or utc_now()
     _check_url(url)
     with transaction.atomic():
@@ -55,6 +57,7 @@ def webhook_endpoint_create(
             enabled=enabled,
             event_types=_checked_event_types(tenant, event_types),
             rate_limit=rate_limit,
+            application_id=application_id,
             secret=generate_secret(),
             created_at=now,
             updated_at=now,
