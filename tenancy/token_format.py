@@ -24,7 +24,6 @@ LOOKUP_LENGTH = len(SCHEME) + 12  # the stored, displayed and indexed prefix
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
-
 def _checksummed(scheme: str) -> re.Pattern[str]:
     return re.compile(
         rf"{re.escape(scheme)}([0-9A-Za-z]{{{RANDOM_LENGTH}}})_([0-9A-Za-z]{{{CHECKSUM_LENGTH}}})"

@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from webhooks.models import PortalSession
 from tests.webhooks.portal_support import make_application, portal_client
+from webhooks.models import PortalSession
 
 ALL = ["view", "manage_endpoints", "view_secret", "rotate_secret", "resend"]
 
@@ -113,9 +113,7 @@ def test_a_repeated_idempotency_key_does_not_show_the_token_again(alice):
     assert PortalSession.objects.count() == 1
 
 
-def test_revoking_stops_the_token_at_once_and_only_the_owner_of_its_tenant_may(
-    alice, bob, charlie
-):
+def test_revoking_stops_the_token_at_once_and_only_the_owner_of_its_tenant_may(alice, bob, charlie):
     make_application(alice.tenant, "acme")
     created = _create(alice, "acme").json()
     portal = portal_client(created["token"])

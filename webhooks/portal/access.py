@@ -120,4 +120,3 @@ def may(request: Request, capability: PortalCapability) -> bool:
     holds every one."""
     credential = portal_credential(request)
     return credential is None or capability in credential.capabilities
-

@@ -48,11 +48,7 @@ def portal_session_create(
     expires_in = EXPIRES_IN_DEFAULT if expires_in is None else expires_in
     if not EXPIRES_IN_MIN <= expires_in <= EXPIRES_IN_MAX:
         raise InvalidInput(
-            {
-                "expires_in": [
-                    f"Must be from {EXPIRES_IN_MIN} to {EXPIRES_IN_MAX} seconds (7 days)."
-                ]
-            }
+            {"expires_in": [f"Must be from {EXPIRES_IN_MIN} to {EXPIRES_IN_MAX} seconds (7 days)."]}
         )
     granted = _capabilities(capabilities)
     found = _application(tenant, application)
@@ -124,9 +120,9 @@ def _capabilities(asked: Sequence[str] | None) -> list[str]:
         return list(ALL_CAPABILITIES)
     unknown = sorted(set(asked) - set(ALL_CAPABILITIES))
     if unknown:
-        raise InvalidInput(
-            {"capabilities": [f"Unknown: {', '.join(unknown)}; known: {', '.join(ALL_CAPABILITIES)}."]}
-        )
+        known = ", ".join(ALL_CAPABILITIES)
+        message = f"Unknown: {', '.join(unknown)}; known: {known}."
+        raise InvalidInput({"capabilities": [message]})
     granted = {PortalCapability.VIEW.value, *asked}
     return [capability for capability in ALL_CAPABILITIES if capability in granted]
 
