@@ -99,7 +99,7 @@ def _admit(request: Request, credential: PortalCredential) -> None:
         raise OutsidePortalScope
     if needed not in credential.capabilities:
         raise CapabilityRequired(
-            f"This portal session lacks the {needed!r} capability this operation needs."
+            f"This portal session lacks the '{needed}' capability this operation needs."
         )
 
 
