@@ -37,6 +37,8 @@ from tests.projects.factories import make_job
 from tests.support.module_rows import rows_for_the_module
 from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message
+from webhooks.models import Application, PortalSession
+from webhooks.portal.sessions import portal_session_create
 from webhooks.recovery import endpoint_recover
 
 # Webhook endpoint URLs are resolved for the SSRF check: one public address, no resolver.
@@ -152,6 +154,9 @@ def seed_rows(alice: Actor) -> dict[str, str | int]:
     task = endpoint_recover(
         tenant=alice.tenant, endpoint_id=endpoint.id, since=timezone.now() - timedelta(days=1)
     )
+    application = Application.objects.create(
+        tenant=alice.tenant, uid="fuzzed-application", name="Fuzzed"
+    )
     invitation = invitation_issue(
         tenant=alice.tenant,
         email="fuzzed@example.com",
@@ -176,6 +181,13 @@ def seed_rows(alice: Actor) -> dict[str, str | int]:
         # The tenant's own key of a person, and the token of an unsubscribe link to them.
         "recipients": SEEDED_RECIPIENT,
         "unsubscribe": _unsubscribe_token(alice),
+        # Named by its uid (its UUID is an id too).
+        "applications": application.uid,
+        "portal-sessions": str(
+            portal_session_create(
+                tenant=alice.tenant, application=application.uid, now=timezone.now()
+            ).id
+        ),
     }
 
 
@@ -190,7 +202,7 @@ def _unsubscribe_token(alice: Actor) -> str:
 SEEDED_RECIPIENT = "fuzzed-person"
 INTEGER_IDS = {"members", "tokens"}
 # Ids that are any string: a recipient's key, an unsubscribe token.
-STRING_IDS = {"recipients", "unsubscribe"}
+STRING_IDS = {"recipients", "unsubscribe", "applications"}
 
 
 def _names_a_row(collection: str, value: object) -> bool:
@@ -376,6 +388,7 @@ def _rows() -> list[tuple]:
         *SignupRequest.objects.order_by("pk").values_list("pk", "token_digest", "used_at"),
         *SigninLink.objects.order_by("pk").values_list("pk", "token_digest", "used_at"),
         *Tenant.objects.order_by("pk").values_list("pk", "name"),
+        *PortalSession.objects.order_by("pk").values_list("pk", "revoked_at"),
         *get_user_model().objects.order_by("pk").values_list("pk", "first_name", "email"),
     ]
 

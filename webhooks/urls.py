@@ -42,7 +42,7 @@ urlpatterns = [
         name="webhook-endpoint-recover",
     ),
     path(
-        "applications/<str:application>/portal-sessions",
+        "applications/<str:pk>/portal-sessions",
         portal.PortalSessionCreateView.as_view(),
         name="portal-session-create",
     ),

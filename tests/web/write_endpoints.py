@@ -33,7 +33,7 @@ from tests.delivery.factories import make_endpoint, make_notification
 from tests.projects.factories import make_job
 from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message
-from webhooks.models import EventType, Message
+from webhooks.models import Application, EventType, Message, PortalSession
 
 NOTIFICATION_FIELDS = frozenset(
     {"channels", "email_to", "subject", "body", "webhook_endpoint", "fire_at", "rrule"}
@@ -184,6 +184,16 @@ WRITES += (
     ),
 )
 
+# --- Webhooks for your customers: portal sessions -------------------------------------------
+WRITES += (
+    Write(
+        "POST",
+        "/v1/applications/{application}/portal-sessions",
+        frozenset({"capabilities", "expires_in"}),
+        frozenset({"id", "url", "token", "expires_at"}),
+    ),
+)
+
 # --- Sending to people (README: Sending to people) ----------------------------------------
 WRITES += (
     Write(
@@ -202,7 +212,7 @@ WRITES += (
 
 _STORED = (
     *(Project, Job, OperationKey, Notification, WebhookEndpoint, Delivery),
-    *(EventType, Message, Recipient),
+    *(EventType, Message, Recipient, Application, PortalSession),
     *(Membership, ApiToken, Invitation, SignupRequest, SigninLink, Tenant),
 )
 
@@ -219,6 +229,7 @@ class Targets:
     event_type: uuid.UUID
     message: uuid.UUID
     recipient: str = "fuzzed-person"
+    application: str = "fuzzed-application"
 
     def path(self, write: Write) -> str:
         return write.template.format(
@@ -230,6 +241,7 @@ class Targets:
             member=self.member,
             project=self.project,
             recipient=self.recipient,
+            application=self.application,
         )
 
 
@@ -250,6 +262,7 @@ def seed_targets(actor) -> Targets:
     event_type = event_type_create(tenant=actor.tenant, name="fuzzed.type")
     message = publish_message(tenant=actor.tenant, event_type="fuzzed.type", payload={})
     recipient_put(tenant=actor.tenant, key="fuzzed-person", email="p@example.com", now=utc_now())
+    Application.objects.create(tenant=actor.tenant, uid="fuzzed-application", name="Fuzzed")
     assert job.project_id is not None, "a provision job belongs to its project"
     return Targets(
         event_type=event_type.id,

@@ -33,14 +33,14 @@ class PortalSessionCreateView(APIView):
         parameters=[location_header("Path of the session, `/v1/portal-sessions/{id}`.")],
         responses={201: PortalSessionSerializer},
     )
-    def post(self, request: Request, application: str) -> HttpResponse:
+    def post(self, request: Request, pk: str) -> HttpResponse:
         serializer = PortalSessionWriteSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
 
         def create() -> Answer:
             session = portal_session_create(
                 tenant=tenant_of(request),
-                application=application,
+                application=pk,
                 created_by=user_of(request),
                 now=timezone.now(),
                 **serializer.validated_data,
