@@ -391,6 +391,7 @@ ROUTES += [
     RouteSpec(
         "DELETE", "/v1/portal-sessions/{id}", success=204, roles=OWNER, create=_portal_session_id
     ),
+    RouteSpec("GET", "/v1/portal-sessions/current", portal=200),
 ]
 
 # --- Members and tokens --------------------------------------------------------------------

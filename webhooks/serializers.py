@@ -281,6 +281,15 @@ class PortalSessionSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField(read_only=True)
 
 
+class PortalCallerSerializer(serializers.Serializer):
+    application_id = serializers.UUIDField(
+        read_only=True,
+        allow_null=True,
+        help_text="The application a portal session is confined to; null: the whole tenant.",
+    )
+    capabilities = serializers.ListField(child=serializers.CharField(), read_only=True)
+
+
 # Set here, below the answers they name: a body field these show is "read-only".
 WebhookEndpointWriteSerializer.representation = WebhookEndpointSecretSerializer
 EventTypeWriteSerializer.representation = EventTypeSerializer

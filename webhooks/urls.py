@@ -46,6 +46,7 @@ urlpatterns = [
         portal.PortalSessionCreateView.as_view(),
         name="portal-session-create",
     ),
+    path("portal-sessions/current", portal.PortalCallerView.as_view(), name="portal-caller"),
     path(
         "portal-sessions/<uuid:pk>",
         portal.PortalSessionDetailView.as_view(),

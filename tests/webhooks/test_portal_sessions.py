@@ -167,3 +167,19 @@ def test_a_made_up_or_altered_portal_token_is_401(alice, mangle):
     token = _create(alice, "acme").json()["token"]
 
     assert portal_client(mangle(token)).get("/v1/webhook-endpoints").status_code == 401
+
+
+def test_the_page_learns_what_its_caller_may_do(alice, bob):
+    application = make_application(alice.tenant, "acme")
+    created = _create(alice, "acme", {"capabilities": ["resend", "view_secret"]}).json()
+
+    portal = portal_client(created["token"]).get("/v1/portal-sessions/current").json()
+    owner = alice.client().get("/v1/portal-sessions/current").json()
+    member = bob.client().get("/v1/portal-sessions/current").json()
+
+    assert portal == {
+        "application_id": str(application.id),
+        "capabilities": ["view", "view_secret", "resend"],
+    }
+    assert owner == {"application_id": None, "capabilities": ALL}
+    assert member == {"application_id": None, "capabilities": ["view"]}

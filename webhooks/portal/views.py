@@ -15,10 +15,21 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from tenancy.api.idempotency import Answer, answer_once
-from tenancy.api.permissions import tenant_of, user_of
+from tenancy.api.permissions import membership_of, tenant_of, user_of
 from tenancy.api.schema import location_header
-from webhooks.portal.sessions import portal_session_create, portal_session_revoke
-from webhooks.serializers import PortalSessionSerializer, PortalSessionWriteSerializer
+from tenancy.models import Role
+from webhooks.models import PortalCapability
+from webhooks.portal.access import portal_credential
+from webhooks.portal.sessions import (
+    ALL_CAPABILITIES,
+    portal_session_create,
+    portal_session_revoke,
+)
+from webhooks.serializers import (
+    PortalCallerSerializer,
+    PortalSessionSerializer,
+    PortalSessionWriteSerializer,
+)
 
 
 class PortalSessionCreateView(APIView):
@@ -68,6 +79,30 @@ class PortalSessionDetailView(APIView):
     def delete(self, request: Request, pk: uuid.UUID) -> Response:
         portal_session_revoke(tenant=tenant_of(request), session_id=pk, now=timezone.now())
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PortalCallerView(APIView):
+    """What the caller may do in the portal page: a portal session's application and
+    capabilities, or, for a member's token, the whole tenant (every capability for an
+    owner, `view` for a member)."""
+
+    portal_capabilities = {"GET": PortalCapability.VIEW}
+
+    @extend_schema(operation_id="portal_sessions_current", responses={200: PortalCallerSerializer})
+    def get(self, request: Request) -> Response:
+        credential = portal_credential(request)
+        if credential is not None:
+            caller = {
+                "application_id": credential.application_id,
+                "capabilities": sorted(credential.capabilities, key=ALL_CAPABILITIES.index),
+            }
+        else:
+            owner = membership_of(request).role == Role.OWNER
+            caller = {
+                "application_id": None,
+                "capabilities": list(ALL_CAPABILITIES) if owner else [PortalCapability.VIEW],
+            }
+        return Response(PortalCallerSerializer(caller).data)
 
 
 # The page loads its own script and style and talks to this origin's API only.
