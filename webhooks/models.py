@@ -168,4 +168,5 @@ class PortalSession(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.prefix}… ({self.application_id})"
+        # Never the prefix: it is part of the token.
+        return f"portal session {self.id}"
