@@ -143,6 +143,11 @@ class PortalSession(models.Model):
     are kept (tenancy.token_format, scheme `tkp_`); it stops at `expires_at`, at
     `revoked_at`, or when its application is deleted."""
 
+    # Set on a session just made (webhooks.portal.sessions), never stored: the one time the
+    # token and the link holding it are shown.
+    plaintext: str
+    url: str
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="portal_sessions")
     application = models.ForeignKey(

@@ -36,8 +36,15 @@ def portal_client(token: str) -> APIClient:
     return client
 
 
+def _tenant_of(application: Application | None, tenant: Tenant | None) -> Tenant:
+    if tenant is not None:
+        return tenant
+    assert application is not None, "the tenant's own rows name their tenant"
+    return application.tenant
+
+
 def application_endpoint(application: Application | None, tenant: Tenant | None = None):
-    endpoint = make_endpoint(tenant=tenant or application.tenant, url=URL)
+    endpoint = make_endpoint(tenant=_tenant_of(application, tenant), url=URL)
     if application is not None:
         endpoint.application_id = application.id
         endpoint.save(update_fields=["application_id"])
@@ -47,7 +54,7 @@ def application_endpoint(application: Application | None, tenant: Tenant | None 
 def application_message(application: Application | None, endpoints=(), tenant=None) -> Message:
     """A message of `application` (None: the tenant's own) said to be queued to `endpoints`."""
     return Message.objects.create(
-        tenant=tenant or application.tenant,
+        tenant=_tenant_of(application, tenant),
         application=application,
         event_type="invoice.paid",
         payload={"n": 1},

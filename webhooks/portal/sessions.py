@@ -63,8 +63,8 @@ def portal_session_create(
         created_by=created_by,
         created_at=now,
     )
-    session.plaintext = plaintext  # type: ignore[attr-defined]
-    session.url = settings.PORTAL_URL.replace("{token}", plaintext)  # type: ignore[attr-defined]
+    session.plaintext = plaintext
+    session.url = settings.PORTAL_URL.replace("{token}", plaintext)
     return session
 
 
