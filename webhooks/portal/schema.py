@@ -1,0 +1,28 @@
+"""The portal session's bearer in the OpenAPI document (registered at start-up by
+webhooks.apps: importing drf-spectacular's schema machinery while DRF loads its
+authentication classes would be circular)."""
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.openapi import AutoSchema
+
+
+class PortalTokenScheme(OpenApiAuthenticationExtension):
+    """The portal session's bearer, declared on the operations open to it only."""
+
+    target_class = "webhooks.portal.access.PortalTokenAuthentication"
+    name = "portalSession"
+
+    def get_security_requirement(self, auto_schema: AutoSchema) -> dict[str, list[str]] | None:
+        opened = getattr(auto_schema.view, "portal_capabilities", {})
+        return {self.name: []} if auto_schema.method in opened else None
+
+    def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, Any]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A portal session's token (`tkp_…`, from `POST /v1/applications/"
+            "{id}/portal-sessions`; shown once): its application's endpoints and messages "
+            "only, with the session's capabilities.",
+        }
