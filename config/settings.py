@@ -162,7 +162,11 @@ if TRUSTED_PROXY_COUNT < 0:
     raise ImproperlyConfigured(f"TRUSTED_PROXY_COUNT must be 0 or more, got {TRUSTED_PROXY_COUNT}")
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy.api.authentication.BearerTokenAuthentication"],
+    # A portal session's `tkp_` token first (it passes any other bearer on), then API tokens.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "webhooks.portal.access.PortalTokenAuthentication",
+        "tenancy.api.authentication.BearerTokenAuthentication",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["tenancy.api.permissions.IsTenantMember"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["web.parsers.StrictJSONParser"],
@@ -274,6 +278,18 @@ SIGNIN_RATE_IP = rate("SIGNIN_RATE_IP", "10/hour")
 SESSION_TTL_SECONDS = int(
     positive("SESSION_TTL_SECONDS", read("SESSION_TTL_SECONDS", env.int, 7 * 86_400))
 )
+
+# --- The customers' portal (README: Webhooks for your customers) -------------------------
+# The link a portal session hands out: the page this app serves at /portal/, the token in
+# the fragment (never sent to a server). Set it to the public address of this API.
+PORTAL_URL = token_url("PORTAL_URL", "http://localhost:8000/portal/#token={token}")
+# Who may embed the portal page in a frame: a CSP source list (`'self'`, origins, `'none'`).
+PORTAL_FRAME_ANCESTORS = read("PORTAL_FRAME_ANCESTORS", env.str, "'self'").strip()
+if not PORTAL_FRAME_ANCESTORS or any(char in PORTAL_FRAME_ANCESTORS for char in ";,\r\n"):
+    raise ImproperlyConfigured(
+        "PORTAL_FRAME_ANCESTORS must be a space-separated CSP source list, e.g. "
+        "\"'self' https://app.example.com\""
+    )
 
 # --- Observability (GET /metrics) ---------------------------------------------------------
 METRICS_ENABLED = flag("METRICS_ENABLED", False)

@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from operations.health import healthz
 from operations.metrics import metrics
 from web.problems import not_found
+from webhooks.portal.views import portal_page
 
 handler400 = "web.problems.bad_request"
 handler403 = "web.problems.permission_denied"
@@ -16,6 +17,8 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
+    # The customers' portal: a static page on the API below.
+    path("portal/", portal_page, name="portal"),
     path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("v1/", include("tenancy.urls")),

@@ -18,6 +18,12 @@ Targets for `{id}` routes: an object of the caller's own tenant, one of the othe
 and a missing id. Another tenant's object must
 answer exactly like a missing one, and nothing Charlie receives may contain A's ids.
 
+A portal session (`portal`: every capability, of an application of tenant A) is a principal
+too: a route outside the portal's set answers it 403 `portal-scope`; a route in it (`portal`:
+the status it answers there) reaches its application's rows only, so tenant A's own objects
+(what `create` makes) answer it 404 like B's and never appear in its lists; `portal_scoped`
+false marks rows the whole tenant shares (event types), which it reads like a member.
+
 A `user_scoped` route acts on the caller's own objects whatever the tenant (their API
 tokens): there "own" is the caller's, "other" is another user's (Alice's, or Charlie's for
 Alice), which answers like a missing one, and no caller receives the other user's ids.
@@ -34,10 +40,12 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tenancy.models import ApiToken
+from webhooks.models import Application
+from webhooks.portal.sessions import portal_session_create
 
 UNAUTHENTICATED = ("anonymous", "bad_token", "expired_token", "revoked_token")
 MEMBERS = ("alice", "bob", "charlie")
-PRINCIPALS = UNAUTHENTICATED + MEMBERS
+PRINCIPALS = (*UNAUTHENTICATED, *MEMBERS, "portal")
 TARGETS = ("own", "other", "missing")
 _ROLES = {"alice": "owner", "bob": "member", "charlie": "owner"}
 
@@ -64,6 +72,11 @@ class RouteSpec:
     # status it answers for another tenant's id or a missing one (the id is the caller's
     # own name for it, so echoing it back reveals nothing).
     upsert: int | None = None
+    # What a portal session is answered on an object it reaches, or on a route without
+    # `{id}`; None: the route is outside the portal (403 portal-scope).
+    portal: int | None = None
+    # Whether a portal session reaches only its application's rows (else the tenant's).
+    portal_scoped: bool = True
 
     @property
     def has_id(self) -> bool:
@@ -112,11 +125,28 @@ def build_world(alice: Any, bob: Any, charlie: Any) -> World:
         "alice": alice.client(),
         "bob": bob.client(),
         "charlie": charlie.client(),
+        "portal": _token_client(_portal_token(alice), alice.tenant.id),
     }
     return World(alice=alice, bob=bob, charlie=charlie, clients=clients)
 
 
+def _portal_token(alice: Any) -> str:
+    application, _ = Application.objects.get_or_create(
+        tenant=alice.tenant, uid="matrix-customer", defaults={"name": "Matrix customer"}
+    )
+    session = portal_session_create(
+        tenant=alice.tenant, application=application.uid, now=timezone.now()
+    )
+    return session.plaintext
+
+
 def expected_status(route: RouteSpec, principal: str, target: str) -> int:
+    if principal == "portal":
+        if route.portal is None:
+            return 403
+        if target == "own" and route.portal_scoped:
+            return 404
+        return 404 if target in ("other", "missing") else route.portal
     missing_token = route.missing if route.public and target == "missing" else None
     if missing_token is not None and (principal == "anonymous" or principal in MEMBERS):
         return missing_token
@@ -144,6 +174,8 @@ def _targets(route: RouteSpec, principal: str, world: World) -> tuple[Any, Any, 
     a_id, b_id = route.create(world.alice), route.create(world.charlie)
     if principal == "charlie":
         return b_id, a_id, a_id
+    if principal == "portal" and route.portal_scoped:
+        return a_id, b_id, a_id
     return a_id, b_id, None
 
 
@@ -181,6 +213,8 @@ def check_case(route: RouteSpec, principal: str, target: str, world: World) -> N
         assert response.json()["status"] == want
     if want == 401:
         assert response["WWW-Authenticate"].startswith("Bearer")
+    if principal == "portal" and route.portal is None:
+        assert response.json()["type"].endswith("/portal-scope")
     if principal == "charlie":
         assert str(world.alice.tenant.id) not in response.content.decode()
     if foreign_id is not None and not (route.upsert and want == route.upsert):

@@ -38,6 +38,8 @@ from tests.support.module_rows import rows_for_the_module
 from webhooks.applications import application_create
 from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message
+from webhooks.models import PortalSession
+from webhooks.portal.sessions import portal_session_create
 from webhooks.recovery import endpoint_recover
 
 # Webhook endpoint URLs are resolved for the SSRF check: one public address, no resolver.
@@ -180,6 +182,11 @@ def seed_rows(alice: Actor) -> dict[str, str | int]:
         # The tenant's own key of a person, and the token of an unsubscribe link to them.
         "recipients": SEEDED_RECIPIENT,
         "unsubscribe": _unsubscribe_token(alice),
+        "portal-sessions": str(
+            portal_session_create(
+                tenant=alice.tenant, application=application.uid, now=timezone.now()
+            ).id
+        ),
     }
 
 
@@ -384,6 +391,7 @@ def _rows() -> list[tuple]:
         *SignupRequest.objects.order_by("pk").values_list("pk", "token_digest", "used_at"),
         *SigninLink.objects.order_by("pk").values_list("pk", "token_digest", "used_at"),
         *Tenant.objects.order_by("pk").values_list("pk", "name"),
+        *PortalSession.objects.order_by("pk").values_list("pk", "revoked_at"),
         *get_user_model().objects.order_by("pk").values_list("pk", "first_name", "email"),
     ]
 

@@ -4,10 +4,11 @@ and their secret rotation, me, members and the caller's own API tokens, and the 
 (signup, verify, invitations, accept).
 
 Every route, for every caller (anonymous, bad, expired and revoked token, Alice owner of A, Bob
-member of A, Charlie owner of B) and every target (own, other tenant's, missing) gets its
-exact status; another tenant's object answers exactly like a missing one, and nothing
-Charlie receives contains A's ids. A last test proves the table lists every route the URL
-configuration serves, so a new endpoint cannot ship without its row."""
+member of A, Charlie owner of B, a portal session of one of A's applications) and every target
+(own, other tenant's, missing) gets its exact status; another tenant's object answers exactly
+like a missing one, and nothing Charlie receives contains A's ids. A last test proves the table
+lists every route the URL configuration serves, so a new endpoint cannot ship without its
+row."""
 
 import re
 import uuid
@@ -37,7 +38,8 @@ from tests.support.module_rows import rows_for_the_module
 from webhooks.applications import application_create
 from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message
-from webhooks.models import PRODUCT_EVENT_TYPES, Message
+from webhooks.models import PRODUCT_EVENT_TYPES, Application, Message
+from webhooks.portal.sessions import portal_session_create
 from webhooks.recovery import endpoint_recover
 
 # Webhook endpoint URLs are resolved for the SSRF check: one public address, no resolver.
@@ -247,29 +249,50 @@ ROUTES = [
         success=201,
         roles=OWNER,
         body=lambda: {"url": "https://hooks.example.com/new"},
+        portal=201,
     ),
-    RouteSpec("GET", "/v1/webhook-endpoints", roles=OWNER, create=_endpoint_id),
+    RouteSpec("GET", "/v1/webhook-endpoints", roles=OWNER, create=_endpoint_id, portal=200),
     RouteSpec(
-        "GET", "/v1/webhook-endpoints?application=customer-1", roles=OWNER, create=_endpoint_id
+        "GET",
+        "/v1/webhook-endpoints?application=customer-1",
+        roles=OWNER,
+        create=_endpoint_id,
+        portal=200,
     ),
-    RouteSpec("GET", "/v1/webhook-endpoints/{id}", roles=OWNER, create=_endpoint_id),
+    RouteSpec("GET", "/v1/webhook-endpoints/{id}", roles=OWNER, create=_endpoint_id, portal=200),
     RouteSpec(
         "PATCH",
         "/v1/webhook-endpoints/{id}",
         roles=OWNER,
         create=_endpoint_id,
         body=lambda: {"enabled": False},
+        portal=200,
     ),
     RouteSpec(
-        "DELETE", "/v1/webhook-endpoints/{id}", success=204, roles=OWNER, create=_endpoint_id
+        "DELETE",
+        "/v1/webhook-endpoints/{id}",
+        success=204,
+        roles=OWNER,
+        create=_endpoint_id,
+        portal=204,
     ),
-    RouteSpec("POST", "/v1/webhook-endpoints/{id}/rotate-secret", roles=OWNER, create=_endpoint_id),
+    RouteSpec(
+        "POST",
+        "/v1/webhook-endpoints/{id}/rotate-secret",
+        roles=OWNER,
+        create=_endpoint_id,
+        portal=200,
+    ),
+    RouteSpec(
+        "GET", "/v1/webhook-endpoints/{id}/secret", roles=OWNER, create=_endpoint_id, portal=200
+    ),
     RouteSpec(
         "POST",
         "/v1/webhook-endpoints/{id}/recover",
         success=202,
         roles=OWNER,
         create=_endpoint_id,
+        portal=202,
         body=lambda: {"since": (timezone.now() - timedelta(days=1)).isoformat()},
     ),
     RouteSpec("GET", "/v1/tasks/{id}", create=_task_id),
@@ -330,9 +353,18 @@ ROUTES += [
         roles=OWNER,
         body=lambda: {"name": f"matrix.{uuid.uuid4().hex[:8]}"},
     ),
-    RouteSpec("GET", "/v1/event-types", create=_event_type_id),
-    RouteSpec("GET", "/v1/event-types?archived=false", create=_event_type_id),
-    RouteSpec("GET", "/v1/event-types/{id}", create=_event_type_id),
+    # Every application's endpoints subscribe to the tenant's types: a portal reads them all.
+    RouteSpec("GET", "/v1/event-types", create=_event_type_id, portal=200, portal_scoped=False),
+    RouteSpec(
+        "GET",
+        "/v1/event-types?archived=false",
+        create=_event_type_id,
+        portal=200,
+        portal_scoped=False,
+    ),
+    RouteSpec(
+        "GET", "/v1/event-types/{id}", create=_event_type_id, portal=200, portal_scoped=False
+    ),
     RouteSpec(
         "PATCH",
         "/v1/event-types/{id}",
@@ -348,22 +380,53 @@ ROUTES += [
         body=lambda: {"event_type": PUBLISHED_TYPE, "payload": {"n": 1}},
         headers=lambda: {"Idempotency-Key": str(uuid.uuid4())},
     ),
-    RouteSpec("GET", "/v1/messages", create=_message_id),
-    RouteSpec("GET", "/v1/messages?application=customer-1", create=_message_id),
+    RouteSpec("GET", "/v1/messages", create=_message_id, portal=200),
+    RouteSpec("GET", "/v1/messages?application=customer-1", create=_message_id, portal=200),
     RouteSpec(
         "GET",
         f"/v1/messages?event_type={PUBLISHED_TYPE}&since=2026-01-01T00:00:00Z",
         create=_message_id,
+        portal=200,
     ),
-    RouteSpec("GET", "/v1/messages/{id}", create=_message_id),
-    RouteSpec("GET", "/v1/messages/{id}/attempts", create=_delivered_message_id),
-    RouteSpec("GET", "/v1/messages/{id}/endpoints", create=_delivered_message_id),
+    RouteSpec("GET", "/v1/messages/{id}", create=_message_id, portal=200),
+    RouteSpec("GET", "/v1/messages/{id}/attempts", create=_delivered_message_id, portal=200),
+    RouteSpec("GET", "/v1/messages/{id}/endpoints", create=_delivered_message_id, portal=200),
     RouteSpec(
         "POST",
         "/v1/messages/{id}/endpoints/{id}/resend",
         success=202,
         create=_delivered_message_id,
+        portal=202,
     ),
+]
+
+
+# --- Webhooks for your customers: portal sessions ------------------------------------------
+def _application_uid(actor):
+    return Application.objects.create(
+        tenant=actor.tenant, uid=f"customer-{uuid.uuid4().hex[:8]}", name="Customer"
+    ).uid
+
+
+def _portal_session_id(actor):
+    return portal_session_create(
+        tenant=actor.tenant, application=_application_uid(actor), now=timezone.now()
+    ).id
+
+
+ROUTES += [
+    RouteSpec(
+        "POST",
+        "/v1/applications/{id}/portal-sessions",
+        success=201,
+        roles=OWNER,
+        create=_application_uid,
+        body=lambda: {"capabilities": ["view"], "expires_in": 600},
+    ),
+    RouteSpec(
+        "DELETE", "/v1/portal-sessions/{id}", success=204, roles=OWNER, create=_portal_session_id
+    ),
+    RouteSpec("GET", "/v1/portal-sessions/current", portal=200),
 ]
 
 # --- Members and tokens --------------------------------------------------------------------

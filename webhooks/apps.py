@@ -18,6 +18,7 @@ class WebhooksConfig(AppConfig):
         from tenancy.models import Tenant
         from webhooks.lifecycle import after_write_back
         from webhooks.messages import MessagePublisher, payloads_for_claimed
+        from webhooks.portal import schema  # noqa: F401  (registers the portal's bearer)
         from webhooks.recovery import RECOVER, RECOVER_KIND
 
         post_save.connect(_seed_event_types, sender=Tenant, dispatch_uid="seed_event_types")

@@ -1,7 +1,9 @@
-"""The webhooks product's rows: event types and the messages published to endpoints."""
+"""The webhooks product's rows: event types, applications, the messages published to
+endpoints and the portal sessions customers manage their endpoints with."""
 
 import uuid
 
+from django.conf import settings
 from django.db import models
 from django.utils.timezone import now as utc_now
 
@@ -134,3 +136,54 @@ class Message(models.Model):
     def webhook_id(self) -> str:
         """The webhook-id every delivery of this message carries, on every attempt."""
         return message_webhook_id(self.id)
+
+
+class PortalCapability(models.TextChoices):
+    """What a portal session may do beside viewing its application's endpoints, messages and
+    attempts (`view`, which every session has)."""
+
+    VIEW = "view", "View endpoints, messages and attempts"
+    MANAGE_ENDPOINTS = "manage_endpoints", "Create, edit, subscribe, disable and delete endpoints"
+    VIEW_SECRET = "view_secret", "Reveal endpoints' signing secrets"
+    ROTATE_SECRET = "rotate_secret", "Rotate endpoints' signing secrets"
+    RESEND = "resend", "Resend messages and recover endpoints"
+
+
+class PortalSession(models.Model):
+    """A link the tenant hands one of its customers (an application) to manage that
+    application's endpoints in the portal page. Only the token's lookup prefix and digest
+    are kept (tenancy.token_format, scheme `tkp_`); it stops at `expires_at`, at
+    `revoked_at`, or when its application is deleted."""
+
+    # Set on a session just made (webhooks.portal.sessions), never stored: the one time the
+    # token and the link holding it are shown.
+    plaintext: str
+    url: str
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="portal_sessions")
+    application = models.ForeignKey(
+        Application, on_delete=models.CASCADE, related_name="portal_sessions"
+    )
+    capabilities = models.JSONField(default=list)
+    prefix = models.CharField(max_length=32, unique=True, editable=False)
+    digest = models.CharField(max_length=64, editable=False)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(default=utc_now, editable=False)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"], name="portal_session_tenant_idx"),
+        ]
+
+    def __str__(self) -> str:
+        # Never the prefix: it is part of the token.
+        return f"portal session {self.id}"

@@ -24,6 +24,8 @@ from web.serializers import NoBodySerializer, RejectsUndeclaredFields
 from webhooks.applications import UID_PATTERN, UID_RULE
 from webhooks.event_types import NAME_PATTERN
 from webhooks.messages import ATTEMPT_OUTCOMES
+from webhooks.models import PortalCapability
+from webhooks.portal.sessions import EXPIRES_IN_MAX, EXPIRES_IN_MIN
 
 MAX_SUBSCRIBED_TYPES = 100
 MAX_METADATA_KEYS = 50
@@ -383,12 +385,55 @@ class WebhookEndpointSecretSerializer(WebhookEndpointSerializer):
     secret = serializers.CharField(read_only=True)
 
 
+class WebhookEndpointSigningSecretSerializer(serializers.Serializer):
+    """The endpoint's current signing secret (`whsec_…`)."""
+
+    secret = serializers.CharField(read_only=True)
+
+
+class PortalSessionWriteSerializer(RejectsUndeclaredFields, serializers.Serializer):
+    """The body of POST /v1/applications/{id}/portal-sessions."""
+
+    capabilities = serializers.ListField(
+        child=serializers.ChoiceField(choices=PortalCapability.choices),
+        max_length=len(PortalCapability.choices),
+        required=False,
+        help_text="What the session may do; `view` is always granted. Default: all.",
+    )
+    expires_in = StrictIntegerField(
+        required=False,
+        min_value=EXPIRES_IN_MIN,
+        max_value=EXPIRES_IN_MAX,
+        help_text="Seconds until the link stops working (default 3600, at most 7 days).",
+    )
+
+
+class PortalSessionSerializer(serializers.Serializer):
+    """A new portal session: `url` opens the portal page, `token` is its bearer token; both
+    are shown this once."""
+
+    id = serializers.UUIDField(read_only=True)
+    url = serializers.CharField(read_only=True)
+    token = serializers.CharField(read_only=True, source="plaintext")
+    expires_at = serializers.DateTimeField(read_only=True)
+
+
+class PortalCallerSerializer(serializers.Serializer):
+    application_id = serializers.UUIDField(
+        read_only=True,
+        allow_null=True,
+        help_text="The application a portal session is confined to; null: the whole tenant.",
+    )
+    capabilities = serializers.ListField(child=serializers.CharField(), read_only=True)
+
+
 # Set here, below the answers they name: a body field these show is "read-only".
 WebhookEndpointWriteSerializer.representation = WebhookEndpointSecretSerializer
 WebhookEndpointCreateSerializer.representation = WebhookEndpointSecretSerializer
 EventTypeWriteSerializer.representation = EventTypeSerializer
 EventTypePatchSerializer.representation = EventTypeSerializer
 MessageWriteSerializer.representation = MessageSerializer
+PortalSessionWriteSerializer.representation = PortalSessionSerializer
 
 
 class WebhookEndpointRotateSecretSerializer(NoBodySerializer):

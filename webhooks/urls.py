@@ -1,6 +1,7 @@
 from django.urls import path
 
 from webhooks import views
+from webhooks.portal import views as portal
 
 urlpatterns = [
     path("applications", views.ApplicationListView.as_view(), name="application-list"),
@@ -21,6 +22,11 @@ urlpatterns = [
         "webhook-endpoints/<uuid:pk>/rotate-secret",
         views.WebhookEndpointRotateSecretView.as_view(),
         name="webhook-endpoint-rotate-secret",
+    ),
+    path(
+        "webhook-endpoints/<uuid:pk>/secret",
+        views.WebhookEndpointSecretView.as_view(),
+        name="webhook-endpoint-secret",
     ),
     path("event-types", views.EventTypeListView.as_view(), name="event-type-list"),
     path("event-types/<uuid:pk>", views.EventTypeDetailView.as_view(), name="event-type-detail"),
@@ -45,5 +51,16 @@ urlpatterns = [
         "webhook-endpoints/<uuid:pk>/recover",
         views.WebhookEndpointRecoverView.as_view(),
         name="webhook-endpoint-recover",
+    ),
+    path(
+        "applications/<str:pk>/portal-sessions",
+        portal.PortalSessionCreateView.as_view(),
+        name="portal-session-create",
+    ),
+    path("portal-sessions/current", portal.PortalCallerView.as_view(), name="portal-caller"),
+    path(
+        "portal-sessions/<uuid:pk>",
+        portal.PortalSessionDetailView.as_view(),
+        name="portal-session-detail",
     ),
 ]

@@ -2,10 +2,13 @@
 that parse, call one service and render.
 
 Every query filters on `tenant_of(request)` (set by IsTenantMember), so another tenant's row
-answers 404 exactly like a missing one.
+answers 404 exactly like a missing one. A portal session (webhooks.portal.access) reaches
+the operations a view opens in `portal_capabilities`, on its application's rows only: the
+views confine lists to them and check an object is one before a service acts on it.
 """
 
 import uuid
+from typing import Any
 
 from django.db.models import QuerySet
 from django.http import HttpResponse
@@ -27,6 +30,8 @@ from web.query import choice_query_param, datetime_query_param, single_query_par
 from webhooks import applications, event_types, lifecycle, messages, recovery
 from webhooks import endpoints as webhook_endpoints
 from webhooks.models import Application, EventType, Message
+from webhooks.models import PortalCapability as Can
+from webhooks.portal.access import application_scope, may
 from webhooks.serializers import (
     ApplicationSerializer,
     ApplicationWriteSerializer,
@@ -44,6 +49,7 @@ from webhooks.serializers import (
     WebhookEndpointRotateSecretSerializer,
     WebhookEndpointSecretSerializer,
     WebhookEndpointSerializer,
+    WebhookEndpointSigningSecretSerializer,
     WebhookEndpointWriteSerializer,
 )
 
@@ -140,8 +146,56 @@ class ApplicationDetailView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+def _endpoints(request: Request) -> QuerySet[WebhookEndpoint]:
+    """The endpoints the caller reaches: the tenant's, or its portal session's
+    application's."""
+    endpoints = WebhookEndpoint.objects.filter(tenant=tenant_of(request))
+    application_id = application_scope(request)
+    return endpoints if application_id is None else endpoints.filter(application_id=application_id)
+
+
+def _messages(request: Request) -> QuerySet[Message]:
+    messages = Message.objects.filter(tenant=tenant_of(request))
+    application_id = application_scope(request)
+    return messages if application_id is None else messages.filter(application_id=application_id)
+
+
+def _application_of_new_endpoint(request: Request, named: str | None) -> str | None:
+    """The application a new endpoint belongs to: the one named, or a portal session's own
+    (naming another answers 404, as its objects do)."""
+    scope = application_scope(request)
+    if scope is None:
+        return named
+    if (
+        named is not None
+        and applications.application_get(tenant=tenant_of(request), key=named).id != scope
+    ):
+        raise Application.DoesNotExist
+    return str(scope)
+
+
+def _reach_endpoint(request: Request, pk: uuid.UUID) -> None:
+    """DoesNotExist (404) for an endpoint outside a portal session's application; the
+    services look the tenant's endpoints up themselves."""
+    if application_scope(request) is not None and not _endpoints(request).filter(pk=pk).exists():
+        raise WebhookEndpoint.DoesNotExist
+
+
+def _reach_message(request: Request, pk: uuid.UUID) -> None:
+    if application_scope(request) is not None and not _messages(request).filter(pk=pk).exists():
+        raise Message.DoesNotExist
+
+
+def _with_secret(request: Request, endpoint: WebhookEndpoint) -> dict[str, Any]:
+    """The endpoint as an answer that shows its secret, to a caller that may see it."""
+    if may(request, Can.VIEW_SECRET):
+        return dict(WebhookEndpointSecretSerializer(endpoint).data)
+    return dict(WebhookEndpointSerializer(endpoint).data)
+
+
 class WebhookEndpointListView(ListAPIView):
     owner_methods = ("*",)
+    portal_capabilities = {"GET": Can.VIEW, "POST": Can.MANAGE_ENDPOINTS}
     pagination_class = NewestFirstCursorPagination
     serializer_class = WebhookEndpointSerializer
     query_filters = (_APPLICATION_FILTER,)
@@ -154,9 +208,13 @@ class WebhookEndpointListView(ListAPIView):
         return self.list(request)
 
     def get_queryset(self) -> QuerySet[WebhookEndpoint]:
-        return webhook_endpoints.endpoint_pages(
+        endpoints = webhook_endpoints.endpoint_pages(
             tenant=tenant_of(self.request),
             application=_uid_query_param(self.request, "application"),
+        )
+        application_id = application_scope(self.request)
+        return (
+            endpoints if application_id is None else endpoints.filter(application_id=application_id)
         )
 
     @extend_schema(
@@ -171,10 +229,17 @@ class WebhookEndpointListView(ListAPIView):
 
         def create() -> Answer:
             endpoint = webhook_endpoints.webhook_endpoint_create(
-                tenant=tenant_of(request), **serializer.validated_data
+                tenant=tenant_of(request),
+                **{
+                    **serializer.validated_data,
+                    "application": _application_of_new_endpoint(
+                        request, serializer.validated_data.get("application")
+                    ),
+                },
             )
-            data = WebhookEndpointSecretSerializer(endpoint).data
-            return created(data, f"/v1/webhook-endpoints/{endpoint.id}", shows_secret=True)
+            data = _with_secret(request, endpoint)
+            path = f"/v1/webhook-endpoints/{endpoint.id}"
+            return created(data, path, shows_secret="secret" in data)
 
         return answer_once(request, create, body=serializer.validated_data)
 
@@ -182,10 +247,15 @@ class WebhookEndpointListView(ListAPIView):
 class WebhookEndpointDetailView(APIView):
     owner_methods = ("*",)
     extra_problem_statuses = {"PATCH": (409,)}
+    portal_capabilities = {
+        "GET": Can.VIEW,
+        "PATCH": Can.MANAGE_ENDPOINTS,
+        "DELETE": Can.MANAGE_ENDPOINTS,
+    }
 
     @extend_schema(responses={200: WebhookEndpointSerializer})
     def get(self, request: Request, pk: uuid.UUID) -> Response:
-        endpoint = WebhookEndpoint.objects.get(pk=pk, tenant=tenant_of(request))
+        endpoint = _endpoints(request).get(pk=pk)
         return Response(WebhookEndpointSerializer(endpoint).data)
 
     @extend_schema(
@@ -195,6 +265,7 @@ class WebhookEndpointDetailView(APIView):
     def patch(self, request: Request, pk: uuid.UUID) -> Response:
         serializer = WebhookEndpointWriteSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
+        _reach_endpoint(request, pk)
         endpoint = webhook_endpoints.webhook_endpoint_update(
             tenant=tenant_of(request), endpoint_id=pk, **serializer.validated_data
         )
@@ -202,30 +273,51 @@ class WebhookEndpointDetailView(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, pk: uuid.UUID) -> Response:
+        _reach_endpoint(request, pk)
         webhook_endpoints.webhook_endpoint_delete(tenant=tenant_of(request), endpoint_id=pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class WebhookEndpointRotateSecretView(APIView):
+    """A new signing secret; the answer shows it to a caller that may view secrets (a
+    portal session without `view_secret` rotates blind)."""
+
     owner_methods = ("*",)
+    portal_capabilities = {"POST": Can.ROTATE_SECRET}
 
     @extend_schema(request=None, responses={200: WebhookEndpointSecretSerializer})
     def post(self, request: Request, pk: uuid.UUID) -> HttpResponse:
         WebhookEndpointRotateSecretSerializer(data=request.data).is_valid(raise_exception=True)
+        _reach_endpoint(request, pk)
 
         def rotate() -> Answer:
             endpoint = webhook_endpoints.webhook_endpoint_rotate_secret(
                 tenant=tenant_of(request), endpoint_id=pk
             )
-            data = WebhookEndpointSecretSerializer(endpoint).data
+            data = _with_secret(request, endpoint)
             resource = f"/v1/webhook-endpoints/{pk}"
-            return Answer.of(status.HTTP_200_OK, data, resource=resource, shows_secret=True)
+            return Answer.of(
+                status.HTTP_200_OK, data, resource=resource, shows_secret="secret" in data
+            )
 
         return answer_once(request, rotate)
 
 
+class WebhookEndpointSecretView(APIView):
+    """The endpoint's current signing secret (the portal's "reveal")."""
+
+    owner_methods = ("*",)
+    portal_capabilities = {"GET": Can.VIEW_SECRET}
+
+    @extend_schema(responses={200: WebhookEndpointSigningSecretSerializer})
+    def get(self, request: Request, pk: uuid.UUID) -> Response:
+        endpoint = _endpoints(request).only("secret").get(pk=pk)
+        return Response(WebhookEndpointSigningSecretSerializer(endpoint).data)
+
+
 class EventTypeListView(ListAPIView):
     owner_methods = ("POST",)
+    portal_capabilities = {"GET": Can.VIEW}
     pagination_class = NewestFirstCursorPagination
     serializer_class = EventTypeSerializer
     query_filters = (
@@ -273,6 +365,7 @@ class EventTypeListView(ListAPIView):
 
 class EventTypeDetailView(APIView):
     owner_methods = ("PATCH", "DELETE")
+    portal_capabilities = {"GET": Can.VIEW}
     extra_problem_statuses = {"PATCH": (409,), "DELETE": (409,)}
 
     @extend_schema(responses={200: EventTypeSerializer})
@@ -299,6 +392,9 @@ class EventTypeDetailView(APIView):
 
 
 class MessageListView(ListAPIView):
+    """Messages are published by the tenant: a portal session reads its application's."""
+
+    portal_capabilities = {"GET": Can.VIEW}
     pagination_class = NewestFirstCursorPagination
     serializer_class = MessageSerializer
     idempotency_key_required = ("POST",)
@@ -319,12 +415,14 @@ class MessageListView(ListAPIView):
         return self.list(request)
 
     def get_queryset(self) -> QuerySet[Message]:
-        return messages.message_pages(
+        pages = messages.message_pages(
             tenant=tenant_of(self.request),
             event_type=single_query_param(self.request, "event_type"),
             since=datetime_query_param(self.request, "since"),
             application=_uid_query_param(self.request, "application"),
         )
+        application_id = application_scope(self.request)
+        return pages if application_id is None else pages.filter(application_id=application_id)
 
     @extend_schema(
         operation_id="messages_create",
@@ -352,9 +450,11 @@ class MessageListView(ListAPIView):
 
 
 class MessageDetailView(APIView):
+    portal_capabilities = {"GET": Can.VIEW}
+
     @extend_schema(responses={200: MessageSerializer})
     def get(self, request: Request, pk: uuid.UUID) -> Response:
-        message = Message.objects.get(pk=pk, tenant=tenant_of(request))
+        message = _messages(request).get(pk=pk)
         return Response(MessageSerializer(message).data)
 
 
@@ -364,6 +464,7 @@ class MessageAttemptsView(ListAPIView):
 
     pagination_class = NewestFirstCursorPagination
     serializer_class = MessageAttemptSerializer
+    portal_capabilities = {"GET": Can.VIEW}
 
     @extend_schema(
         operation_id="messages_attempts_list",
@@ -384,12 +485,14 @@ class MessageEndpointsView(ListAPIView):
 
     pagination_class = NewestFirstCursorPagination
     serializer_class = MessageEndpointSerializer
+    portal_capabilities = {"GET": Can.VIEW}
 
     @extend_schema(
         operation_id="messages_endpoints_list",
         responses={200: MessageEndpointSerializer(many=True)},
     )
     def get(self, request: Request, pk: uuid.UUID) -> Response:
+        _reach_message(request, pk)
         return self.list(request)
 
     def get_queryset(self) -> QuerySet[WebhookEndpoint]:
@@ -413,10 +516,13 @@ class MessageResendView(APIView):
     for a disabled endpoint."""
 
     extra_problem_statuses = {"POST": (409,)}
+    portal_capabilities = {"POST": Can.RESEND}
 
     @extend_schema(request=None, responses={202: MessageEndpointSerializer})
     def post(self, request: Request, pk: uuid.UUID, endpoint_id: uuid.UUID) -> HttpResponse:
         MessageResendSerializer(data=request.data).is_valid(raise_exception=True)
+        _reach_message(request, pk)
+        _reach_endpoint(request, endpoint_id)
 
         def resend() -> Answer:
             messages.message_resend(
@@ -437,6 +543,7 @@ class WebhookEndpointRecoverView(APIView):
 
     owner_methods = ("*",)
     extra_problem_statuses = {"POST": (409,)}
+    portal_capabilities = {"POST": Can.RESEND}
 
     @extend_schema(
         request=WebhookEndpointRecoverSerializer,
@@ -446,6 +553,7 @@ class WebhookEndpointRecoverView(APIView):
     def post(self, request: Request, pk: uuid.UUID) -> HttpResponse:
         serializer = WebhookEndpointRecoverSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        _reach_endpoint(request, pk)
 
         def recover() -> Answer:
             task = recovery.endpoint_recover(

@@ -9,6 +9,7 @@ from rest_framework import exceptions
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
+from tenancy.api.scoped import ScopedCredential
 from tenancy.models import Membership, Role, Tenant
 from tenancy.services import membership_resolve
 
@@ -23,10 +24,15 @@ class IsTenantMember(BasePermission):
     the view asks for (`owner_methods`: HTTP methods, or "*", reserved to owners).
 
     Sets `request.tenant` and `request.membership` for the view; views filter every query
-    on `request.tenant`.
+    on `request.tenant`. A scoped credential (tenancy.api.scoped), whose authentication
+    already found the operation open to it, is admitted to its own tenant with no
+    membership.
     """
 
     def has_permission(self, request: Request, view: Any) -> bool:
+        if isinstance(request.auth, ScopedCredential):
+            _admitted(request).tenant = request.auth.tenant
+            return True
         if request.user is None or not request.user.is_authenticated:
             raise exceptions.NotAuthenticated()
         membership = membership_resolve(

@@ -1,6 +1,7 @@
 """The API's rate limits, counted in the database every web worker shares (dbtools.ratelimit).
 
-- `UserRateThrottle`: authenticated requests, per user (`THROTTLE_RATE_USER`).
+- `UserRateThrottle`: authenticated requests, per user (`THROTTLE_RATE_USER`); a scoped
+  credential (tenancy.api.scoped: a portal session) is counted as a user of its own.
 - `AddressRateThrottle`: requests without credentials, per client address
   (`THROTTLE_RATE_ANON`). Both are the default throttle classes, so every public view is
   covered without saying so; a view that requires a token answers an anonymous request 401
@@ -26,6 +27,7 @@ from rest_framework.throttling import BaseThrottle
 from dbtools.ratelimit import Hit, count_request, uncount_request
 from dbtools.rates import Rate, parse_rate
 from tenancy.api.permissions import tenant_of
+from tenancy.api.scoped import ScopedCredential
 from tenancy.plans import tenant_limits
 from tenancy.services import FailureLimit
 
@@ -95,6 +97,8 @@ class UserRateThrottle(_CountingThrottle):
     def key(self, request: Request) -> str | None:
         if self._plan_rate is not None:
             return f"tenant:{tenant_of(request).pk}"
+        if isinstance(request.auth, ScopedCredential):
+            return f"scoped:{request.auth.key}"
         user = request.user
         return f"user:{user.pk}" if user is not None and user.is_authenticated else None
 
@@ -106,6 +110,8 @@ class AddressRateThrottle(_CountingThrottle):
     def key(self, request: Request) -> str | None:
         user = request.user
         if user is not None and user.is_authenticated:
+            return None
+        if isinstance(request.auth, ScopedCredential):
             return None
         return f"anon:{client_address(request)}"
 

@@ -34,7 +34,7 @@ from tests.projects.factories import make_job
 from webhooks.applications import application_create
 from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message
-from webhooks.models import Application, EventType, Message
+from webhooks.models import Application, EventType, Message, PortalSession
 
 NOTIFICATION_FIELDS = frozenset(
     {"channels", "email_to", "subject", "body", "webhook_endpoint", "fire_at", "rrule"}
@@ -198,6 +198,16 @@ WRITES += (
     ),
 )
 
+# --- Webhooks for your customers: portal sessions -------------------------------------------
+WRITES += (
+    Write(
+        "POST",
+        "/v1/applications/{application}/portal-sessions",
+        frozenset({"capabilities", "expires_in"}),
+        frozenset({"id", "url", "token", "expires_at"}),
+    ),
+)
+
 # --- Sending to people (README: Sending to people) ----------------------------------------
 WRITES += (
     Write(
@@ -216,7 +226,7 @@ WRITES += (
 
 _STORED = (
     *(Project, Job, OperationKey, Notification, WebhookEndpoint, Delivery),
-    *(Application, EventType, Message, Recipient),
+    *(Application, EventType, Message, Recipient, PortalSession),
     *(Membership, ApiToken, Invitation, SignupRequest, SigninLink, Tenant),
 )
 

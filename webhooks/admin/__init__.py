@@ -1,3 +1,3 @@
-from webhooks.admin import endpoints, messages
+from webhooks.admin import endpoints, messages, portal
 
-__all__ = ["endpoints", "messages"]
+__all__ = ["endpoints", "messages", "portal"]
