@@ -471,6 +471,7 @@ class MessageAttemptsView(ListAPIView):
         responses={200: MessageAttemptSerializer(many=True)},
     )
     def get(self, request: Request, pk: uuid.UUID) -> Response:
+        _reach_message(request, pk)
         return self.list(request)
 
     def get_queryset(self) -> QuerySet[Delivery]:

@@ -154,6 +154,7 @@ def test_a_session_resends_and_recovers_its_application_s_deliveries(alice, acme
 
     resent = portal.post(f"/v1/messages/{message.id}/endpoints/{endpoint.id}/resend")
     attempts = portal.get(f"/v1/messages/{message.id}/attempts")
+    reached = portal.get(f"/v1/messages/{message.id}/endpoints")
     recovered = portal.post(
         f"/v1/webhook-endpoints/{endpoint.id}/recover",
         {"since": (timezone.now() - timedelta(days=1)).isoformat()},
@@ -161,8 +162,9 @@ def test_a_session_resends_and_recovers_its_application_s_deliveries(alice, acme
     )
 
     assert resent.status_code == 202, resent.content
-    assert attempts.status_code == 200
-    assert str(endpoint.id) in attempts.content.decode()
+    assert attempts.status_code == reached.status_code == 200
+    assert [row["http_status"] for row in attempts.json()["results"]] == [500]
+    assert str(endpoint.id) in reached.content.decode()
     assert recovered.status_code == 202, recovered.content
 
 
