@@ -1,20 +1,36 @@
 // The customers' portal: one application's webhook endpoints, messages and attempts, through
 // the API on this origin. Opened as /portal/#token=…: the token is moved out of the address
-// bar into this tab's sessionStorage, so it is never sent to a server as part of a URL.
+// bar into this tab's sessionStorage (or, framed without storage, the page's memory), so it is
+// never sent to a server as part of a URL.
 // An owner's API token opens the same page as the tenant's console, across applications.
 "use strict";
 
 const STORE = "tickwork.portal";
+// A framed page may be refused storage (a browser that blocks a third party's, as headless
+// Chromium does): the token then lives in this page's memory while the page is open.
+const store = (() => {
+  try {
+    window.sessionStorage.getItem(STORE);
+    return window.sessionStorage;
+  } catch {
+    const held = new Map();
+    return {
+      getItem: (key) => held.get(key) ?? null,
+      setItem: (key, value) => held.set(key, value),
+      removeItem: (key) => held.delete(key),
+    };
+  }
+})();
 const state = { token: null, capabilities: new Set(), tenantWide: false, types: [], next: null };
 
 function takeToken() {
   const fragment = new URLSearchParams(location.hash.slice(1));
   const token = fragment.get("token");
   if (token) {
-    sessionStorage.setItem(STORE, token);
+    store.setItem(STORE, token);
     history.replaceState(null, "", location.pathname + location.search);
   }
-  return sessionStorage.getItem(STORE);
+  return store.getItem(STORE);
 }
 
 class Expired extends Error {}
@@ -71,7 +87,7 @@ function showProblem(error) {
 }
 
 function showExpired() {
-  sessionStorage.removeItem(STORE);
+  store.removeItem(STORE);
   $("#console").hidden = true;
   $("#problem").hidden = true;
   $("#notice").textContent = "";
