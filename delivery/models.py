@@ -56,6 +56,8 @@ class WebhookEndpoint(models.Model):
     # which never routes by it, so it is a plain column rather than a key into a product.
     application_id = models.UUIDField(null=True, blank=True, editable=False)
     url = models.URLField("URL", max_length=2000)
+    # What the endpoint is for, in its owner's words (the portal shows it beside the URL).
+    description = models.CharField(max_length=500, blank=True, default="")
     # Stored sealed (web.sealed): every delivery signs with it, so it cannot be a digest.
     secret = SealedCharField(max_length=255, editable=False)
     # Secrets replaced by a rotation that still sign until their grace ends, newest first:

@@ -68,6 +68,7 @@ def webhook_endpoint_create(
     *,
     tenant: Tenant,
     url: str,
+    description: str = "",
     enabled: bool = True,
     event_types: Sequence[str] | None = None,
     rate_limit: int | None = None,
@@ -96,6 +97,7 @@ def webhook_endpoint_create(
             tenant=tenant,
             application_id=application_id,
             url=url,
+            description=description,
             enabled=enabled,
             event_types=_checked_event_types(tenant, event_types),
             rate_limit=rate_limit,
@@ -110,13 +112,15 @@ def webhook_endpoint_update(
     tenant: Tenant,
     endpoint_id: UUID,
     url: str | None = None,
+    description: str | None = None,
     enabled: bool | None = None,
     disabled_reason: str = "",
     event_types: Sequence[str] | None = UNCHANGED,
     rate_limit: int | None = UNCHANGED,
     now: datetime | None = None,
 ) -> WebhookEndpoint:
-    """Change the URL, the subscribed `event_types` (None: every type), the `rate_limit`
+    """Change the URL, the description, the subscribed `event_types` (None: every type), the
+    `rate_limit`
     and/or switch the endpoint on or off (enabling clears the reason it was disabled and
     its failing streak, and un-parks the deliveries parked when it was disabled as failing;
     disabling records `disabled_reason`). A new URL closes the circuit: the failures were
@@ -132,6 +136,9 @@ def webhook_endpoint_update(
             fields.append("event_types")
         if rate_limit is not UNCHANGED:
             endpoint.rate_limit = rate_limit
+        if description is not None:
+            endpoint.description = description
+            fields.append("description")
         if url is not None and url != endpoint.url:
             endpoint.url = url
             fields += _close_circuit(endpoint)

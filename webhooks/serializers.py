@@ -249,6 +249,12 @@ class WebhookEndpointWriteSerializer(RejectsUndeclaredFields, serializers.Serial
     """The body of POST /v1/webhook-endpoints; PATCH uses it with partial=True."""
 
     url = serializers.URLField(max_length=2000, help_text="https only; must resolve publicly.")
+    description = serializers.CharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        help_text="What the endpoint is for, shown beside its URL (default: empty).",
+    )
     enabled = StrictBooleanField(required=False)
     event_types = serializers.ListField(
         child=_EventTypeNameField(),
@@ -335,6 +341,7 @@ class WebhookEndpointSerializer(serializers.Serializer):
         help_text="The id of its application; null: the tenant's own endpoint.",
     )
     url = serializers.URLField(read_only=True)
+    description = serializers.CharField(read_only=True)
     enabled = serializers.BooleanField(read_only=True)
     event_types = serializers.ListField(
         child=serializers.CharField(),

@@ -40,7 +40,9 @@ NOTIFICATION_FIELDS = frozenset(
     {"channels", "email_to", "subject", "body", "webhook_endpoint", "fire_at", "rrule"}
     | {"timezone", "recipients", "category"}
 )
-ENDPOINT_FIELDS = frozenset({"url", "enabled", "disabled", "event_types", "rate_limit"})
+ENDPOINT_FIELDS = frozenset(
+    {"url", "description", "enabled", "disabled", "event_types", "rate_limit"}
+)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,24 @@ def fake_dns(monkeypatch):
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
 
 
+def test_a_description_is_kept_shown_and_changed(alice):
+    client = alice.client()
+    created = client.post(
+        "/v1/webhook-endpoints", {"url": URL, "description": "Orders to the ERP"}, format="json"
+    )
+    path = f"/v1/webhook-endpoints/{created.json()['id']}"
+    changed = client.patch(path, {"description": "Orders and refunds"}, format="json")
+    too_long = client.patch(path, {"description": "x" * 501}, format="json")
+
+    assert created.status_code == 201
+    assert created.json()["description"] == "Orders to the ERP"
+    assert changed.status_code == 200
+    assert client.get(path).json()["description"] == "Orders and refunds"
+    assert too_long.status_code == 400
+    assert "description" in too_long.json()["errors"]
+    assert WebhookEndpoint.objects.get().description == "Orders and refunds"
+
+
 def test_create_returns_the_secret_once(alice):
     response = alice.client().post("/v1/webhook-endpoints", {"url": URL}, format="json")
 
@@ -33,9 +51,9 @@ def test_create_returns_the_secret_once(alice):
     body = response.json()
     assert set(body) == {
         *("id", "url", "enabled", "disabled", "disabled_reason", "created_at", "health"),
-        *("event_types", "rate_limit", "secret", "application"),
+        *("event_types", "rate_limit", "secret", "application", "description"),
     }
-    assert (body["disabled"], body["disabled_reason"]) == (False, None)
+    assert (body["disabled"], body["disabled_reason"], body["description"]) == (False, None, "")
     assert body["health"] == {
         "state": "healthy",
         "consecutive_failures": 0,

@@ -149,11 +149,13 @@ def test_a_full_session_walks_every_control(live_server, world, browser):
 
     # A new endpoint subscribed to one type.
     endpoints.get_by_label("Endpoint URL").fill("http://127.0.0.1:9/hooks/new")
+    endpoints.get_by_label("Description", exact=True).fill("Voided invoices to the ledger")
     endpoints.get_by_label("invoice.voided").check()
     _button(page, "Add endpoint").click()
     _notice(page, "Endpoint http://127.0.0.1:9/hooks/new added.")
     new = endpoints.get_by_role("listitem").filter(has_text="hooks/new")
     expect(new).to_contain_text("invoice.voided")
+    expect(new).to_contain_text("Voided invoices to the ledger")
 
     # Its secret, revealed and rotated.
     _button(page, "Reveal the secret of http://127.0.0.1:9/hooks/new").click()

@@ -198,6 +198,7 @@ function endpointItem(endpoint) {
   }
   item.append(
     el("strong", {}, url),
+    ...(endpoint.description ? [el("p", {}, endpoint.description)] : []),
     el("p", { class: "muted" }, `${status} · ${types} · health: ${endpoint.health.state}`),
     secret, actions);
   return item;
@@ -209,7 +210,8 @@ function editEndpoint(item, endpoint) {
       event.preventDefault();
       act(async () => {
         await api("PATCH", `/v1/webhook-endpoints/${endpoint.id}`, {
-          url: form.elements.url.value, event_types: pickedTypes(form),
+          url: form.elements.url.value, description: form.elements.description.value,
+          event_types: pickedTypes(form),
         });
         notice("Endpoint saved.");
         await loadEndpoints();
@@ -217,6 +219,7 @@ function editEndpoint(item, endpoint) {
     },
   },
   el("label", {}, `New URL for ${endpoint.url}`, el("input", { name: "url", type: "url", required: true, value: endpoint.url })),
+  el("label", {}, `Description of ${endpoint.url}`, el("input", { name: "description", maxlength: "500", value: endpoint.description })),
   el("fieldset", { class: "types" }, el("legend", {}, "Event types"), el("div", { class: "type-picker" })),
   el("button", { class: "primary" }, "Save"));
   typePicker($(".type-picker", form), endpoint.event_types || [], `edit-${endpoint.id}`);
@@ -335,7 +338,10 @@ document.addEventListener("DOMContentLoaded", () => {
     event.preventDefault();
     const form = event.target;
     act(async () => {
-      const body = { url: form.elements.url.value, event_types: pickedTypes(form) };
+      const body = {
+        url: form.elements.url.value, description: form.elements.description.value,
+        event_types: pickedTypes(form),
+      };
       const created = await api("POST", `/v1/webhook-endpoints`, body);
       notice(`Endpoint ${created.url} added.`);
       form.reset();
