@@ -57,7 +57,8 @@ class WebhookEndpoint(models.Model):
     application_id = models.UUIDField(null=True, blank=True, editable=False)
     url = models.URLField("URL", max_length=2000)
     # What the endpoint is for, in its owner's words (the portal shows it beside the URL).
-    description = models.CharField(max_length=500, blank=True, default="")
+    # A database default too: processes of the release before write endpoints without it.
+    description = models.CharField(max_length=500, blank=True, default="", db_default="")
     # Stored sealed (web.sealed): every delivery signs with it, so it cannot be a digest.
     secret = SealedCharField(max_length=255, editable=False)
     # Secrets replaced by a rotation that still sign until their grace ends, newest first:
