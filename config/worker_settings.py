@@ -67,6 +67,10 @@ WEBHOOK_SECRET_GRACE_SECONDS = int(
 JOB_MAX_ATTEMPTS = int(positive("JOB_MAX_ATTEMPTS", read("JOB_MAX_ATTEMPTS", env.int, 5)))
 JOB_BACKOFF_SECONDS = seconds_list("JOB_BACKOFF_SECONDS", "10,60,300,1800")
 JOB_LEASE_SECONDS = positive("JOB_LEASE_SECONDS", read("JOB_LEASE_SECONDS", env.float, 60.0))
+# The most one Django task (`@task`, jobs.tasks) is expected to take: a claimed batch starts
+# the next task only while its lease still covers that long. A task that outlives the lease
+# (JOB_LEASE_SECONDS) is claimed again while it runs: make long work a job that renews it.
+TASK_MAX_SECONDS = positive("TASK_MAX_SECONDS", read("TASK_MAX_SECONDS", env.float, 1.0))
 PROVISIONING_URL = http_url("PROVISIONING_URL", "")
 PROVISIONING_TIMEOUT_SECONDS = positive(
     "PROVISIONING_TIMEOUT_SECONDS", read("PROVISIONING_TIMEOUT_SECONDS", env.float, 10.0)
