@@ -135,14 +135,16 @@ def job_enqueue_task(
 ) -> Job:
     """Insert a pending Django task (`jobs.tasks`): one INSERT, in the caller's transaction
     if there is one (the outbox guarantee: rolled back, it never runs). Due at `run_after`,
-    else now. `arguments` is `{"args": [...], "kwargs": {...}}`, already JSON."""
+    else now (kept in the payload too: the task's own, where the due time moves on each
+    attempt). `arguments` is `{"args": [...], "kwargs": {...}}`, already JSON."""
+    named = {"run_after": run_after.isoformat()} if run_after is not None else {}
     job = fresh(
         Job,
         id=uuid.uuid4(),
         status=after(None, Move.ENQUEUE),
         tenant_id=None,
         kind=TASK_KIND,
-        payload={"task": path, "backend": backend, **arguments},
+        payload={"task": path, "backend": backend, **arguments, **named},
         queue_name=queue_name,
         priority=priority,
         max_attempts=settings.JOB_MAX_ATTEMPTS,

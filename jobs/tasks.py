@@ -117,15 +117,17 @@ class OutboxBackend(BaseTaskBackend):
 
 
 def stored_task(job: "Job") -> Task:
-    """The Task a task job runs: the `@task` its path names, with the job's queue and
-    priority. Raises ImportError when the path names nothing and SuspiciousOperation when
-    it names something that is not a task."""
+    """The Task a task job runs: the `@task` its path names, with the job's queue,
+    priority and run_after. Raises ImportError when the path names nothing and
+    SuspiciousOperation when it names something that is not a task."""
     found = import_string(job.payload["task"])
     if not isinstance(found, Task):
         raise SuspiciousOperation(f"{job.payload['task']!r} is not a task")
+    run_after = job.payload.get("run_after")
     return found.using(
         priority=job.priority,
         queue_name=job.queue_name,
+        run_after=datetime.fromisoformat(run_after) if run_after else None,
         backend=job.payload.get("backend", found.backend),
     )
 
@@ -215,7 +217,7 @@ def perform_task(job: "Job") -> None:
         ) from exc
     try:
         job.return_value = normalize_json(value)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise JobError(
             f"the task returned {type(value).__name__}, which is not JSON",
             category=ErrorCategory.INTERNAL,

@@ -48,7 +48,7 @@ def attempt_number(context, label: str) -> int:
 
 
 @task
-def noop() -> None:
+def noop(*args: object, **kwargs: object) -> None:
     return None
 
 
@@ -59,3 +59,32 @@ def record_then_hang(label: str) -> None:
     _record(label)
     if runs(label) == 1:
         time.sleep(3600)
+
+
+@task
+async def noop_async(*args: object, **kwargs: object) -> None:
+    return None
+
+
+@task
+def calculate_meaning_of_life() -> int:
+    return 42
+
+
+@task
+def failing_with_value_error() -> None:
+    raise ValueError("This task failed due to ValueError")
+
+
+@task
+def complex_exception() -> None:
+    raise ValueError(ValueError("This task failed"))
+
+
+@task(takes_context=True)
+def own_id(context) -> str:
+    return context.task_result.id
+
+
+def not_a_task() -> None:
+    """A plain function: a job naming it must not run it."""
