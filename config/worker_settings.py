@@ -57,7 +57,8 @@ RESEND_RATE_LIMIT = positive("RESEND_RATE_LIMIT", read("RESEND_RATE_LIMIT", env.
 NOTIFICATIONS_EMAIL_FROM = read(
     "NOTIFICATIONS_EMAIL_FROM", env.str, "Tickwork <notifications@tickwork.invalid>"
 )
-EMAIL_BACKEND = read("EMAIL_BACKEND", env.str, "django.core.mail.backends.console.EmailBackend")
+# Printed as written, links whole (Django 6.1's own console backend prints quoted-printable).
+EMAIL_BACKEND = read("EMAIL_BACKEND", env.str, "operations.console_email.ReadableConsoleBackend")
 WEBHOOK_ALLOW_PRIVATE_TARGETS = flag("WEBHOOK_ALLOW_PRIVATE_TARGETS", False)
 WEBHOOK_SECRET_GRACE_SECONDS = int(
     positive("WEBHOOK_SECRET_GRACE_SECONDS", read("WEBHOOK_SECRET_GRACE_SECONDS", env.int, 86_400))
