@@ -60,8 +60,9 @@ class Job(models.Model):
     payload = models.JSONField(default=dict, blank=True)
     # What `consume_jobs --queue NAME` runs, and the claim order among ready jobs (higher
     # first): a Django task's `queue_name` and `priority`; every other job keeps the defaults.
-    queue_name = models.CharField(max_length=100, default=DEFAULT_QUEUE)
-    priority = models.SmallIntegerField(default=0)
+    # Defaults in the table too, for rows written by SQL of its own.
+    queue_name = models.CharField(max_length=100, default=DEFAULT_QUEUE, db_default=DEFAULT_QUEUE)
+    priority = models.SmallIntegerField(default=0, db_default=0)
     # What a completed Django task returned (JSON); NULL for every other job.
     return_value = models.JSONField(null=True, blank=True, default=None)
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
