@@ -63,6 +63,10 @@ INSTALLED_APPS = [
     "operations",
 ]
 
+# Django's task framework (`@task`; django.tasks, or the django-tasks backport on 5.2) runs
+# on the jobs outbox: an enqueue commits with the caller's transaction, consume_jobs runs it.
+TASKS = {"default": {"BACKEND": "jobs.tasks.OutboxBackend"}}
+
 MIDDLEWARE = [
     # Before everything: a preflight is answered before authentication, and every answer to
     # an allowed origin (a 401, a 413 or a 429 too) carries its CORS headers.

@@ -57,7 +57,8 @@ RESEND_RATE_LIMIT = positive("RESEND_RATE_LIMIT", read("RESEND_RATE_LIMIT", env.
 NOTIFICATIONS_EMAIL_FROM = read(
     "NOTIFICATIONS_EMAIL_FROM", env.str, "Tickwork <notifications@tickwork.invalid>"
 )
-EMAIL_BACKEND = read("EMAIL_BACKEND", env.str, "django.core.mail.backends.console.EmailBackend")
+# Printed as written, links whole (Django 6.1's own console backend prints quoted-printable).
+EMAIL_BACKEND = read("EMAIL_BACKEND", env.str, "operations.console_email.ReadableConsoleBackend")
 WEBHOOK_ALLOW_PRIVATE_TARGETS = flag("WEBHOOK_ALLOW_PRIVATE_TARGETS", False)
 WEBHOOK_SECRET_GRACE_SECONDS = int(
     positive("WEBHOOK_SECRET_GRACE_SECONDS", read("WEBHOOK_SECRET_GRACE_SECONDS", env.int, 86_400))
@@ -67,6 +68,10 @@ WEBHOOK_SECRET_GRACE_SECONDS = int(
 JOB_MAX_ATTEMPTS = int(positive("JOB_MAX_ATTEMPTS", read("JOB_MAX_ATTEMPTS", env.int, 5)))
 JOB_BACKOFF_SECONDS = seconds_list("JOB_BACKOFF_SECONDS", "10,60,300,1800")
 JOB_LEASE_SECONDS = positive("JOB_LEASE_SECONDS", read("JOB_LEASE_SECONDS", env.float, 60.0))
+# The most one Django task (`@task`, jobs.tasks) is expected to take: a claimed batch starts
+# the next task only while its lease still covers that long. A task that outlives the lease
+# (JOB_LEASE_SECONDS) is claimed again while it runs: make long work a job that renews it.
+TASK_MAX_SECONDS = positive("TASK_MAX_SECONDS", read("TASK_MAX_SECONDS", env.float, 1.0))
 PROVISIONING_URL = http_url("PROVISIONING_URL", "")
 PROVISIONING_TIMEOUT_SECONDS = positive(
     "PROVISIONING_TIMEOUT_SECONDS", read("PROVISIONING_TIMEOUT_SECONDS", env.float, 10.0)

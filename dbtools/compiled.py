@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, Generic, TypeVar, cast
 
+import django
 from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.expressions import Expression
@@ -151,8 +152,7 @@ class _Plan:
             model=klass_info["model"],
             fields=slice(first, last + 1),
             attnames=[column.target.attname for column, _, _ in select[first : last + 1]],
-            # Django 6 adds fetch_mode; the stubs follow it, 5.2 takes three arguments.
-            populators=get_related_populators(klass_info, select, connection.alias),  # type: ignore[call-arg]
+            populators=_related_populators(queryset, klass_info, select, connection.alias),
             annotations=dict(compiler.annotation_col_map or {}),
         )
 
@@ -196,6 +196,20 @@ class _RowsPlan:
     def result(self, row: list[Any], connection: BaseDatabaseWrapper) -> tuple:
         _convert(row, self.converters, connection)
         return tuple.__new__(self.row, row)
+
+
+def _related_populators(
+    queryset: models.QuerySet, klass_info: dict, select: list, alias: str
+) -> list[Any]:
+    """What fills a row's select_related objects, as the queryset's own iterable makes them.
+    Django 6.1 gives them the queryset's fetch mode (what a missing field loads); a mode
+    that tracks an instance's peers needs the queryset's own iterable."""
+    if django.VERSION < (6, 1):
+        return get_related_populators(klass_info, select, alias)  # type: ignore[call-arg]
+    fetch_mode = queryset._fetch_mode  # type: ignore[attr-defined]
+    if fetch_mode.track_peers:
+        raise TypeError("CompiledQuery does not track peers: use the default fetch mode")
+    return get_related_populators(klass_info, select, alias, fetch_mode)
 
 
 def _convert(
@@ -343,6 +357,17 @@ def insert_together(objs: list[models.Model], using: str = DEFAULT_DB_ALIAS) -> 
         for sql, params in statements:
             cursor.execute(sql, params)
     _mark_saved(objs, using)
+
+
+def insert_one(obj: models.Model, using: str = DEFAULT_DB_ALIAS) -> None:
+    """INSERT one new model instance: one statement, in the caller's transaction if there is
+    one (no savepoint: a failed insert breaks that transaction, as `Model.save` does), else
+    atomic by itself. What `insert_together([obj])` writes, one round trip in either case."""
+    connection = connections[using]
+    insert = _insert_of(type(obj), connection)
+    with connection.cursor() as cursor:
+        cursor.execute(insert.sql(), insert.params(obj))
+    _mark_saved([obj], using)
 
 
 def insert_rows(model: type[M], objs: Sequence[M], *, using: str = DEFAULT_DB_ALIAS) -> None:

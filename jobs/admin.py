@@ -1,7 +1,8 @@
 """Support staff's view of the jobs outbox: find dead-lettered jobs, see why they
 failed, retry them once the cause is fixed. A job is never edited by hand: every column is
 the queue's own, and a plain admin save would write a consumer's claim back over it. The
-retry button and action go through `job_retry`, like the API."""
+retry button and action go through `job_retry`, like the API. A Django task is a job of
+kind `task` with no tenant: its payload names the task, and its return value is shown."""
 
 from typing import Any
 
@@ -25,6 +26,8 @@ _FIELDS = (
     "project_link",
     "kind",
     "payload_json",
+    "queue_name",
+    "priority",
     "status",
     "attempts",
     "max_attempts",
@@ -37,6 +40,7 @@ _FIELDS = (
     "created_at",
     "updated_at",
     "completed_at",
+    "return_value_json",
 )
 
 
@@ -55,7 +59,7 @@ class JobAdmin(StateButtonsAdmin[Job]):
         "last_attempt_at",
     )
     list_display_links = ("kind",)
-    list_filter = ("status", "last_error_category", "kind")
+    list_filter = ("status", "last_error_category", "kind", "queue_name")
     list_select_related = ("tenant", "project")
     search_fields = ("=id", "=project__id", "project__name", "tenant__name")
     ordering = ("-created_at",)
@@ -89,6 +93,10 @@ class JobAdmin(StateButtonsAdmin[Job]):
     @admin.display(description="payload")
     def payload_json(self, job: Job) -> str:
         return pretty_json(job.payload)
+
+    @admin.display(description="return value")
+    def return_value_json(self, job: Job) -> str:
+        return pretty_json(job.return_value)
 
     @admin.display(description="last error")
     def short_last_error(self, job: Job) -> str:

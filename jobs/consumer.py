@@ -10,6 +10,7 @@ stop: it polls, and on PostgreSQL it also wakes on the `tickwork_jobs` notificat
 the jobs table's trigger sends when a job is committed.
 """
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -36,28 +37,44 @@ NOTIFY_CHANNEL = "tickwork_jobs"
 # Beyond this a batch's OR-list of fenced (id, token) pairs stops paying for itself.
 CLAIM_MAX = 100
 
+# While running, next_attempt_at is the lease expiry: job_ready_idx then serves both due
+# pending jobs and orphaned running ones.
+_ON_CLAIM = {
+    "status": target(Move.CLAIM),
+    "attempts": ClaimValue.INCREMENT,
+    "next_attempt_at": ClaimValue.LEASE_UNTIL,
+    "last_attempt_at": ClaimValue.NOW,
+    "updated_at": ClaimValue.NOW,
+}
+# Higher priority first (a Django task's; every other job has 0), then the longest due.
+_ORDER = ("-priority", "next_attempt_at")
+
 JOB_CLAIM = ClaimSpec(
     ready=lambda now: Job.objects.ready(now=now),
-    order_by=("next_attempt_at",),
+    order_by=_ORDER,
     fair_by="tenant",
-    # While running, next_attempt_at is the lease expiry: job_ready_idx then serves both
-    # due pending jobs and orphaned running ones.
-    on_claim={
-        "status": target(Move.CLAIM),
-        "attempts": ClaimValue.INCREMENT,
-        "next_attempt_at": ClaimValue.LEASE_UNTIL,
-        "last_attempt_at": ClaimValue.NOW,
-        "updated_at": ClaimValue.NOW,
-    },
+    on_claim=_ON_CLAIM,
 )
 
 
-def jobs_claim(*, now: datetime, limit: int) -> Claimed:
-    """Claim up to `limit` ready jobs (one statement): pending and due, or running with an
-    expired lease (orphaned). Each returned job carries its new claim token and counts
-    the attempt."""
+@functools.cache
+def queue_claim(queue_name: str) -> ClaimSpec:
+    """The claim of `consume_jobs --queue NAME`: JOB_CLAIM's, of one queue's jobs."""
+    return ClaimSpec(
+        ready=lambda now: Job.objects.ready(now=now).filter(queue_name=queue_name),
+        order_by=_ORDER,
+        fair_by="tenant",
+        on_claim=_ON_CLAIM,
+    )
+
+
+def jobs_claim(*, now: datetime, limit: int, queue_name: str | None = None) -> Claimed:
+    """Claim up to `limit` ready jobs (one statement), of queue `queue_name` only when one
+    is named: pending and due, or running with an expired lease (orphaned). Each returned
+    job carries its new claim token and counts the attempt."""
     lease = timedelta(seconds=settings.JOB_LEASE_SECONDS)
-    return claim(JOB_CLAIM, now=now, lease=lease, limit=limit)
+    spec = JOB_CLAIM if queue_name is None else queue_claim(queue_name)
+    return claim(spec, now=now, lease=lease, limit=limit)
 
 
 def claim_size() -> int:
@@ -103,9 +120,11 @@ def jobs_drain(
     limit: int,
     max_seconds: float,
     should_stop: Callable[[], bool] = lambda: False,
+    queue_name: str | None = None,
 ) -> BatchSummary:
-    """One bounded batch: claim and run jobs until none is ready, `limit` jobs were
-    claimed, `max_seconds` passed or `should_stop()`; the job in flight always finishes
+    """One bounded batch (of queue `queue_name` only, when one is named): claim and run
+    jobs until none is ready, `limit` jobs were claimed, `max_seconds` passed or
+    `should_stop()`; the job in flight always finishes
     and the claimed jobs not yet started are released.
     Raises ConnectionLost (with the batch's summary) when the database connection is lost:
     the job in flight is then left to its lease."""
@@ -118,7 +137,9 @@ def jobs_drain(
 
     try:
         while summary.claimed < limit and not stopping():
-            claimed = jobs_claim(now=clock.now(), limit=min(size, limit - summary.claimed))
+            claimed = jobs_claim(
+                now=clock.now(), limit=min(size, limit - summary.claimed), queue_name=queue_name
+            )
             if not claimed and claimed.drained:
                 break
             batch: list[Job] = claimed
@@ -147,12 +168,18 @@ def jobs_worker(
     interval: float,
     report: Callable[[str], None],
     report_error: Callable[[str], None],
+    queue_name: str | None = None,
 ) -> Worker:
-    """The consume_jobs worker: each pass is one `jobs_drain` batch on a fresh clock."""
+    """The consume_jobs worker: each pass is one `jobs_drain` batch (of `queue_name`'s jobs
+    only, when one is named) on a fresh clock."""
 
     def batch(stop: threading.Event) -> BatchSummary:
         return jobs_drain(
-            clock=Clock(), limit=limit, max_seconds=max_seconds, should_stop=stop.is_set
+            clock=Clock(),
+            limit=limit,
+            max_seconds=max_seconds,
+            should_stop=stop.is_set,
+            queue_name=queue_name,
         )
 
     waiter = ListenWaiter.configured(NOTIFY_CHANNEL)

@@ -13,6 +13,12 @@ from tenancy.models import Tenant
 
 __all__ = ["Job", "JobStatus"]
 
+# The queue of every job that names none (Django's DEFAULT_TASK_QUEUE_NAME).
+DEFAULT_QUEUE = "default"
+
+# The kind of every Django task's job (`jobs.tasks`); its payload names the task.
+TASK_KIND = "task"
+
 # How many attempts `attempt_history` keeps (the newest).
 HISTORY_LENGTH = 20
 
@@ -41,8 +47,9 @@ class Job(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # No index of its own: job_tenant_status_idx leads with the tenant, and every index is
     # written again by each claim and completion (status changes, so no update is HOT).
+    # NULL for a Django task (`jobs.tasks`): the application's work, no tenant's.
     tenant = models.ForeignKey(
-        Tenant, on_delete=models.CASCADE, related_name="jobs", db_index=False
+        Tenant, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs", db_index=False
     )
     # By name, not import: jobs sits below projects and knows no project behaviour. NULL for
     # a job that is no project's (a webhook endpoint's recovery).
@@ -51,6 +58,13 @@ class Job(models.Model):
     )
     kind = models.CharField(max_length=50)
     payload = models.JSONField(default=dict, blank=True)
+    # What `consume_jobs --queue NAME` runs, and the claim order among ready jobs (higher
+    # first): a Django task's `queue_name` and `priority`; every other job keeps the defaults.
+    # Defaults in the table too, for rows written by SQL of its own.
+    queue_name = models.CharField(max_length=100, default=DEFAULT_QUEUE, db_default=DEFAULT_QUEUE)
+    priority = models.SmallIntegerField(default=0, db_default=0)
+    # What a completed Django task returned (JSON); NULL for every other job.
+    return_value = models.JSONField(null=True, blank=True, default=None)
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     max_attempts = models.PositiveIntegerField()
@@ -92,3 +106,11 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.id} ({self.status})"
+
+    @property
+    def tenant_pk(self) -> uuid.UUID:
+        """The id of the job's tenant, for the handlers of tenants' jobs: every job has one
+        but a Django task's, which belongs to no tenant (ValueError)."""
+        if self.tenant_id is None:
+            raise ValueError(f"job {self.id} belongs to no tenant")
+        return self.tenant_id

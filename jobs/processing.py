@@ -86,6 +86,7 @@ def _failed(job: Job, exc: Exception, *, clock: Clock) -> Outcome:
             error=str(exc),
             permanent=exc.permanent,
             retry_after=exc.retry_after,
+            exception=exc.exception,
         )
     if isinstance(exc, DatabaseError) and connection_lost(exc):
         # The job did not fail, the database went away: record nothing (no "internal

@@ -25,9 +25,15 @@ job_dead_lettered = Signal()
 job_retried = Signal()
 
 
+# What a Django task raised, as its TaskResult's `errors` show it: (exception class path,
+# traceback).
+TaskException = tuple[str, str]
+
+
 class JobError(Exception):
     """A classified failure of a job's attempt. `str(exc)` must be safe to store: no
-    secrets, no personal data, no URL query strings."""
+    secrets, no personal data, no URL query strings. `exception` is what a Django task
+    raised (`jobs.tasks`), kept in the attempt's history."""
 
     def __init__(
         self,
@@ -37,6 +43,7 @@ class JobError(Exception):
         permanent: bool = False,
         retry_after: float | None = None,
         backpressure: bool = False,
+        exception: TaskException | None = None,
     ) -> None:
         super().__init__(message)
         self.category = category
@@ -44,6 +51,7 @@ class JobError(Exception):
         self.retry_after = retry_after
         # The other side said "later", not "no" (429, 503 with Retry-After): a deferral.
         self.backpressure = backpressure
+        self.exception = exception
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,10 @@ from django.db import models, transaction
 
 from dbqueue.backoff import retry_delay
 from dbqueue.fences import fenced_update, fenced_update_many
-from dbtools.compiled import insert_together
-from jobs.models import HISTORY_LENGTH, Job
-from jobs.registry import job_dead_lettered, job_retried
+from dbtools.compiled import insert_one, insert_together
+from dbtools.instances import fresh
+from jobs.models import HISTORY_LENGTH, TASK_KIND, Job
+from jobs.registry import TaskException, job_dead_lettered, job_retried
 from jobs.states import JobStatus, Move, after, sources, target
 from outbound.categories import ErrorCategory
 from outbound.redaction import safe_error_text
@@ -70,17 +71,25 @@ def recorded(job: Job, move: Move, written: bool, outcome: Outcome) -> Outcome:
 
 
 def _history(
-    job: Job, outcome: Outcome, *, category: str = "", error: str = ""
+    job: Job,
+    outcome: Outcome,
+    *,
+    category: str = "",
+    error: str = "",
+    exception: TaskException | None = None,
 ) -> list[dict[str, Any]]:
     """The claimed `job`'s attempt history with this attempt's entry added, the oldest
     dropped past HISTORY_LENGTH. Built from the history the claim returned: while the
-    claim holds, no other statement writes it."""
+    claim holds, no other statement writes it. A Django task's failed attempt also keeps
+    what its TaskResult's `errors` show (`exception_class_path`, `traceback`)."""
     entry = {
         "at": job.last_attempt_at.isoformat() if job.last_attempt_at else None,
         "outcome": outcome.value,
         "error_category": category or None,
         "error": error or None,
     }
+    if exception is not None:
+        entry["exception_class_path"], entry["traceback"] = exception
     return [*job.attempt_history, entry][-HISTORY_LENGTH:]
 
 
@@ -114,6 +123,39 @@ def job_enqueue(
     return job
 
 
+def job_enqueue_task(
+    *,
+    path: str,
+    arguments: dict[str, Any],
+    backend: str,
+    queue_name: str,
+    priority: int,
+    now: datetime,
+    run_after: datetime | None = None,
+) -> Job:
+    """Insert a pending Django task (`jobs.tasks`): one INSERT, in the caller's transaction
+    if there is one (the outbox guarantee: rolled back, it never runs). Due at `run_after`,
+    else now (kept in the payload too: the task's own, where the due time moves on each
+    attempt). `arguments` is `{"args": [...], "kwargs": {...}}`, already JSON."""
+    named = {"run_after": run_after.isoformat()} if run_after is not None else {}
+    job = fresh(
+        Job,
+        id=uuid.uuid4(),
+        status=after(None, Move.ENQUEUE),
+        tenant_id=None,
+        kind=TASK_KIND,
+        payload={"task": path, "backend": backend, **arguments, **named},
+        queue_name=queue_name,
+        priority=priority,
+        max_attempts=settings.JOB_MAX_ATTEMPTS,
+        next_attempt_at=run_after or now,
+        created_at=now,
+        updated_at=now,
+    )
+    insert_one(job)
+    return job
+
+
 def job_complete(*, job: Job, now: datetime, apply: Callable[[], None] | None = None) -> bool:
     """Mark the claimed `job` completed and run `apply` (the handler's local writes) in the
     same transaction, so a fenced-out run applies nothing. False when fenced out."""
@@ -127,6 +169,7 @@ def job_complete(*, job: Job, now: datetime, apply: Callable[[], None] | None = 
             completed_at=now,
             updated_at=now,
             attempt_history=_history(job, Outcome.COMPLETED),
+            return_value=job.return_value,
         )
         if done and apply is not None:
             apply()
@@ -162,6 +205,7 @@ def jobs_complete(
             "completed_at": now,
             "updated_at": now,
             "attempt_history": _history(job, Outcome.COMPLETED),
+            "return_value": job.return_value,
         }
 
     with transaction.atomic():
@@ -199,8 +243,10 @@ def job_fail(
     error: str,
     permanent: bool = False,
     retry_after: float | None = None,
+    exception: TaskException | None = None,
 ) -> Outcome:
-    """Record a failed attempt of the claimed `job`.
+    """Record a failed attempt of the claimed `job` (`exception`: a Django task's, for its
+    attempt history).
 
     Back to `pending` after the backoff (at least `retry_after` seconds), or — when the
     error is permanent or the attempts are used up — `dead_lettered` with its
@@ -209,7 +255,9 @@ def job_fail(
     safe = safe_error_text(error)
     changes = {"last_error_category": category, "last_error": safe}
     if permanent or job.attempts >= job.max_attempts:
-        history = _history(job, Outcome.DEAD_LETTERED, category=category, error=safe)
+        history = _history(
+            job, Outcome.DEAD_LETTERED, category=category, error=safe, exception=exception
+        )
         return _dead_letter(job=job, now=now, attempt_history=history, **changes)
     delay = retry_delay(
         failures_before=job.attempts - 1,
@@ -223,7 +271,9 @@ def job_fail(
         status=after(job.status, Move.BACK_OFF),
         next_attempt_at=now + timedelta(seconds=delay),
         updated_at=now,
-        attempt_history=_history(job, Outcome.BACKED_OFF, category=category, error=safe),
+        attempt_history=_history(
+            job, Outcome.BACKED_OFF, category=category, error=safe, exception=exception
+        ),
         **changes,
     )
     return recorded(job, Move.BACK_OFF, retried, Outcome.BACKED_OFF)
@@ -293,10 +343,11 @@ def _dead_letter(*, job: Job, now: datetime, **changes: object) -> Outcome:
     return recorded(job, Move.DEAD_LETTER, dead, Outcome.DEAD_LETTERED)
 
 
-def job_retry(*, tenant: Tenant, job_id: uuid.UUID, now: datetime) -> Job:
-    """Make the tenant's dead-lettered job run again exactly like a new one: pending and
-    due now, attempts and errors cleared (the attempt history is kept: it is what happened);
-    `job_retried` is sent with it (its project goes back to `provisioning`).
+def job_retry(*, tenant: Tenant | None, job_id: uuid.UUID, now: datetime) -> Job:
+    """Make the tenant's (None: a Django task's) dead-lettered job run again exactly like a
+    new one: pending and due now, attempts and errors cleared (the attempt history is kept:
+    it is what happened); `job_retried` is sent with it (its project goes back to
+    `provisioning`).
 
     Raises Job.DoesNotExist when the tenant has no such job and JobNotRetryable when the
     job's status allows no retry (`jobs.states`). The claim token is kept: it only ever

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+import django
 from django.db import connection, transaction
 
 from dbtools.fields import concrete_field
@@ -30,6 +31,11 @@ from tenancy.models import Tenant
 # rewrites the row, so a window of a noisy key must stay one small row.
 MAX_SHOWN = 10
 _ITEM_BODY_CHARS = 500
+
+# SQLite takes an upsert's conflict target only where its WHERE repeats the partial unique
+# index's predicate, and Django 6.1 writes a boolean condition there as `"is_open" = 1`
+# (5.2: `"is_open"`), in the index it creates as in any query.
+_SQLITE_OPEN = '"is_open" = 1' if django.VERSION >= (6, 1) else "is_open"
 
 _JOIN = {
     "postgresql": """
@@ -45,12 +51,12 @@ _JOIN = {
             updated_at = EXCLUDED.updated_at
         RETURNING notification_id
     """,
-    "sqlite": """
+    "sqlite": f"""
         INSERT INTO notifications_digest AS d
             (id, tenant_id, recipient_key, "key", items, "count", is_open, closes_at,
              notification_id, created_at, updated_at)
         VALUES (%s, %s, %s, %s, %s, 1, 1, %s, %s, %s, %s)
-        ON CONFLICT (tenant_id, recipient_key, "key") WHERE is_open
+        ON CONFLICT (tenant_id, recipient_key, "key") WHERE {_SQLITE_OPEN}
         DO UPDATE SET
             items = CASE WHEN json_array_length(d.items) < %s
                 THEN json_insert(d.items, '$[#]', json(json_extract(excluded.items, '$[0]')))
@@ -58,7 +64,7 @@ _JOIN = {
             "count" = d."count" + 1,
             updated_at = excluded.updated_at
         RETURNING notification_id
-    """,
+    """,  # noqa: S608 (a constant of this module's)
 }
 
 

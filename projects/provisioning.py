@@ -156,7 +156,7 @@ def _member_addresses(job: Job, project: Project, *, now: datetime) -> list[str]
     if not addresses:
         return []
     issued, members = invitations_issue_missing(
-        tenant_id=job.tenant_id, emails=addresses, invited_by=project.created_by, now=now
+        tenant_id=job.tenant_pk, emails=addresses, invited_by=project.created_by, now=now
     )
     for invitation in issued:
         address, subject, body = invitation_email(
@@ -179,7 +179,7 @@ def _announced(job: Job, project: Project, *, now: datetime) -> Announced:
         email_body=f'You have been invited to join the project "{project.name}" on Tickwork.',
         event={"type": "project.active", "data": _project_fields(job, name=project.name)},
     )
-    return Announced(job.tenant_id, project.pk, f"job:{job.id}", announcement)
+    return Announced(job.tenant_pk, project.pk, f"job:{job.id}", announcement)
 
 
 def provision_max_seconds() -> float:
@@ -217,7 +217,7 @@ def project_job_dead_lettered(sender: type, *, job: Job, now: datetime, **kwargs
         ),
         event={"type": "project.failed", "data": _project_fields(job, name=project.name)},
     )
-    announce([Announced(job.tenant_id, project.pk, f"job:{job.id}:failed", announcement)], now=now)
+    announce([Announced(job.tenant_pk, project.pk, f"job:{job.id}:failed", announcement)], now=now)
 
 
 def project_job_retried(sender: type, *, job: Job, now: datetime, **kwargs: Any) -> None:

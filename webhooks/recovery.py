@@ -125,7 +125,7 @@ def recover_chunk(job: Job, *, now: datetime) -> bool:
     payload = job.payload
     rows = _after_cursor(
         recoverable(
-            tenant_id=job.tenant_id,
+            tenant_id=job.tenant_pk,
             endpoint_id=UUID(payload["endpoint_id"]),
             since=_instant(payload["since"]),
             until=_instant(payload["until"]),

@@ -17,7 +17,14 @@ from django.db.models.sql.compiler import SQLCompiler
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from dbtools.compiled import CompiledQuery, Param, insert_rows, insert_together, raw_instances
+from dbtools.compiled import (
+    CompiledQuery,
+    Param,
+    insert_one,
+    insert_rows,
+    insert_together,
+    raw_instances,
+)
 from delivery.models import Delivery, DeliveryOutcome, Notification
 from projects.models import Project, ProjectStatus
 from tenancy.models import ApiToken, Membership, Role, Tenant
@@ -65,6 +72,23 @@ def test_rows_are_the_orm_instances_with_their_related_objects(alice):
     assert token.member_tenant == alice.tenant
     assert token.member_tenant.name == "Tenant A"
     assert not token._state.adding
+
+
+def public_state(instance: models.Model) -> dict[str, Any]:
+    """What an instance's `_state` says of it (Django 6.1 adds its fetch mode), without
+    the caches that fill as it is used."""
+    state = instance._state
+    names = ("db", "adding", "fetch_mode")
+    return {name: getattr(state, name) for name in names if hasattr(state, name)}
+
+
+def test_rows_and_their_related_objects_have_the_orms_state(alice):
+    [token] = QUERY.run(prefix=prefix(alice), tenant=alice.tenant.id)
+    expected = ApiToken.objects.select_related("user").get(prefix=prefix(alice))
+
+    assert public_state(token) == public_state(expected)
+    assert public_state(token.user) == public_state(expected.user)
+    assert public_state(token.membership) == public_state(Membership.objects.get(user=alice.user))
 
 
 def test_each_run_binds_its_values_into_one_compiled_statement(
@@ -145,6 +169,25 @@ def test_insert_together_stores_every_row_with_its_defaults(db):
     assert Membership.objects.get(tenant=tenant).role == "owner"
     assert not project._state.adding
     assert project._state.db == "default"
+
+
+def test_insert_one_stores_what_save_stores_in_one_statement_without_a_savepoint(
+    db, django_assert_num_queries
+):
+    tenant = Tenant.objects.create(name="T")
+    ours, saved = Project(tenant=tenant, name="P"), Project(tenant=tenant, name="P")
+    saved.save(force_insert=True)
+
+    with transaction.atomic(), django_assert_num_queries(1) as captured:
+        insert_one(ours)
+
+    assert captured.captured_queries[0]["sql"].startswith("INSERT INTO")
+    fields = [field.attname for field in Project._meta.concrete_fields if field.attname != "id"]
+    stored, expected = Project.objects.get(pk=ours.pk), Project.objects.get(pk=saved.pk)
+    for name in fields:
+        if name not in {"created_at", "updated_at"}:
+            assert getattr(stored, name) == getattr(expected, name), name
+    assert public_state(ours) == public_state(saved)
 
 
 def test_a_failing_row_stores_none_and_leaves_the_transaction_usable(db):

@@ -32,6 +32,9 @@ def test_loaded_is_what_from_db_gives(db):
 
     assert attributes(got) == attributes(expected)
     assert (got._state.adding, got._state.db) == (False, DEFAULT_DB_ALIAS)
+    # Whatever else Django's own instance state says (6.1: its fetch mode), ours says too.
+    for name in ("adding", "db", "fetch_mode", "peers"):
+        assert getattr(got._state, name, None) == getattr(expected._state, name, None), name
     assert got.tenant == row.tenant  # relations load as usual
     got.subject = "Changed"
     got.save(update_fields=["subject"])  # a loaded instance saves as an update
@@ -45,6 +48,13 @@ def test_loaded_leaves_columns_it_was_not_given_deferred(db):
 
     assert got.get_deferred_fields() >= {"body", "next_fire_at"}
     assert got.body == row.body  # read from the database when asked for
+
+
+def test_fresh_has_the_constructors_state():
+    got, expected = fresh(Delivery, outcome=DeliveryOutcome.DELIVERED), Delivery()
+
+    for name in ("adding", "db", "fetch_mode", "peers"):
+        assert getattr(got._state, name, None) == getattr(expected._state, name, None), name
 
 
 def test_fresh_is_what_the_constructor_gives_defaults_and_all():

@@ -65,7 +65,7 @@ class Demo:
             # Whatever a developer's environment or .env says, this run uses the defaults.
             "PROVISIONING_URL": "",
             "RESEND_API_KEY": "",
-            "EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend",
+            "EMAIL_BACKEND": "operations.console_email.ReadableConsoleBackend",
             **(env or {}),
         }
         self.process = subprocess.Popen(

@@ -2,7 +2,9 @@
 
 --once (the default, for cron) drains one bounded pass (at most --limit jobs, for at most
 --max-seconds) and exits; --loop runs such passes --interval seconds apart, woken early on
-PostgreSQL when a job is committed. SIGTERM/SIGINT finish the job in flight.
+PostgreSQL when a job is committed. SIGTERM/SIGINT finish the job in flight. --queue NAME
+runs only the jobs of that queue (a Django task's `queue_name`; every other job's is
+"default").
 A lost database ends --once with one error line and exit status 1 (the job in flight is
 reclaimed when its lease expires); --loop reports it and tries again."""
 
@@ -28,6 +30,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--max-seconds", type=float, default=50.0, help="stop claiming after this (50)"
         )
+        parser.add_argument(
+            "--queue",
+            dest="queue_name",
+            default=None,
+            help="run only this queue's jobs (a task's queue_name; default: every queue)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         positive(options, "limit", "max_seconds", "interval")
@@ -37,5 +45,6 @@ class Command(BaseCommand):
             interval=options["interval"],
             report=self.stdout.write,
             report_error=self.stderr.write,
+            queue_name=options["queue_name"],
         )
         worker.run(loop=options["loop"])
