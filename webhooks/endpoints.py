@@ -64,6 +64,10 @@ def endpoint_pages(*, tenant: Tenant, application: str | None = None) -> QuerySe
     return endpoints.filter(application_id=application_id)
 
 
+# The `disabled_reason` of an endpoint switched off through the API (PATCH `disabled`).
+DISABLED_MANUALLY = "manual"
+
+
 def webhook_endpoint_create(
     *,
     tenant: Tenant,
@@ -114,7 +118,7 @@ def webhook_endpoint_update(
     url: str | None = None,
     description: str | None = None,
     enabled: bool | None = None,
-    disabled_reason: str = "",
+    disabled_reason: str = DISABLED_MANUALLY,
     event_types: Sequence[str] | None = UNCHANGED,
     rate_limit: int | None = UNCHANGED,
     now: datetime | None = None,

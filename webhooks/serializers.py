@@ -365,9 +365,7 @@ class WebhookEndpointSerializer(serializers.Serializer):
 
     @extend_schema_field({"type": "string", "nullable": True})
     def get_disabled_reason(self, endpoint: WebhookEndpoint) -> str | None:
-        if endpoint.enabled:
-            return None
-        return endpoint.disabled_reason or "manual"
+        return None if endpoint.enabled else endpoint.disabled_reason
 
     @extend_schema_field(EndpointHealthSerializer)
     def get_health(self, endpoint: WebhookEndpoint) -> dict[str, Any]:

@@ -159,12 +159,21 @@ def test_disabled_and_enabled_must_agree(alice, failing):
     assert failing.enabled
 
 
-def test_disabling_by_hand_is_manual(alice, failing):
+def test_disabling_by_hand_is_manual_in_the_api_the_row_and_the_admin(alice, failing, admin_client):
     response = alice.client().patch(
         f"/v1/webhook-endpoints/{failing.id}", {"disabled": True}, format="json"
     )
+    page = admin_client.get(f"/admin/delivery/webhookendpoint/{failing.id}/change/")
+    manual = admin_client.get("/admin/delivery/webhookendpoint/?disabled_reason=manual")
+    listing = admin_client.get("/admin/delivery/webhookendpoint/")
 
     assert (response.json()["disabled"], response.json()["disabled_reason"]) == (True, "manual")
+    failing.refresh_from_db()
+    assert failing.disabled_reason == "manual"
+    assert "manual" in page.content.decode()
+    assert failing.url in manual.content.decode()
+    # The filter offers the reason, not only "All".
+    assert "?disabled_reason=manual" in listing.content.decode()
 
 
 def test_an_owner_address_the_api_would_refuse_does_not_stop_the_retirement(alice, failing):
