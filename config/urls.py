@@ -13,6 +13,9 @@ handler403 = "web.problems.permission_denied"
 handler404 = "web.problems.not_found"
 handler500 = "web.problems.server_error"
 
+# The product serves no page at "/": the admin's "View site" link led to a 404.
+admin.site.site_url = None
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("metrics", metrics, name="metrics"),

@@ -47,6 +47,13 @@ def test_the_admin_index_links_to_the_page(admin_client):
     assert f'href="{PAGE}"' in html
 
 
+def test_the_admin_has_no_view_site_link_to_a_page_the_product_does_not_serve(admin_client):
+    html = admin_client.get("/admin/").content.decode()
+
+    assert "View site" not in html
+    assert admin_client.get("/").status_code == 404
+
+
 def test_the_page_is_for_staff_only(client, db):
     user = get_user_model().objects.create_user("someone", "someone@example.com")
     client.force_login(user)
