@@ -19,6 +19,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
+from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
 from django.utils.timezone import now as utc_now
 
@@ -34,6 +35,8 @@ RECENT_DELIVERIES = 20
 # at its next occurrence (a one-shot is then due now).
 NEXT_OCCURRENCE = "Retry at the next occurrence"
 ERROR_CHARS = 60
+# An endpoint's URL or an e-mail's recipients, cut short in the list.
+DESTINATION_CHARS = 48
 MESSAGE_DELIVERIES = "a message's deliveries (resend the message or recover the endpoint)"
 CLAIMED_REFUSAL = (
     "Nothing was saved: run_tick is delivering this notification right now. "
@@ -131,15 +134,15 @@ class NotificationAdmin(StateButtonsAdmin[Notification], ServiceSaveAdmin):
     list_display = [
         "subject_or_placeholder",
         "tenant",
-        "channel_list",
+        "destination",
         "state",
         "next_fire_at",
-        "occurrence",
-        "error_count",
+        "occurrence_and_errors",
         "short_last_error",
     ]
     list_filter = [QueueStateFilter, "dead_letter_reason"]
-    list_select_related = ["tenant"]
+    # The endpoint and the message are what support looks a dead letter up by.
+    list_select_related = ["tenant", "webhook_endpoint", "message"]
     search_fields = ["=id", "subject", "tenant__name"]
     ordering = ["-created_at"]
     raw_id_fields = ["webhook_endpoint"]
@@ -218,9 +221,32 @@ class NotificationAdmin(StateButtonsAdmin[Notification], ServiceSaveAdmin):
     def subject_or_placeholder(self, notification: Notification) -> str:
         return notification.subject or "(no subject)"
 
-    @admin.display(description="channels")
-    def channel_list(self, notification: Notification) -> str:
-        return ", ".join(notification.channels)
+    @admin.display(description="sent to")
+    def destination(self, notification: Notification) -> str:
+        """Each channel with where it goes (the endpoint's URL, the e-mail's recipients),
+        and the message a delivery carries with its event_id: one column, so the list
+        fits a 1366-pixel window."""
+        lines = [
+            f"{channel}: {Truncator(self._where(notification, channel)).chars(DESTINATION_CHARS)}"
+            for channel in notification.channels
+        ]
+        message = notification.message
+        if message is not None:
+            lines.append(
+                f"message {message.id}" + (f" ({message.event_id})" if message.event_id else "")
+            )
+        return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines))
+
+    @staticmethod
+    def _where(notification: Notification, channel: str) -> str:
+        if channel == Channel.WEBHOOK:
+            endpoint = notification.webhook_endpoint
+            return endpoint.url if endpoint is not None else "(endpoint deleted)"
+        return ", ".join([*notification.recipients, *notification.email_to]) or "(nobody)"
+
+    @admin.display(description="occurrence · errors")
+    def occurrence_and_errors(self, notification: Notification) -> str:
+        return f"{notification.occurrence} · {notification.error_count}"
 
     @admin.display(description="state")
     def state(self, notification: Notification) -> str:

@@ -135,3 +135,26 @@ def test_every_admin_page_writes_dates_one_way(admin_client, tenant):
     for html in pages:
         assert "2026-03-02 21:05:07 UTC" in html
         assert "p.m." not in html and "March 2, 2026" not in html
+
+
+def test_dead_letters_name_their_endpoint_recipients_and_message(admin_client, tenant):
+    from tests.delivery.factories import make_endpoint
+    from webhooks.event_types import event_type_create
+    from webhooks.messages import publish_message
+
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/orders/in")
+    event_type_create(tenant=tenant, name="order.shipped")
+    message = publish_message(
+        tenant=tenant, event_type="order.shipped", payload={}, event_id="evt_4711"
+    )
+    Notification.objects.filter(message=message).update(
+        state="dead_lettered", next_fire_at=None, error_count=3, dead_letter_reason="exhausted"
+    )
+    _mail(tenant=tenant, next_fire_at=None, error_count=3, dead_letter_reason="exhausted")
+
+    html = admin_client.get(f"{CHANGELIST}?state=dead_lettered").content.decode()
+
+    assert f"webhook: {endpoint.url}" in html
+    assert "email: ops@example.com" in html
+    assert f"message {message.id} (evt_4711)" in html
+    assert endpoint.secret not in html

@@ -115,6 +115,21 @@ def deliveries(queue) -> None:
         )
 
 
+def test_the_dead_letters_fit_a_1366_pixel_window_last_error_included(queue, page):
+    page.set_viewport_size({"width": 1366, "height": 768})
+    _log_in(page)
+
+    page.goto("/admin/delivery/notification/?state=dead_lettered")
+    expect(page.locator("#result_list")).to_contain_text("HTTP 503 from the mail relay")
+
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    table = page.evaluate(
+        "(() => { const r = document.querySelector('#changelist .results');"
+        " return r.scrollWidth - r.clientWidth; })()"
+    )
+    assert (overflow, table) == (0, 0)
+
+
 def test_the_delivery_log_fits_a_1366_pixel_window(deliveries, page):
     page.set_viewport_size({"width": 1366, "height": 768})
     _log_in(page)
