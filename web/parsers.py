@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser, get_encoding  # type: ignore[attr-defined]
+from rest_framework.parsers import JSONParser, get_encoding
 from rest_framework.utils import json
 
 MAX_JSON_DEPTH = 32

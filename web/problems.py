@@ -182,7 +182,11 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
             response[name] = value
     elif isinstance(exc, exceptions.ValidationError):
         detail = "The request has invalid fields."
-        errors = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+        errors = (
+            cast(dict[str, Any], exc.detail)
+            if isinstance(exc.detail, dict)
+            else {"non_field_errors": exc.detail}
+        )
         kind, title = "validation-error", InvalidInput.title
     else:
         detail = _flatten_detail(cast(exceptions.APIException, exc).detail)

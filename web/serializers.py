@@ -2,7 +2,7 @@
 
 from collections.abc import Mapping
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from rest_framework import serializers
 
@@ -27,7 +27,8 @@ class RejectsUndeclaredFields:
             value = super().to_internal_value(data)  # type: ignore[misc]
         except serializers.ValidationError as exc:
             if undeclared and isinstance(exc.detail, dict):
-                raise serializers.ValidationError({**exc.detail, **undeclared}) from None
+                detail = cast(dict[str, Any], exc.detail)
+                raise serializers.ValidationError({**detail, **undeclared}) from None
             raise
         if undeclared:
             raise serializers.ValidationError(undeclared)
