@@ -123,6 +123,16 @@ def tenant_limits_by_id(tenant_id: UUID) -> Limits:
     return plan_limits(plan_id)
 
 
+def fresh_tenant_limits(tenant_id: UUID) -> Limits:
+    """The tenant's limits read from its plan now, past the cache (which learns them)."""
+    plan_id = Tenant.objects.filter(pk=tenant_id).values_list("plan_id", flat=True).first()
+    if plan_id is None:
+        _cache.pop(settings.DEFAULT_PLAN, None)
+        return default_limits()
+    _cache.pop(plan_id, None)
+    return plan_limits(plan_id)
+
+
 def default_plan() -> Plan | None:
     """The plan DEFAULT_PLAN names, for a new tenant (None: unset or unknown)."""
     name = settings.DEFAULT_PLAN

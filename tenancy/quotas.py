@@ -14,8 +14,9 @@ boundary on any number of processes, without a lock that every create takes. A c
 part of its caller's transaction, so a create that fails later takes its charge back.
 
 When the plan's limit changes within a period (an upgrade, or a downgrade below what some
-slots already hold), the first charge that sees it locks the period's slots and shares out
-what is left of the new limit over them: each slot's cap becomes its use plus its part of
+slots already hold), the first charge that sees it locks the period's slots, reads the
+plan's limit under that lock (a process whose plan cache is older must not share out its
+stale limit) and shares out what is left of it over them: each slot's cap becomes its use plus its part of
 the rest, so the caps add up to the new limit (or to the use, when it is already past it).
 
 Count limits (`webhook_endpoints`, `members`) count the tenant's rows under a lock on the
@@ -39,6 +40,7 @@ from tenancy.plans import (
     PERIODIC,
     Limits,
     default_limits,
+    fresh_tenant_limits,
     tenant_limits_by_id,
 )
 from web.errors import Exhausted, Forbidden
@@ -121,24 +123,42 @@ def _open_period(tenant_id: UUID, name: str, period: Period, limit: int | None) 
 
 
 def _add(tenant_id: UUID, name: str, period: Period, shard: int, n: int, limit: int | None) -> bool:
-    slot = _slots(tenant_id, name, period).filter(shard=shard)
+    # Only into a slot whose cap was shared out for the limit the caller read: a caller that
+    # read another limit (the plan changed, or its cache has not seen the change yet) adds
+    # nothing and goes on to share the slots out again from the plan itself.
+    slot = _slots(tenant_id, name, period).filter(shard=shard, planned_limit=limit)
     if limit is not None:
-        slot = slot.filter(planned_limit=limit, used__lte=F("cap") - n)
-    return slot.update(used=F("used") + n) == 1
+        slot = slot.filter(used__lte=F("cap") - n)
+    # An UPDATE that waited for a concurrent charge and then found the slot full keeps the
+    # slot locked to the end of its transaction (PostgreSQL locks the newest version before
+    # it checks it again). Holding it while it waits for the next slot, in an order of its
+    # own, two charges can wait for each other: a failed try is rolled back to let it go.
+    savepoint = transaction.savepoint()
+    if slot.update(used=F("used") + n) == 1:
+        transaction.savepoint_commit(savepoint)
+        return True
+    transaction.savepoint_rollback(savepoint)
+    return False
 
 
-def _share_out(tenant_id: UUID, name: str, period: Period, limit: int) -> None:
-    """Share out what is left of `limit` over the period's slots as their caps, unless a
-    concurrent charge did it for this limit already."""
+def _share_out(tenant_id: UUID, name: str, period: Period) -> int | None:
+    """Share out what is left of the plan's limit over the period's slots as their caps,
+    unless a concurrent charge did it for this limit already; the limit shared out for.
+
+    The limit is read from the plan under the slots' lock, never taken from the caller: two
+    processes whose plan caches disagree would otherwise share the slots out in turn, each
+    for its own limit, and the older, higher one would widen the caps the newer had set."""
     with transaction.atomic():
         slots = list(_slots(tenant_id, name, period).select_for_update().order_by("shard"))
+        limit = fresh_tenant_limits(tenant_id).of(name)
         if all(slot.planned_limit == limit for slot in slots):
-            return
-        left = max(0, limit - sum(slot.used for slot in slots))
+            return limit
+        left = None if limit is None else max(0, limit - sum(slot.used for slot in slots))
         for slot in slots:
-            slot.cap = slot.used + _share(left, slot.shard)
+            slot.cap = None if left is None else slot.used + _share(left, slot.shard)
             slot.planned_limit = limit
         UsageCounter.objects.bulk_update(slots, ["cap", "planned_limit"])
+        return limit
 
 
 @transaction.atomic
@@ -159,34 +179,41 @@ def charge(
     period = period_of(now)
     limit = (limits or tenant_limits_by_id(tenant_id)).of(name)
     first = random.randrange(SHARDS)
-    if limit is None:
-        if not _add(tenant_id, name, period, first, n, None):
-            _open_period(tenant_id, name, period, None)
-            _add(tenant_id, name, period, first, n, None)
-        return
-    order = [first] + [k for k in range(SHARDS) if k != first]
+    # Unlimited, every slot takes any use: the one chosen is enough.
+    order = [first] if limit is None else _every_slot(first)
     if _add_within(tenant_id, name, period, order, n, limit):
         return
     slots = list(_slots(tenant_id, name, period).values_list("used", "planned_limit"))
     used = sum(slot_used for slot_used, _ in slots)
-    # The period's first charge (its slots are missing, not full), or the plan's limit
-    # changed since the caps were shared out.
-    stale = any(planned != limit for _, planned in slots)
-    if len(slots) < SHARDS or stale:
-        if len(slots) < SHARDS:
-            _open_period(tenant_id, name, period, limit)
-        if stale:
-            _share_out(tenant_id, name, period, limit)
-        if _add_within(tenant_id, name, period, order, n, limit):
-            return
-        used = usage(tenant_id, name, period)
+    opened = len(slots) < SHARDS  # the period's first charge: its slots are missing, not full
+    if opened:
+        _open_period(tenant_id, name, period, limit)
+    if any(planned != limit for _, planned in slots):
+        # The plan's limit changed since the caps were shared out, or this caller's limit
+        # is not the plan's any more.
+        limit = _share_out(tenant_id, name, period)
+    elif not opened and limit is not None and used + n > limit:
+        raise QuotaExceeded(name=name, limit=limit, used=used, period=period, now=now)
+    # The slots were opened or shared out just now, or the first tries ran on a snapshot
+    # older than a concurrent share-out and the use read since leaves room: once more.
+    if _add_within(tenant_id, name, period, _every_slot(first), n, limit):
+        return
+    if limit is None:
+        # The plan changed again between the share-out and the add: charge by the newest.
+        charge(tenant_id, name, n, now=now, limits=fresh_tenant_limits(tenant_id))
+        return
+    used = usage(tenant_id, name, period)
     if n > 1 and used + n <= limit and _add_spread(tenant_id, name, period, n, limit):
         return
     raise QuotaExceeded(name=name, limit=limit, used=used, period=period, now=now)
 
 
+def _every_slot(first: int) -> list[int]:
+    return [first] + [k for k in range(SHARDS) if k != first]
+
+
 def _add_within(
-    tenant_id: UUID, name: str, period: Period, order: list[int], n: int, limit: int
+    tenant_id: UUID, name: str, period: Period, order: list[int], n: int, limit: int | None
 ) -> bool:
     return any(_add(tenant_id, name, period, shard, n, limit) for shard in order)
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from delivery.models import Notification, NotificationSource, WebhookEndpoint
 from notifications.services import notification_create
 from tenancy.models import Membership, OperationKey, UsageCounter
-from tenancy.plans import forget_plans, tenant_limits
+from tenancy.plans import UNLIMITED, Limits, forget_plans, tenant_limits
 from tenancy.quotas import SHARDS, PlanLimitReached, QuotaExceeded, charge, period_of, usage
 from tests.conftest import make_member
 from tests.onboarding.conftest import emailed_token
@@ -334,6 +334,51 @@ def test_a_downgrade_below_the_use_refuses_every_charge_and_says_so(alice, monke
     assert _charges_taken(alice.tenant.id, 10) == 0
     assert refused.value.members["used"] == 30
     assert usage(alice.tenant.id, "messages_per_month", period_of(NOW)) == 30
+
+
+@pytest.mark.django_db
+def test_callers_that_read_the_old_and_the_new_limit_in_turn_take_exactly_the_new_room(
+    alice, monkeypatch
+):
+    """Another process's plan cache still says 80 after the downgrade to 24: its charges
+    never share the slots out for 80 again, so the caps the 24 set hold."""
+    plan = put_on_plan(alice.tenant, messages_per_month=80)
+    _fill_the_first_slots(monkeypatch, alice.tenant.id, 20)
+    plan.messages_per_month = 24
+    plan.save()
+    stale, fresh = Limits(messages_per_month=80), Limits(messages_per_month=24)
+    taken = 0
+    for caller in [fresh, stale] * 10:
+        try:
+            charge(alice.tenant.id, "messages_per_month", now=NOW, limits=caller)
+        except QuotaExceeded as refused:
+            assert refused.members["limit"] == 24
+            continue
+        taken += 1
+
+    assert taken == 4
+    assert usage(alice.tenant.id, "messages_per_month", period_of(NOW)) == 24
+    assert set(
+        UsageCounter.objects.filter(tenant=alice.tenant).values_list("planned_limit", flat=True)
+    ) == {24}
+
+
+@pytest.mark.django_db
+def test_a_caller_that_still_reads_unlimited_is_held_to_the_limit_set_since(alice):
+    forget_plans()
+    assert _charges_taken(alice.tenant.id, 10) == 10  # no plan: unlimited, counted
+    put_on_plan(alice.tenant, messages_per_month=12)
+    charge(alice.tenant.id, "messages_per_month", now=NOW)  # a caller that read the 12
+    taken = 1
+    for _ in range(5):  # one whose cache has not seen it yet
+        try:
+            charge(alice.tenant.id, "messages_per_month", now=NOW, limits=UNLIMITED)
+        except QuotaExceeded:
+            continue
+        taken += 1
+
+    assert taken == 2
+    assert usage(alice.tenant.id, "messages_per_month", period_of(NOW)) == 12
 
 
 @pytest.mark.django_db
