@@ -30,7 +30,7 @@ from typing import Any, cast
 
 from django.db import connection, models
 
-from dbqueue.ranking import ClaimSpec, CompiledRanking, compiled_ranking
+from dbqueue.ranking import CAP, SHARE, ClaimSpec, CompiledRanking, compiled_ranking
 from dbtools.compiled import bind, raw_instances
 from dbtools.fields import column_of, concrete_field
 
@@ -41,7 +41,9 @@ OVERSAMPLE = 4
 
 class Claimed(list):
     """The rows a claim took (model instances, in no particular order), and `candidates`:
-    how many ready rows it ranked for them (at most OVERSAMPLE times the limit)."""
+    how many ready rows it ranked for them (at most OVERSAMPLE times the limit), plus more
+    than the limit when it ranked only the first rows of some group (ClaimSpec.groups) that
+    may have more."""
 
     def __init__(self, rows: list[Any], *, candidates: int) -> None:
         super().__init__(rows)
@@ -159,8 +161,22 @@ def _postgresql_claim(
     limit: int,
 ) -> tuple[str, list[Any]]:
     table, pk = _quoted(compiled.model)
+    share = OVERSAMPLE * limit
+    counted, counted_params = "count(*)", []
+    prefix, prefix_params = "WITH ", []
+    if compiled.candidates_sql:
+        prefix = f"WITH RECURSIVE {compiled.candidates_sql}, "
+        placeholders = {id(SHARE): share, id(CAP): values["cap"]}
+        prefix_params = [
+            placeholders.get(id(param), param)
+            for param in bind(compiled.candidates_params, values, connection)
+        ]
+        # A group that gave all its share of rows may have more ready: the claim did not
+        # see them all, so it must not report the queue drained (see Claimed.drained).
+        counted = "count(*) + CASE WHEN (SELECT more FROM claim_full) THEN %s ELSE 0 END"
+        counted_params = [limit + 1]
     sql = (
-        f"WITH ranked AS ({compiled.ranked_sql}), "
+        f"{prefix}ranked AS ({compiled.ranked_sql}), "
         # The rows are looked up by key among the ranked ones (`= ANY`), so the lookup is
         # by primary key whatever the planner believes of the due rows: a burst inserted
         # before the table's statistics caught up otherwise joined every due row to the
@@ -174,15 +190,17 @@ def _postgresql_claim(
         f"WHERE claimed.{pk} = picked.{pk} RETURNING claimed.*) "
         # The count comes back even when no row was claimed (one row of NULLs then).
         "SELECT claimed.*, counted.candidates FROM "
-        "(SELECT count(*) AS candidates FROM ranked) AS counted "
+        f"(SELECT {counted} AS candidates FROM ranked) AS counted "
         "LEFT JOIN claimed ON TRUE"
     )
     params = [
+        *prefix_params,
         *bind(compiled.ranked_params, values, connection),
-        OVERSAMPLE * limit,
+        share,
         *bind(compiled.where_params, values, connection),
         limit,
         *assignments[1],
+        *counted_params,
     ]
     return sql, params
 

@@ -24,6 +24,10 @@ class NotificationQuerySet(models.QuerySet["Notification"]):
             .filter(lease_free(now=now))
         )
 
+    def on_schedule(self) -> "NotificationQuerySet":
+        """The rows a due row is always among, now or later (the due indexes' condition)."""
+        return self.filter(_claimable_state(self.model))
+
     def in_flight(self, *, now: datetime) -> "NotificationQuerySet":
         return self.filter(lease_running(now=now))
 

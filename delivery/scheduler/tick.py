@@ -57,6 +57,8 @@ DUE = ClaimSpec(
     # Reset by every write-back, so it counts claims that died before producing an outcome.
     on_claim={"unfinished_claims": ClaimValue.INCREMENT},
     capped_by="webhook_endpoint",
+    # notification_tenant_due_idx: a claim takes each tenant's first due rows from it.
+    groups=lambda: Notification.objects.on_schedule(),
 )
 
 

@@ -75,6 +75,68 @@ def test_a_burst_claimed_before_statistics_caught_up_is_looked_up_by_key():
     assert most_rows_of_one_node(cap=LIMIT) <= BACKLOG + OVERSAMPLE * LIMIT
 
 
+DEEP = 100_000
+
+
+def fill_deep_backlog(*, tenants: int, endpoints: int) -> None:
+    """DEEP due rows over `endpoints` endpoints of `tenants` tenants, interleaved as a fan-out
+    writes them, then fresh statistics."""
+    owners = [make_tenant() for _ in range(tenants)]
+    for k in range(endpoints):
+        make_endpoint(tenant=owners[k % tenants], url=f"https://hooks.example.com/{k}")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO notifications_notification (
+                id, tenant_id, webhook_endpoint_id, channels, email_to, subject, body, rrule,
+                timezone, next_fire_at, occurrence, error_count, max_attempts, state,
+                dead_letter_reason, claim_token, unfinished_claims, channel_state,
+                created_at, updated_at)
+            SELECT gen_random_uuid(), e.tenant_id, e.id, '["webhook"]', '[]', 'S', 'B', '',
+                   'UTC', %(due)s + make_interval(secs => n / 1000.0), 1, 0, 3, 'scheduled',
+                   '', 0, 0, '{}', %(due)s, %(due)s
+            FROM generate_series(0, %(count)s - 1) AS n
+            JOIN (SELECT id, tenant_id, row_number() OVER (ORDER BY id) - 1 AS k
+                  FROM notifications_webhookendpoint) AS e ON e.k = n %% %(endpoints)s
+            """,
+            {"due": seconds_ago(3600), "count": DEEP, "endpoints": endpoints},
+        )
+        cursor.execute("ANALYZE notifications_notification")
+
+
+def claim_plan(**claim_args: Any) -> dict:
+    _, sql, params = claim_statement(DUE, now=NOW, lease=LEASE, limit=LIMIT, **claim_args)
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+        (document,) = cursor.fetchone()
+    return (json.loads(document) if isinstance(document, str) else document)[0]["Plan"]
+
+
+def test_a_claim_100000_rows_deep_sorts_and_reads_only_a_few_rows_of_each_tenant():
+    fill_deep_backlog(tenants=200, endpoints=2000)
+
+    nodes = plan_nodes(claim_plan(cap=4))
+
+    sorted_rows = [node["Actual Rows"] for node in nodes if "Sort" in node["Node Type"]]
+    assert max(sorted_rows) <= 400  # the candidates: a share of each of 200 tenants
+    assert max(node["Actual Rows"] * node["Actual Loops"] for node in nodes) <= 1_000
+    assert not any(node["Node Type"] == "Seq Scan" for node in nodes)
+
+
+def test_a_claim_100000_rows_deep_takes_every_tenants_first_row_first():
+    fill_deep_backlog(tenants=200, endpoints=2000)
+    firsts = (
+        Notification.objects.order_by("tenant_id", "next_fire_at", "id")
+        .distinct("tenant_id")
+        .values_list("next_fire_at", "id")
+    )
+
+    taken = claim(DUE, now=NOW, lease=LEASE, limit=LIMIT, cap=4)
+
+    # The 16 oldest first rows of their tenants, before any tenant's second.
+    assert {row.pk for row in taken} == {pk for _, pk in sorted(firsts)[:LIMIT]}
+
+
 def test_the_claim_is_planned_for_its_own_values_never_prepared():
     if getattr(connection.connection, "prepare_threshold", None) is None:
         pytest.skip("prepared statements are off on this connection (the pooler pass)")

@@ -1,4 +1,4 @@
-"""The due query is served by the partial index notification_due_idx, which follows the
+"""The claim is served by the partial index notification_tenant_due_idx, which follows the
 stored state, so its cost does not grow with parked, completed or future rows."""
 
 from datetime import UTC, datetime, timedelta
@@ -56,5 +56,5 @@ def test_due_query_uses_the_partial_index():
         cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
 
-    assert "notification_due_idx" in plan
+    assert "notification_tenant_due_idx" in plan
     assert "Seq Scan" not in plan
