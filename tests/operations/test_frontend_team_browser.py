@@ -55,8 +55,7 @@ def provisioning() -> Iterator[ProvisioningStandIn]:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory, provisioning) -> Iterator[Demo]:
-    env = {"PROVISIONING_URL": provisioning.url}
-    with frontend_demo(tmp_path_factory.mktemp("demo"), env=env) as demo:
+    with frontend_demo(tmp_path_factory.mktemp("demo"), env=provisioning.environment) as demo:
         yield demo
 
 

@@ -23,16 +23,21 @@ from tests.support.browser import CHROMIUM, TIMEOUT_MS
 from tests.support.demo import Demo, free_port, running_demo
 from tests.support.http_server import RecordedRequest, RecordingServer, Reply
 
-# How long a link the tick sends may take to show in the demo's output.
-LINK_SECONDS = 20
+# How long a link the tick sends may take to show in the demo's output (a bound: a busy
+# machine's tick is late).
+LINK_SECONDS = 60
+# The demo's provisioning calls wait this long for an answer; the stand-in holds one for less.
+PROVISIONING_TIMEOUT_SECONDS = 60
 
 
 @contextmanager
 def frontend_demo(tmp_path: Path, *, env: dict[str, str] | None = None) -> Iterator[Demo]:
     """The demo with its page served: API, workers, Turnstile stand-in and the page."""
     with running_demo(tmp_path, free_port(), env=env) as demo:
-        demo.wait_for(r"page \| serving examples/frontend at ", timeout=30)
-        demo.wait_healthy(timeout=20)
+        # Bounds, not pauses: on a busy machine (the suite's other workers start their own
+        # demos and servers) the development server may take tens of seconds to answer.
+        demo.wait_for(r"page \| serving examples/frontend at ", timeout=60)
+        demo.wait_healthy(timeout=60)
         yield demo
 
 
@@ -218,14 +223,18 @@ class ProvisioningStandIn:
         self._server = RecordingServer(self._answer)
 
     @property
-    def url(self) -> str:
-        return f"{self._server.url}/provision"
+    def environment(self) -> dict[str, str]:
+        """The demo's settings that send its provisioning calls here."""
+        return {
+            "PROVISIONING_URL": f"{self._server.url}/provision",
+            "PROVISIONING_TIMEOUT_SECONDS": str(PROVISIONING_TIMEOUT_SECONDS),
+        }
 
     def _answer(self, request: RecordedRequest) -> Reply:
         name = json.loads(request.body)["name"]
         if name.startswith(("Held", "Doomed")):
-            # Within the call's 10-second timeout: a timed-out call would only be retried.
-            self._released.wait(timeout=8)
+            # Within the call's timeout (`environment`): a timed-out call would be retried.
+            self._released.wait(timeout=PROVISIONING_TIMEOUT_SECONDS - 10)
         if name.startswith("Doomed"):
             return Reply(status=400, body=b'{"error": "no room"}')
         return Reply(status=200, body=b"{}")
