@@ -1,5 +1,6 @@
-"""The demo's API answers the front end the emailed links point to (http://localhost:3000)
-across origins, unless the developer names other origins; the links follow the front end's
+"""The demo's API answers the front end the emailed links point to (http://localhost:3000),
+and the same page under the address the demo prints (http://127.0.0.1:3000), across origins,
+unless the developer names other origins; the links follow the front end's
 port; the per-address signup and signin limits are raised for a developer trying the pages."""
 
 import pytest
@@ -40,7 +41,9 @@ def test_the_demo_allows_the_front_end_origin(children_environment, monkeypatch,
 
     call_command("demo", port=18000)
 
-    assert children_environment["CORS_ALLOWED_ORIGINS"] == "http://localhost:3000"
+    assert children_environment["CORS_ALLOWED_ORIGINS"] == (
+        "http://localhost:3000,http://127.0.0.1:3000"
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -66,7 +69,9 @@ def test_the_emailed_links_open_the_front_end_on_its_port(
 
     call_command("demo", port=18000, frontend_port=13000)
 
-    assert children_environment["CORS_ALLOWED_ORIGINS"] == "http://localhost:13000"
+    assert children_environment["CORS_ALLOWED_ORIGINS"] == (
+        "http://localhost:13000,http://127.0.0.1:13000"
+    )
     assert children_environment["SIGNUP_VERIFY_URL"] == (
         "http://localhost:13000/signup/verify?token={token}"
     )

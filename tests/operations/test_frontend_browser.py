@@ -4,7 +4,8 @@ in, creates, renames and deletes projects, invites someone, who previews and acc
 invitation and sees the members, and signs out. The emailed links are read from the demo's
 output (the console e-mail backend, under `tick |`), as a developer reads them.
 
-The same page opened on an origin the API does not allow shows the page's network error:
+The page calls the API from both origins the demo serves it on, localhost and 127.0.0.1;
+the same page served on an origin the API does not allow shows the page's network error:
 the journey fails when CORS breaks.
 
 Skipped only when no chromium executable exists (`.ci/run` installs it); Playwright's own
@@ -13,15 +14,17 @@ there as a PNG."""
 
 import os
 import re
-import time
+import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
+from operations.demo.frontend import front_end_server
 from tests.support.browser import CHROMIUM, TIMEOUT_MS
-from tests.support.demo import Demo, free_port, running_demo
+from tests.support.demo import Demo, free_port
+from tests.support.frontend import Journey, chromium, frontend_demo
+from tests.support.processes import ROOT
 
 SCREENSHOTS = os.environ.get("FRONTEND_SCREENSHOTS", "")
 
@@ -37,19 +40,14 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Iterator[Demo]:
     """One demo for the module: API, workers, Turnstile stand-in and the page's server."""
-    with running_demo(tmp_path_factory.mktemp("demo"), free_port()) as demo:
-        demo.wait_for(r"page \| serving examples/frontend at ", timeout=30)
-        demo.wait_healthy(timeout=20)
+    with frontend_demo(tmp_path_factory.mktemp("demo")) as demo:
         yield demo
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM)
-        expect.set_options(timeout=TIMEOUT_MS)
+    with chromium() as browser:
         yield browser
-        browser.close()
 
 
 @pytest.fixture
@@ -60,70 +58,19 @@ def page(browser: Browser) -> Iterator[Page]:
     context.close()
 
 
-class Journey:
-    """The page as a person uses it, and the demo's printed e-mails as they read them."""
-
-    def __init__(self, demo: Demo, page: Page) -> None:
-        self.demo, self.page = demo, page
-        self.origin = f"http://localhost:{demo.frontend_port}"
-        self.steps = 0
-
-    def open(self, origin: str = "") -> None:
-        api = f"http://localhost:{self.demo.port}"
-        self.page.goto(f"{origin or self.origin}/?api={api}")
-
-    def links_so_far(self, path: str) -> list[str]:
-        """The links to `path` the demo printed so far (the console backend, under tick |)."""
-        pattern = rf"tick \| ({re.escape(self.origin)}/{path}\?token=[A-Za-z0-9_-]+)"
-        return re.findall(pattern, self.demo.output)
-
-    def wait_for_new_link(self, path: str, before: list[str]) -> str:
-        """The first link to `path` printed after `before` (the tick sends within seconds)."""
-        deadline = time.monotonic() + 20
-        while len(links := self.links_so_far(path)) <= len(before):
-            assert time.monotonic() < deadline, f"no new {path} link in:\n{self.demo.output}"
-            time.sleep(0.2)
-        return links[len(before)]
-
-    def fill(self, section: str, fields: dict[str, str]) -> None:
-        region = self.page.get_by_role("region", name=section)
-        for label, value in fields.items():
-            region.get_by_label(label, exact=True).fill(value)
-
-    def click(self, name: str) -> None:
-        self.page.get_by_role("button", name=name, exact=True).click()
-
-    def shows(self, who: str) -> None:
-        expect(self.page.locator("#who")).to_have_text(who)
-
-    def notice(self, text: str) -> None:
-        try:
-            expect(self.page.get_by_role("status")).to_contain_text(text)
-        except AssertionError:
-            problem = self.page.locator("#problem")
-            shown = problem.inner_text() if problem.is_visible() else "no problem shown"
-            raise AssertionError(f"no notice {text!r}; the page shows: {shown}") from None
-
-    def shot(self, name: str) -> None:
-        self.steps += 1
-        if SCREENSHOTS:
-            path = Path(SCREENSHOTS) / f"{self.steps:02d}-{name}.png"
-            self.page.screenshot(path=path, full_page=True)
-
-
 def test_a_team_signs_up_signs_in_invites_and_the_invitee_joins(demo, page):
-    journey = Journey(demo, page)
+    journey = Journey(demo, page, SCREENSHOTS)
     journey.open()
     journey.shows("Signed out.")
     journey.shot("signed-out")
 
     # Sign a team up; the verification link arrives by e-mail.
-    before = journey.links_so_far("signup/verify")
+    before = journey.front_door.links_so_far("signup/verify")
     journey.fill("Sign a team up", {"E-mail": "founder@example.com", "Team name": "Rocket team"})
     journey.click("Sign up")
     journey.notice("Check founder@example.com for a link to confirm your signup")
     journey.shot("signup-sent")
-    page.goto(journey.wait_for_new_link("signup/verify", before))
+    page.goto(journey.front_door.wait_for_new_link("signup/verify", before))
     expect(page.get_by_role("heading", name="Confirm your signup")).to_be_visible()
     journey.shot("signup-link")
     journey.click("Create my team")
@@ -140,17 +87,17 @@ def test_a_team_signs_up_signs_in_invites_and_the_invitee_joins(demo, page):
     journey.click("Sign out")
     journey.shows("Signed out.")
     journey.notice("You are signed out.")
-    assert page.evaluate("sessionStorage.getItem('tickwork.session')") is None
-    before = journey.links_so_far("signin/verify")
+    assert journey.kept_session() is None
+    before = journey.front_door.links_so_far("signin/verify")
     journey.fill("Sign in", {"E-mail": "founder@example.com"})
     journey.click("Send me a sign-in link")
     journey.notice("If founder@example.com has an account, a sign-in link is on its way")
-    signin_link = journey.wait_for_new_link("signin/verify", before)
+    signin_link = journey.front_door.wait_for_new_link("signin/verify", before)
     page.goto(signin_link)
     expect(page.get_by_role("heading", name="Finish signing in")).to_be_visible()
     journey.click("Sign in")
     journey.shows("Signed in as founder@example.com · Rocket team (owner)")
-    assert page.evaluate("JSON.parse(sessionStorage.getItem('tickwork.session')).token")
+    assert journey.kept_session()["token"]
     journey.shot("signed-in")
 
     # A project, created and renamed.
@@ -168,12 +115,13 @@ def test_a_team_signs_up_signs_in_invites_and_the_invitee_joins(demo, page):
     journey.notice("Project Scratch created.")
     expect(projects.get_by_role("listitem")).to_have_count(2)
     journey.click("Delete Scratch")
-    journey.notice("Project deleted.")
+    journey.click("Confirm delete Scratch")
+    journey.notice("Project Scratch deleted.")
     expect(projects.get_by_role("listitem")).to_have_count(1)
     journey.shot("project-renamed")
 
     # An invitation, listed as pending.
-    before = journey.links_so_far("invitations/accept")
+    before = journey.front_door.links_so_far("invitations/accept")
     journey.fill("Invite someone", {"E-mail": "teammate@example.com"})
     journey.click("Send invitation")
     journey.notice("Invitation sent to teammate@example.com")
@@ -186,7 +134,7 @@ def test_a_team_signs_up_signs_in_invites_and_the_invitee_joins(demo, page):
     journey.shows("Signed out.")
 
     # The invitee opens the link: a preview first, then the accept signs them in.
-    page.goto(journey.wait_for_new_link("invitations/accept", before))
+    page.goto(journey.front_door.wait_for_new_link("invitations/accept", before))
     expect(page.get_by_role("heading", name="You are invited")).to_be_visible()
     expect(page.get_by_role("region", name="You are invited")).to_contain_text(
         "founder@example.com invites teammate@example.com to join Rocket team as member."
@@ -207,23 +155,48 @@ def test_a_team_signs_up_signs_in_invites_and_the_invitee_joins(demo, page):
     journey.shot("invitee-members")
     journey.click("Sign out")
     journey.shows("Signed out.")
-    assert page.evaluate("sessionStorage.getItem('tickwork.session')") is None
+    assert journey.kept_session() is None
 
     # A used link is the API's problem, shown with its title and detail.
     page.goto(signin_link)
     journey.click("Sign in")
     problem = page.get_by_role("alert")
-    expect(problem).to_contain_text("Invalid or expired token (HTTP 400)")
+    expect(problem.get_by_role("heading")).to_have_text("Invalid or expired token")
     expect(problem).to_contain_text("The token is invalid, expired or already used.")
+    expect(problem).not_to_contain_text("HTTP 400")
     journey.shows("Signed out.")
     expect(page.get_by_role("heading", name="Finish signing in")).to_be_hidden()
     expect(page).to_have_url(f"{journey.origin}/")
     journey.shot("used-link-problem")
 
 
-def test_on_an_origin_the_api_does_not_allow_the_page_shows_a_network_error(demo, page):
-    journey = Journey(demo, page)
-    journey.open(origin=f"http://127.0.0.1:{demo.frontend_port}")  # allowed: localhost only
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1"])
+def test_the_page_calls_the_api_from_localhost_and_from_127_0_0_1(demo, page, host):
+    journey = Journey(demo, page, SCREENSHOTS)
+    journey.open(origin=f"http://{host}:{demo.frontend_port}")
+
+    journey.fill("Sign a team up", {"E-mail": f"from-{host}@example.com", "Team name": host})
+    journey.click("Sign up")
+
+    journey.notice(f"Check from-{host}@example.com for a link to confirm your signup")
+    expect(page.get_by_role("alert")).to_be_hidden()
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[str]:
+    """The same page served on an origin the demo's API does not allow."""
+    port = free_port()
+    server = front_end_server(host="127.0.0.1", port=port, root=ROOT / "examples" / "frontend")
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    yield f"http://localhost:{port}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_on_an_origin_the_api_does_not_allow_the_page_shows_a_network_error(demo, page, elsewhere):
+    journey = Journey(demo, page, SCREENSHOTS)
+    journey.open(origin=elsewhere)
 
     journey.fill("Sign a team up", {"E-mail": "cors@example.com", "Team name": "Elsewhere"})
     journey.click("Sign up")
@@ -231,6 +204,6 @@ def test_on_an_origin_the_api_does_not_allow_the_page_shows_a_network_error(demo
     problem = page.get_by_role("alert")
     expect(problem).to_contain_text("Network error")
     expect(problem).to_contain_text(
-        f"does its CORS_ALLOWED_ORIGINS allow this page's origin (http://127.0.0.1:{demo.frontend_port})"
+        f"does its CORS_ALLOWED_ORIGINS allow this page's origin ({elsewhere})"
     )
     journey.shot("cors-refused")

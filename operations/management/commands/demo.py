@@ -12,9 +12,10 @@ endpoints an earlier run created on the same database still reach it. When that 
 taken the receiver falls back to a free one, and the demo says which endpoints miss it.
 
 The example front end (examples/frontend) is served on http://localhost:3000
-(`--frontend-port`; a free port when it is taken), the origin the API allows
-(CORS_ALLOWED_ORIGINS) and the one the emailed links point to, so it calls the API across
-origins as a real front end does.
+(`--frontend-port`; a free port when it is taken), the origin the emailed links point to,
+so it calls the API across origins as a real front end does. The API allows that origin and
+http://127.0.0.1:3000, the same page under the address the demo prints for everything else
+(CORS_ALLOWED_ORIGINS).
 
 Signup is on in the children, checked with Cloudflare Turnstile's documented always-passing
 test secret against a local stand-in siteverify (`demo_siteverify`, on a free port), so the
@@ -214,10 +215,12 @@ def _front_end_url(page_port: int, api_port: int) -> str:
 
 
 def _front_end_environment(page_port: int) -> dict[str, str]:
-    """The front end's origin allowed to call the API, and the emailed links on it; what the
-    developer's environment names wins."""
+    """The front end's origins allowed to call the API, and the emailed links on the first;
+    what the developer's environment names wins. The page is served on 127.0.0.1, the
+    address the demo prints, as well as on localhost: both origins may call the API."""
     origin = _front_end_origin(page_port)
-    names = {"CORS_ALLOWED_ORIGINS": origin} | {
+    allowed = f"{origin},http://{HOST}:{page_port}"
+    names = {"CORS_ALLOWED_ORIGINS": allowed} | {
         name: origin + page for name, page in LINK_PAGES.items()
     }
     return {name: os.environ.get(name, default) for name, default in names.items()}
