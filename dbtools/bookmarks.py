@@ -64,9 +64,7 @@ def refuse_malformed_routing(request: Request) -> None:
     if view is not None and request.method not in view.allowed_methods:
         return
     if problem is not None:
-        raise ProblemError(
-            400, problem, kind="bad-routing-header", title="Invalid consistency header"
-        )
+        raise ProblemError(400, problem, kind="bad-routing-header")
 
 
 def mark_known_caller(request: Request) -> None:

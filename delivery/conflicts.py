@@ -9,7 +9,6 @@ class NotificationClaimed(Conflict):
     retry once its lease has ended."""
 
     kind = "notification-claimed"
-    title = "Notification being delivered"
 
     def __init__(self) -> None:
         super().__init__(
@@ -21,7 +20,6 @@ class NotificationNotParked(Conflict):
     """Only a parked or dead-lettered notification can be retried from the admin."""
 
     kind = "notification-not-retryable"
-    title = "Notification not retryable"
 
     def __init__(self) -> None:
         super().__init__("Only a parked or dead-lettered notification can be retried.")
@@ -32,7 +30,6 @@ class NotificationHealthy(Conflict):
     retrying is not "fire now"."""
 
     kind = "notification-not-retryable"
-    title = "Notification not retryable"
 
     def __init__(self, state: str) -> None:
         super().__init__(
@@ -47,7 +44,6 @@ class EndpointDeleted(Conflict):
     dead-letter it again."""
 
     kind = "webhook-endpoint-deleted"
-    title = "Webhook endpoint deleted"
 
     def __init__(self) -> None:
         super().__init__(
@@ -61,7 +57,6 @@ class EndpointDisabled(Conflict):
     notification) would only be parked while the endpoint is disabled."""
 
     kind = "webhook-endpoint-disabled"
-    title = "Webhook endpoint disabled"
 
     def __init__(
         self,
@@ -78,7 +73,6 @@ class NotificationFinished(Conflict):
     (its sends were counted once; retry a dead letter, or create a new notification)."""
 
     kind = "notification-completed"
-    title = "Notification finished"
 
     def __init__(self) -> None:
         super().__init__(
@@ -91,7 +85,6 @@ class ScheduleFinished(Conflict):
     """The recurring schedule has no occurrence left to resume at."""
 
     kind = "schedule-finished"
-    title = "Schedule finished"
 
     def __init__(self) -> None:
         super().__init__("The recurring schedule has no occurrence left to resume at.")
@@ -103,7 +96,6 @@ class MessageDelivery(Conflict):
     re-arm it outside the message's history (a rule would send the message daily)."""
 
     kind = "message-delivery"
-    title = "A message's delivery"
 
     def __init__(self, *, message_id: object, endpoint_id: object) -> None:
         super().__init__(

@@ -4,7 +4,7 @@ A product registers its hooks in its `AppConfig.ready()`, as handlers register w
 `jobs.registry`:
 - `on_claimed(rows, now)` answers, for the claimed rows it has a say in, a SendDecision each:
   values, never writes onto the rows. The engine applies them to the attempt at hand
-  (`decided`). People: a digest's listing, recipients' addresses, opt-outs (suppressed
+  (`decided`). People: a digest's subject and listing, recipients' addresses, opt-outs (suppressed
   channels or copies), and each recipient's copy of the email: address, unsubscribe
   headers and footer, send window. Webhooks: the payload of
   each message a claimed row delivers, stored once with the message rather than in every
@@ -34,7 +34,8 @@ class SendDecision:
     """What a product decided for one claimed row's attempt; a field left at its default
     leaves the row as it is."""
 
-    # The email's body for this attempt (a digest's listing).
+    # The email's subject and body for this attempt (a digest's).
+    subject: str | None = None
     body: str | None = None
     # The email's copies, one per recipient who takes it (delivery.copies), each with its
     # address, headers, footer and send window.
@@ -93,6 +94,8 @@ def decided(rows: Sequence[Notification], decisions: Mapping[Any, SendDecision])
         decision = decisions.get(row.pk)
         if decision is None:
             continue
+        if decision.subject is not None:
+            row.subject = decision.subject
         if decision.body is not None:
             row.body = decision.body
         if decision.email_copies is not None:

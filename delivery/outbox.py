@@ -105,11 +105,14 @@ def rearmed(*, next_fire_at: datetime, state: NotificationState) -> dict[str, An
 
 # The longest a digest's window may stay open.
 MAX_WINDOW_SECONDS = 7 * 86_400
+# The longest subject a digest key may be given (its email's subject adds the count).
+MAX_DIGEST_SUBJECT = 100
 
 
 # Who gathers a recipient's events into one e-mail (the people product): called with the
-# event (tenant, recipient_key, key, window_seconds, subject, body, category, now), it
-# answers the notification that delivers the digest.
+# event (tenant, recipient_key, key, window_seconds, subject, body, category, now) and the
+# digest's own subject (digest_subject, "" for the default), it answers the notification
+# that delivers the digest.
 DigestJoiner = Callable[..., Notification]
 _digest_joiner: list[DigestJoiner] = []  # at most one
 

@@ -198,7 +198,6 @@ def too_costly(exc: RuleTooCostly) -> InvalidInput:
         {"rrule": [str(exc)]},
         message=str(exc),
         kind="rrule-too-costly",
-        title="Recurrence rule too costly",
     )
 
 

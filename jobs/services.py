@@ -52,7 +52,6 @@ class JobNotRetryable(Conflict):
     """Only a dead-lettered job can be retried; `status` is the job's current status."""
 
     kind = "job-not-retryable"
-    title = "Job not retryable"
 
     def __init__(self, status: str) -> None:
         super().__init__(f"Only a dead-lettered job can be retried; this job is {status}.")

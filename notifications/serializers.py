@@ -22,7 +22,7 @@ from delivery.models import (
     NotificationSource,
     NotificationState,
 )
-from delivery.outbox import MAX_WINDOW_SECONDS
+from delivery.outbox import MAX_DIGEST_SUBJECT, MAX_WINDOW_SECONDS
 from delivery.recurrence.skipped import SKIP_COUNT_CAP
 from delivery.validation import (
     CATEGORY_PATTERN,
@@ -35,6 +35,7 @@ from outbound.redaction import safe_error_text
 from web.fields import (
     EmailAddressField,
     NullableCharField,
+    SingleLineCharField,
     StrictIntegerField,
     StrictUUIDField,
 )
@@ -74,6 +75,14 @@ class _WallClockDateTimeField(serializers.DateTimeField):
 class _DigestSerializer(RejectsUndeclaredFields, serializers.Serializer):
     key = serializers.RegexField(CATEGORY_PATTERN, max_length=64)
     window_seconds = StrictIntegerField(min_value=1, max_value=MAX_WINDOW_SECONDS)
+    subject = SingleLineCharField(
+        max_length=MAX_DIGEST_SUBJECT,
+        required=False,
+        trim_whitespace=False,
+        help_text="The digest email's subject, followed by its count (\"Your week (3 "
+        'updates)"); the latest join of the window that names one sets it. Without one: '
+        '"3 updates: " and the first events\' subjects.',
+    )
 
     def validate_key(self, value: str) -> str:
         if not re.fullmatch(CATEGORY_PATTERN, value):

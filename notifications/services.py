@@ -178,6 +178,7 @@ def notification_create(
                 recipient_key=content["recipients"][0],
                 key=digest["key"],
                 window_seconds=digest["window_seconds"],
+                digest_subject=digest.get("subject", ""),
                 subject=subject,
                 body=body,
                 category=content["category"],

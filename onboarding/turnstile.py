@@ -46,7 +46,6 @@ _NO_VERDICT_CODES = frozenset({"internal-error", "missing-input-secret", "invali
 
 class CaptchaFailed(DomainError):
     kind = "captcha-failed"
-    title = "CAPTCHA check failed"
 
     def __init__(self) -> None:
         super().__init__("The CAPTCHA check failed: solve the challenge again.")
@@ -54,7 +53,6 @@ class CaptchaFailed(DomainError):
 
 class CaptchaUnavailable(Unavailable):
     kind = "captcha-unavailable"
-    title = "CAPTCHA check unavailable"
 
     def __init__(self) -> None:
         super().__init__(

@@ -52,6 +52,9 @@ class Digest(models.Model):
     # [{"subject", "body"}], in the order they joined (the first MAX_DIGEST_ITEMS kept).
     items = models.JSONField(default=list)
     count = models.PositiveIntegerField(default=0)
+    # The subject its key was given by the latest join that named one ("": the default,
+    # the count and the first events' subjects).
+    subject = models.CharField(max_length=100, blank=True, default="", db_default="")
     is_open = models.BooleanField(default=True)
     closes_at = models.DateTimeField()
     notification = models.OneToOneField(

@@ -11,9 +11,11 @@ from people import digests, preferences
 
 
 def on_claimed(rows: Sequence[Notification], now: datetime) -> dict[Any, SendDecision]:
-    """Each digest's listing as its email's body, and each row's recipients applied."""
-    bodies = digests.rendered_bodies(rows, now=now)
+    """Each digest's email (its subject and listing), and each row's recipients applied."""
+    emails = digests.rendered(rows, now=now)
     decided = preferences.decisions(rows, now=now)
-    for row_id, body in bodies.items():
-        decided[row_id] = replace(decided.get(row_id, SendDecision()), body=body)
+    for row_id, email in emails.items():
+        decided[row_id] = replace(
+            decided.get(row_id, SendDecision()), subject=email.subject, body=email.body
+        )
     return decided

@@ -34,7 +34,6 @@ from web.errors import Conflict, Forbidden, InvalidInput
 
 class AlreadyMember(Conflict):
     kind = "already-member"
-    title = "Already a member"
 
     def __init__(self) -> None:
         super().__init__("This address already belongs to a member of the tenant.")
@@ -42,7 +41,6 @@ class AlreadyMember(Conflict):
 
 class InvitationAccepted(Conflict):
     kind = "invitation-accepted"
-    title = "Invitation already accepted"
 
     def __init__(self) -> None:
         super().__init__("The invitation was accepted already; it cannot be revoked.")

@@ -50,7 +50,6 @@ class InvalidToken(DomainError):
     """Used, revoked, expired or unknown: one answer, so a caller learns nothing of which."""
 
     kind = "invalid-token"
-    title = "Invalid or expired token"
 
     def __init__(self) -> None:
         super().__init__("The token is invalid, expired or already used.")

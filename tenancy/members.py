@@ -26,7 +26,6 @@ member_removed = Signal()
 
 class LastOwner(Conflict):
     kind = "last-owner"
-    title = "Last owner of the tenant"
 
     def __init__(self) -> None:
         super().__init__("This is the tenant's last owner: make another member an owner first.")

@@ -66,7 +66,6 @@ class QuotaExceeded(Exhausted):
     """A periodic quota of the tenant's plan is used up until the period ends."""
 
     kind = "quota-exceeded"
-    title = "Plan quota used up"
 
     def __init__(self, *, name: str, limit: int, used: int, period: Period, now: datetime) -> None:
         seconds = max(1, int((period.end - now).total_seconds() + 0.999))
@@ -86,7 +85,6 @@ class PlanLimitReached(Forbidden):
     """A count limit of the tenant's plan is reached: remove something first, or change plan."""
 
     kind = "plan-limit"
-    title = "Plan limit reached"
 
     def __init__(self, *, name: str, limit: int, used: int) -> None:
         super().__init__(

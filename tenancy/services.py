@@ -61,7 +61,6 @@ class TenantNotChosen(DomainError):
     """The request does not say which tenant it acts in (or says it unreadably)."""
 
     kind = "tenant-selection"
-    title = "No tenant selected"
 
 
 class NotAMember(Forbidden):

@@ -19,7 +19,6 @@ class TenantNotYours(Forbidden):
 
 class NotRevocableHere(Conflict):
     kind = "token-not-revocable"
-    title = "Token not revocable here"
 
     def __init__(self) -> None:
         super().__init__(

@@ -10,11 +10,10 @@ from typing import Any
 
 class DomainError(Exception):
     """A request the domain refuses. `kind` is stable (it ends the problem's type URI);
-    `str(exc)` is safe to show the client; `errors` maps fields to client-safe messages."""
+    `str(exc)` is safe to show the client; `errors` maps fields to client-safe messages.
+    The problem's title is the kind's, in `web.problem_types`."""
 
     kind = "domain-error"
-    # The problem's title: a short name of the problem kind (None: the HTTP status's).
-    title: str | None = None
     # Extension members of the problem document (RFC 9457 §3.2), client-safe.
     members: dict[str, Any] | None = None
 
@@ -23,14 +22,11 @@ class DomainError(Exception):
         message: str,
         *,
         kind: str | None = None,
-        title: str | None = None,
         errors: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         if kind is not None:
             self.kind = kind
-        if title is not None:
-            self.title = title
         self.errors = errors
 
 
@@ -38,7 +34,6 @@ class InvalidInput(DomainError):
     """The input cannot be applied; `errors` lists every problem found, per field."""
 
     kind = "validation-error"
-    title = "Invalid request fields"
 
     def __init__(
         self,
@@ -46,28 +41,24 @@ class InvalidInput(DomainError):
         *,
         message: str = "The request has invalid fields.",
         kind: str | None = None,
-        title: str | None = None,
     ) -> None:
-        super().__init__(message, kind=kind, title=title, errors=errors)
+        super().__init__(message, kind=kind, errors=errors)
 
 
 class Forbidden(DomainError):
     kind = "forbidden"
-    title = "Not allowed"
 
 
 class Conflict(DomainError):
     """The resource's current state does not allow this now."""
 
     kind = "conflict"
-    title = "Conflict with the current state"
 
 
 class Unprocessable(DomainError):
     """Well-formed, but contradicts what was stored before (e.g. a reused idempotency key)."""
 
     kind = "unprocessable"
-    title = "Unprocessable request"
 
 
 class Unavailable(DomainError):
@@ -75,7 +66,6 @@ class Unavailable(DomainError):
     seconds. Never a reason to let the request through unchecked."""
 
     kind = "unavailable"
-    title = "Service unavailable"
 
     def __init__(self, message: str, *, retry_after: int, kind: str | None = None) -> None:
         super().__init__(message, kind=kind)
@@ -86,7 +76,6 @@ class Exhausted(DomainError):
     """An allowance for a period is used up; it comes back after `retry_after` seconds."""
 
     kind = "exhausted"
-    title = "Allowance used up"
 
     def __init__(self, message: str, *, retry_after: int, kind: str | None = None) -> None:
         super().__init__(message, kind=kind)

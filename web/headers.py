@@ -19,7 +19,6 @@ SINGLE_VALUE_HEADERS = ("Idempotency-Key", "X-Tenant-ID", "Tickwork-Bookmark")
 
 class RepeatedHeader(InvalidInput):
     kind = "repeated-header"
-    title = "Header sent more than once"
 
     def __init__(self, names: list[str]) -> None:
         message = "Send this header once."

@@ -29,28 +29,14 @@ from web.errors import (
     Unavailable,
     Unprocessable,
 )
+from web.problem_types import problem_title
 
 logger = logging.getLogger(__name__)
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 PROBLEM_BASE = "https://tickwork.dev/problems/"
 
-_TITLES = {
-    400: "Bad request",
-    401: "Authentication required",
-    403: "Forbidden",
-    404: "Not found",
-    405: "Method not allowed",
-    406: "Not acceptable",
-    409: "Conflict",
-    413: "Request body too large",
-    415: "Unsupported media type",
-    422: "Unprocessable content",
-    429: "Too many requests",
-    500: "Internal server error",
-    503: "Service unavailable",
-}
-
+# The problem type of an error that names none: its HTTP status's.
 _TYPES = {
     400: "bad-request",
     401: "unauthorized",
@@ -93,7 +79,6 @@ class ProblemError(exceptions.APIException):
         detail: str,
         *,
         kind: str | None = None,
-        title: str | None = None,
         errors: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         members: dict[str, Any] | None = None,
@@ -101,7 +86,6 @@ class ProblemError(exceptions.APIException):
         super().__init__(detail=detail)
         self.status_code = status_code
         self.kind = kind
-        self.title = title
         self.errors = errors
         self.headers = headers or {}
         self.members = members
@@ -112,16 +96,17 @@ def problem_body(
     detail: str,
     *,
     kind: str | None = None,
-    title: str | None = None,
     errors: dict[str, Any] | None = None,
     members: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The problem document; `kind` ends its type URI and `title` names it (both default
-    to the HTTP status's); `members` are extension members beside the standard ones."""
+    """The problem document; `kind` (default: the HTTP status's) ends its type URI and
+    names its one title (`web.problem_types`); `members` are extension members beside the
+    standard ones."""
+    kind = kind or _TYPES.get(status_code, "error")
     body: dict[str, Any] = {
         **(members or {}),
-        "type": PROBLEM_BASE + (kind or _TYPES.get(status_code, "error")),
-        "title": title or _TITLES.get(status_code, "Error"),
+        "type": PROBLEM_BASE + kind,
+        "title": problem_title(kind),
         "status": status_code,
         "detail": detail,
     }
@@ -175,7 +160,6 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         return None
     errors = members = None
     kind = getattr(exc, "kind", None)
-    title = getattr(exc, "title", None)
     if isinstance(exc, ProblemError):
         detail, errors, members = str(exc.detail), exc.errors, exc.members
         for name, value in exc.headers.items():
@@ -187,7 +171,7 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
             if isinstance(exc.detail, dict)
             else {"non_field_errors": exc.detail}
         )
-        kind, title = "validation-error", InvalidInput.title
+        kind = InvalidInput.kind
     else:
         detail = _flatten_detail(cast(exceptions.APIException, exc).detail)
     if isinstance(exc, exceptions.NotAuthenticated) and _has_authorization(context):
@@ -199,7 +183,7 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     if wait is not None:
         response["Retry-After"] = str(max(1, int(wait + 0.999)))
     response.data = problem_body(
-        response.status_code, detail, kind=kind, title=title, errors=errors, members=members
+        response.status_code, detail, kind=kind, errors=errors, members=members
     )
     response.content_type = PROBLEM_CONTENT_TYPE
     _render_as_json(context)
@@ -223,7 +207,6 @@ def _domain_problem(exc: DomainError) -> ProblemError:
         status_code,
         str(exc),
         kind=exc.kind,
-        title=exc.title,
         errors=exc.errors,
         headers=headers,
         members=exc.members,

@@ -31,7 +31,6 @@ APPLICATION_MISSING = "No application with this id or uid exists in this tenant.
 
 class ApplicationExists(Conflict):
     kind = "application-exists"
-    title = "Application exists"
 
     def __init__(self, uid: str) -> None:
         super().__init__(f"An application with the uid {uid!r} exists already in this tenant.")

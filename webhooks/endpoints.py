@@ -38,7 +38,6 @@ MAX_RETIRED_SECRETS = 10
 
 class ApplicationDeleted(Conflict):
     kind = "application-deleted"
-    title = "Application deleted"
 
     def __init__(self) -> None:
         super().__init__(

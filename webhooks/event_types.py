@@ -24,7 +24,6 @@ NAME_PATTERN = re.compile(r"^[a-zA-Z0-9._-]{1,256}$")
 
 class EventTypeExists(Conflict):
     kind = "event-type-exists"
-    title = "Event type exists"
 
     def __init__(self, name: str) -> None:
         super().__init__(f"The event type {name!r} exists already in this tenant.")
@@ -32,7 +31,6 @@ class EventTypeExists(Conflict):
 
 class ProductEventType(Conflict):
     kind = "product-event-type"
-    title = "Product event type"
 
     def __init__(self) -> None:
         super().__init__("The product's own event types cannot be changed or archived.")

@@ -57,7 +57,6 @@ SUBJECT_MAX = max_length(Notification, "subject")
 
 class ProductEventTypeReserved(Forbidden):
     kind = "product-event-type-reserved"
-    title = "Reserved for the product's own events"
 
     def __init__(self, name: str) -> None:
         super().__init__(
@@ -90,7 +89,6 @@ def publish_message(
             {"payload": [f"Must be at most {MAX_PAYLOAD_BYTES} bytes of JSON."]},
             message=f"The payload exceeds {MAX_PAYLOAD_BYTES} bytes of JSON.",
             kind="payload-too-large",
-            title="Payload too large",
         )
     errors = active_event_type_errors(tenant_id=tenant.id, names=[event_type])
     if errors:

@@ -81,7 +81,6 @@ def _jwt_authenticate(token: str, failures: AuthFailures) -> tuple[User, JwtCred
             503,
             "The identity provider's keys cannot be fetched right now; retry later.",
             kind="identity-provider-unavailable",
-            title="Identity provider unavailable",
             headers={"Retry-After": _ISSUER_RETRY_SECONDS},
         ) from None
     user = jwt_user(claims=claims, issuer=verifier.issuer, failures=failures.counter)

@@ -48,7 +48,6 @@ _PURGE_BATCH = 5000
 
 class IdempotencyKeyReused(Unprocessable):
     kind = "idempotency-key-reused"
-    title = "Idempotency-Key reused with another request"
 
     def __init__(self) -> None:
         super().__init__("This Idempotency-Key was already used with a different request.")
@@ -59,7 +58,6 @@ class SecretNotReplayed(Conflict):
     again, so the retry learns which resource exists instead."""
 
     kind = "idempotency-key-secret-not-replayed"
-    title = "Created already; its secret is not shown again"
 
     def __init__(self, resource: str) -> None:
         super().__init__(

@@ -17,7 +17,6 @@ class InvalidIdempotencyKey(InvalidInput):
             {"Idempotency-Key": [message]},
             message=message,
             kind="idempotency-key",
-            title="Missing or invalid Idempotency-Key",
         )
 
 

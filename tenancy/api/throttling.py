@@ -144,7 +144,6 @@ class TokenExpiredFailure(exceptions.AuthenticationFailed):
     """A 401 whose problem type tells a client to sign in again."""
 
     kind = "token-expired"
-    title = "Token expired"
 
 
 def too_many_failures(seconds_left: float) -> exceptions.Throttled:

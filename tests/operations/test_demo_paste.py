@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import sqlite_only
-from tests.support.demo import DATABASE, Demo, free_port, running_demo
+from tests.support.demo import DATABASE, Demo, free_port, printed_lines, running_demo
+from tests.support.pasted import marked_blocks, shell_commands
 from tests.support.processes import ROOT
 
 KEY_HEADER = re.compile(r'-H "Idempotency-Key: (\$\([^"]*\))"')
@@ -37,35 +38,8 @@ pytestmark = [
 ]
 
 
-def shell_commands(block: str) -> list[str]:
-    """The commands of a pasted block: comment and blank lines dropped, and the lines of
-    one command (a trailing backslash, or a single quote still open) joined."""
-    commands, current = [], ""
-    for line in block.splitlines():
-        if not current and (not line.strip() or line.lstrip().startswith("#")):
-            continue
-        current += line + "\n"
-        if not line.endswith("\\") and current.count("'") % 2 == 0:
-            commands.append(current)
-            current = ""
-    assert current == "", f"an unfinished command: {current}"
-    return commands
-
-
 def readme_calls() -> list[str]:
-    readme = (ROOT / "README.md").read_text()
-    tour = readme[readme.index("**The first five API calls**") :]
-    [block] = re.findall(r"```sh\n(.*?)```", tour, flags=re.DOTALL)[:1]
-    return shell_commands(block)
-
-
-def printed_lines(output: str) -> tuple[list[str], list[str]]:
-    """The demo's paste-ready lines: its variable assignments, then its calls."""
-    after = output[output.index("Try it: paste these lines into bash") :].splitlines()[1:]
-    block = "\n".join(line[2:] for line in after if line.startswith("  "))
-    commands = shell_commands(block)
-    assignments = [command for command in commands if re.match(r"[A-Z]+=", command)]
-    return assignments, [command for command in commands if command not in assignments]
+    return [call for block in marked_blocks() for call in shell_commands(block)]
 
 
 def demo_set_up(tmp_path: Path, *extra: str) -> str:
@@ -165,7 +139,8 @@ class Paste:
             self.values["<notification id>"] = answer["id"]
 
 
-def test_the_printed_lines_then_the_readme_calls_run_against_the_demo(tmp_path):
+def test_the_printed_lines_run_against_the_demo(tmp_path):
+    """The README's calls run in test_readme_blocks.py."""
     with running_demo(tmp_path, free_port()) as demo:
         demo.wait_for(r"hook \| receiving webhooks at ", timeout=WAIT)
         demo.wait_healthy(timeout=WAIT)
@@ -184,15 +159,6 @@ def test_the_printed_lines_then_the_readme_calls_run_against_the_demo(tmp_path):
         )
 
         run_the_front_door(demo, paste, demo_calls[5:])
-
-        answers = [paste.run(call) for call in readme_calls()]
-
-        project, job, endpoint, notification, deliveries = answers
-        assert project["status"] == "provisioning"
-        assert job["id"] == project["job"]["id"]
-        assert endpoint["url"] == f"http://127.0.0.1:{demo.receiver_port}/hook"
-        assert notification["rrule"] == "FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0"
-        assert deliveries["results"] == []  # it fires on Monday
 
         os.killpg(demo.process.pid, signal.SIGINT)
         assert demo.finish(timeout=WAIT) == 0, demo.output

@@ -13,7 +13,7 @@ from django.db import connection
 
 from delivery.models import Delivery, Notification
 from delivery.scheduler.tick import run_tick
-from people.digests import MAX_SHOWN, digest_body, digest_join
+from people.digests import MAX_SHOWN, digest_body, digest_join, digest_subject
 from people.models import Digest
 from people.recipients import recipient_put
 from tests.conftest import requires_postgres
@@ -29,7 +29,7 @@ def backend(settings):
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 
 
-def join(tenant, n, *, now=NOW, key="comments", recipient="ada"):
+def join(tenant, n, *, now=NOW, key="comments", recipient="ada", digest_subject=""):
     return digest_join(
         tenant=tenant,
         recipient_key=recipient,
@@ -39,6 +39,7 @@ def join(tenant, n, *, now=NOW, key="comments", recipient="ada"):
         body=f"Body {n}",
         category="activity",
         now=now,
+        digest_subject=digest_subject,
     )
 
 
@@ -83,6 +84,10 @@ def test_the_tick_sends_one_email_with_the_first_ten_and_the_rest_counted(db, ba
     assert summary.delivered == 1
     [sent] = mail.outbox
     assert sent.to == ["ada@example.com"]
+    assert sent.subject == (
+        "25 updates: Comment 0, Comment 1, Comment 2, Comment 3, Comment 4, Comment 5, "
+        "Comment 6, Comment 7, Comment 8, Comment 9, …"
+    )
     assert sent.body.splitlines()[:2] == ["- Comment 0", "  Body 0"]
     assert "- Comment 9" in sent.body and "Comment 10" not in sent.body
     listing, _, footer = sent.body.partition("\n\n--\n")
@@ -106,6 +111,46 @@ def test_the_body_lists_at_most_ten():
     assert digest_body(items[:2], count=2) == "- s0\n- s1"
 
 
+def test_a_digest_of_three_says_so_in_its_subject(db, backend):
+    tenant = make_tenant()
+    recipient_put(tenant=tenant, key="ada", email="ada@example.com", now=NOW)
+    for n in range(1, 4):
+        join(tenant, n)
+
+    run_tick(now=NOW + timedelta(seconds=60))
+
+    [sent] = mail.outbox
+    assert sent.subject == "3 updates: Comment 1, Comment 2, Comment 3"
+
+
+def test_a_key_s_subject_is_the_latest_a_join_named_with_the_count(db, backend):
+    tenant = make_tenant()
+    recipient_put(tenant=tenant, key="ada", email="ada@example.com", now=NOW)
+    join(tenant, 1, digest_subject="Comments on your post")
+    join(tenant, 2, digest_subject="New comments")
+    join(tenant, 3)  # names none: the subject stays
+    join(tenant, 4, key="likes")
+
+    run_tick(now=NOW + timedelta(seconds=60))
+
+    assert Digest.objects.get(key="comments").subject == "New comments"
+    assert sorted(sent.subject for sent in mail.outbox) == [
+        "1 update: Comment 4",
+        "New comments (3 updates)",
+    ]
+
+
+def test_the_default_subject_is_bounded():
+    long = [{"subject": "x" * 120, "body": ""} for _ in range(3)]
+
+    subject = digest_subject(long, count=3, subject="")
+
+    assert subject.startswith("3 updates: " + "x" * 120 + ", x")
+    assert subject.endswith("…")
+    assert len(subject) <= 200
+    assert digest_subject(long[:1], count=1, subject="") == "1 update: " + "x" * 120
+
+
 def test_the_api_joins_a_digest(alice):
     recipient_put(tenant=alice.tenant, key="ada", email="ada@example.com", now=NOW)
     body = {
@@ -127,6 +172,24 @@ def test_the_api_joins_a_digest(alice):
     assert Digest.objects.get().count == 2
 
 
+def test_the_api_sets_a_digest_key_s_subject(alice):
+    recipient_put(tenant=alice.tenant, key="ada", email="ada@example.com", now=NOW)
+    body = {
+        "channels": ["email"],
+        "recipients": ["ada"],
+        "subject": "New comment",
+        "body": "Hi",
+        "digest": {"key": "comments", "window_seconds": 300, "subject": "Your comments"},
+    }
+
+    response = alice.client().post(
+        "/v1/notifications", body, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4())
+    )
+
+    assert response.status_code == 201, response.json()
+    assert Digest.objects.get().subject == "Your comments"
+
+
 @pytest.mark.parametrize(
     ("change", "field"),
     [
@@ -136,6 +199,9 @@ def test_the_api_joins_a_digest(alice):
         ({"digest": {"key": "comments", "window_seconds": 0}}, "digest"),
         ({"digest": {"key": "no spaces", "window_seconds": 60}}, "digest"),
         ({"digest": {"key": "k", "window_seconds": 60, "extra": 1}}, "digest"),
+        ({"digest": {"key": "k", "window_seconds": 60, "subject": "x" * 101}}, "digest"),
+        ({"digest": {"key": "k", "window_seconds": 60, "subject": "Two\nlines"}}, "digest"),
+        ({"digest": {"key": "k", "window_seconds": 60, "subject": 3}}, "digest"),
     ],
 )
 def test_a_bad_digest_is_400_and_writes_nothing(alice, change, field):

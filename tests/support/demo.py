@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.support.pasted import shell_commands
 from tests.support.processes import ROOT
 
 DATABASE = "demo.sqlite3"
@@ -25,6 +26,15 @@ STARTED = re.compile(r"\| started (.*); Ctrl-C")
 def started_pids(output: str) -> dict[str, int]:
     [listing] = STARTED.findall(output)
     return {name: int(pid) for name, pid in re.findall(r"(\w+) \(pid (\d+)\)", listing)}
+
+
+def printed_lines(output: str) -> tuple[list[str], list[str]]:
+    """The demo's paste-ready lines: its variable assignments, then its calls."""
+    after = output[output.index("Try it: paste these lines into bash") :].splitlines()[1:]
+    block = "\n".join(line[2:] for line in after if line.startswith("  "))
+    commands = shell_commands(block)
+    assignments = [command for command in commands if re.match(r"[A-Z]+=", command)]
+    return assignments, [command for command in commands if command not in assignments]
 
 
 def gone(pid: int) -> bool:

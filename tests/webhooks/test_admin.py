@@ -7,6 +7,7 @@ from tests.delivery.factories import make_endpoint, make_tenant
 from webhooks.applications import application_create
 from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message
+from webhooks.models import EventType
 
 
 def test_endpoint_pages_never_show_secrets(admin_client, tenant):
@@ -159,3 +160,50 @@ def test_applications_are_listed_and_shown_on_endpoints_and_messages(admin_clien
     assert str(application.pk) not in own_endpoints.content.decode()
     assert endpoint.secret not in endpoints.content.decode()
     assert "Acme (acme-customer)" in messages.content.decode()
+
+
+def test_the_endpoint_form_offers_the_tenant_s_event_types_and_stores_the_ones_ticked(
+    admin_client, tenant
+):
+    for name in ("invoice.paid", "invoice.failed", "old.type"):
+        event_type_create(tenant=tenant, name=name)
+    EventType.objects.filter(tenant=tenant, name="old.type").update(archived=True)
+    other = make_tenant()
+    event_type_create(tenant=other, name="other.tenant.type")
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/x")
+    url = f"/admin/delivery/webhookendpoint/{endpoint.pk}/change/"
+
+    form = admin_client.get(url).context["adminform"].form
+    choices = dict(form.fields["event_types"].choices)
+    saved = admin_client.post(
+        url,
+        {"url": endpoint.url, "enabled": "on", "event_types": ["invoice.paid", "project.active"]},
+    )
+    subscribed = WebhookEndpoint.objects.get(pk=endpoint.pk).event_types
+    cleared = admin_client.post(url, {"url": endpoint.url, "enabled": "on"})
+
+    assert {"invoice.paid", "invoice.failed", "project.active"} <= choices.keys()
+    assert "old.type" not in choices and "other.tenant.type" not in choices
+    assert 'type="checkbox" name="event_types" value="invoice.failed"' in (
+        admin_client.get(url).content.decode()
+    )
+    assert (saved.status_code, cleared.status_code) == (302, 302)
+    assert subscribed == ["invoice.paid", "project.active"]
+    assert WebhookEndpoint.objects.get(pk=endpoint.pk).event_types is None  # every type
+
+
+def test_an_archived_type_an_endpoint_still_names_stays_ticked_and_marked(admin_client, tenant):
+    event_type_create(tenant=tenant, name="old.type")
+    endpoint = make_endpoint(
+        tenant=tenant, url="https://hooks.example.com/x", event_types=["old.type"]
+    )
+    EventType.objects.filter(tenant=tenant, name="old.type").update(archived=True)
+
+    form = (
+        admin_client.get(f"/admin/delivery/webhookendpoint/{endpoint.pk}/change/")
+        .context["adminform"]
+        .form
+    )
+
+    assert dict(form.fields["event_types"].choices)["old.type"] == "old.type (archived)"
+    assert form.initial["event_types"] == ["old.type"]

@@ -2,6 +2,8 @@
 excluded from every form and page; creating and rotating (which show a secret once) happen
 through the API."""
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.db import models
@@ -14,6 +16,7 @@ from web.admin import ServiceSaveAdmin
 from web.errors import InvalidInput
 from webhooks import endpoints as webhook_endpoints
 from webhooks.admin.messages import AddressedFilter
+from webhooks.models import PRODUCT_EVENT_TYPES, EventType
 
 DISABLED_BY_SUPPORT = "disabled by support"
 
@@ -38,6 +41,47 @@ _FIELDS = (
 )
 
 
+class WebhookEndpointForm(forms.ModelForm):
+    """The subscriptions as a list of the endpoint's tenant's event types to tick, stored as
+    the API stores them: the names ticked, or null (none ticked) for every type."""
+
+    event_types = forms.MultipleChoiceField(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="None ticked: every event type (message.attempt.exhausted and "
+        "endpoint.disabled only when ticked).",
+    )
+
+    class Meta:
+        model = WebhookEndpoint
+        fields = ["event_types"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        picker = self.fields["event_types"]
+        assert isinstance(picker, forms.MultipleChoiceField)
+        picker.choices = event_type_choices(self.instance)
+
+    def clean_event_types(self) -> list[str] | None:
+        return self.cleaned_data["event_types"] or None
+
+
+def event_type_choices(endpoint: WebhookEndpoint) -> list[tuple[str, str]]:
+    """The tenant's active event types, the product's own among them, by name; a type the
+    endpoint still names after it was archived is listed too, marked, so that saving the
+    form as shown keeps the subscription as stored."""
+    active = set(PRODUCT_EVENT_TYPES) | set(
+        EventType.objects.filter(tenant_id=endpoint.tenant_id, archived=False).values_list(
+            "name", flat=True
+        )
+    )
+    subscribed = set(endpoint.event_types or ())
+    return [
+        (name, name if name in active else f"{name} (archived)")
+        for name in sorted(active | subscribed)
+    ]
+
+
 @admin.register(WebhookEndpoint)
 class WebhookEndpointAdmin(ServiceSaveAdmin):
     change_list_template = "admin/queue_change_list.html"
@@ -49,6 +93,7 @@ class WebhookEndpointAdmin(ServiceSaveAdmin):
     list_select_related = ["tenant"]
     search_fields = ["url", "tenant__name", "=application_id"]
     ordering = ["-created_at"]
+    form = WebhookEndpointForm
     fields = _FIELDS
     # Only the URL, the switch and the subscriptions are edited here. The breaker's state is
     # the scheduler's: editing the URL (or rotating the secret through the API) closes the

@@ -38,7 +38,6 @@ class PortalCredential(ScopedCredential):
 
 class OutsidePortalScope(exceptions.PermissionDenied):
     kind = "portal-scope"
-    title = "Outside the portal's scope"
     default_detail = (
         "A portal session works only on its application's webhook endpoints and messages, "
         "and reads event types."
@@ -47,7 +46,6 @@ class OutsidePortalScope(exceptions.PermissionDenied):
 
 class CapabilityRequired(exceptions.PermissionDenied):
     kind = "capability-required"
-    title = "Capability required"
 
 
 class PortalTokenAuthentication(BaseAuthentication):

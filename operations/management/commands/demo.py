@@ -23,6 +23,9 @@ printed signup → verify → invite → accept calls run as pasted; their token
 emails the console backend prints under `tick |`. The per-address signup and signin
 limits are raised (SIGNUP_RATE_IP, SIGNIN_RATE_IP: 100 an hour) so that a developer trying
 the pages is not locked out; a value in the environment wins.
+
+`/metrics` is on in the children (METRICS_ENABLED), so the queues can be watched as they
+drain; its URL is printed with the others.
 """
 
 import os
@@ -125,6 +128,7 @@ class Command(BaseCommand):
             f"owner {demo.grant.user.email}\n"
             f"API token (shown once): {demo.grant.token}\n"
             f"Admin: {base}/admin/  user {demo.admin_username}  password {demo.admin_password}\n"
+            f"Metrics: {base}/metrics (Prometheus text){_metrics_access()}\n"
             f"Webhook receiver: {hook_url} (prints each verified delivery){fallback}\n"
             f"Front end: {_front_end_url(page_port, port)} (examples/frontend; "
             f"its emailed links are printed under tick |){page_fallback}\n"
@@ -143,6 +147,7 @@ class Command(BaseCommand):
                 **os.environ,
                 "PYTHONUNBUFFERED": "1",
                 "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
+                "METRICS_ENABLED": "true",
                 **_front_end_environment(page_port),
                 **_signup_environment(captcha_port),
             },
@@ -317,6 +322,11 @@ def _idle_tick(line: str) -> bool:
     return fields.get("event") == "run_tick" and all(
         value == "0" for key, value in fields.items() if key not in ("event", "duration_s")
     )
+
+
+def _metrics_access() -> str:
+    """How to scrape /metrics when the developer's environment asks for a token."""
+    return " with the METRICS_TOKEN of your environment" if settings.METRICS_TOKEN else ""
 
 
 def _side_effects() -> str:
