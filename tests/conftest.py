@@ -150,6 +150,15 @@ def migrated_sqlite(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _plans_read_once_per_test(monkeypatch):
+    """A plan read stays cached for the whole test: a test that counts a request's
+    statements must not see one more because a busy machine let the cache's 10 s run out
+    between its requests. Tests that change a plan call forget_plans(), as an operator's
+    change reaches a process."""
+    monkeypatch.setattr("tenancy.plans._CACHE_SECONDS", 24 * 3600.0)
+
+
+@pytest.fixture(autouse=True)
 def _fresh_throttles(request):
     """One test's requests must not throttle the next. The counters are database rows, which
     a test's rollback or flush removes as well; a test with database access starts without
