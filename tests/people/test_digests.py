@@ -23,12 +23,6 @@ from tests.support.concurrency import run_together
 NOW = datetime(2026, 3, 10, 9, 0, tzinfo=UTC)
 
 
-@pytest.fixture
-def backend(settings):
-    settings.RESEND_API_KEY = ""
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-
-
 def join(tenant, n, *, now=NOW, key="comments", recipient="ada"):
     return digest_join(
         tenant=tenant,
@@ -71,7 +65,7 @@ def test_a_join_is_one_statement_besides_its_transaction(db, django_assert_num_q
     assert "ON CONFLICT" in statements[0]
 
 
-def test_the_tick_sends_one_email_with_the_first_ten_and_the_rest_counted(db, backend):
+def test_the_tick_sends_one_email_with_the_first_ten_and_the_rest_counted(db, local_mail):
     tenant = make_tenant()
     recipient_put(tenant=tenant, key="ada", email="ada@example.com", now=NOW)
     for n in range(25):
