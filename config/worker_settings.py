@@ -4,6 +4,7 @@
 from django.core.exceptions import ImproperlyConfigured
 
 from config.environment import env, flag, http_url, not_negative, positive, read, seconds_list
+from outbound import mailers
 
 # --- Notifications scheduler (run_tick) ----------------------------------------------------
 TICK_LIMIT = int(positive("TICK_LIMIT", read("TICK_LIMIT", env.int, 100)))
@@ -58,7 +59,13 @@ NOTIFICATIONS_EMAIL_FROM = read(
     "NOTIFICATIONS_EMAIL_FROM", env.str, "Tickwork <notifications@tickwork.invalid>"
 )
 # Printed as written, links whole (Django 6.1's own console backend prints quoted-printable).
-EMAIL_BACKEND = read("EMAIL_BACKEND", env.str, "operations.console_email.ReadableConsoleBackend")
+_email_backend = read("EMAIL_BACKEND", env.str, "operations.console_email.ReadableConsoleBackend")
+# The one variable becomes the setting the running Django wants: MAILERS from 6.1 on, where
+# EMAIL_BACKEND is deprecated (and refused beside MAILERS), EMAIL_BACKEND on 5.2.
+if mailers.USES_MAILERS:
+    MAILERS = mailers.mailers_setting(_email_backend)
+else:
+    EMAIL_BACKEND = _email_backend
 WEBHOOK_ALLOW_PRIVATE_TARGETS = flag("WEBHOOK_ALLOW_PRIVATE_TARGETS", False)
 WEBHOOK_SECRET_GRACE_SECONDS = int(
     positive("WEBHOOK_SECRET_GRACE_SECONDS", read("WEBHOOK_SECRET_GRACE_SECONDS", env.int, 86_400))

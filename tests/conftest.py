@@ -13,6 +13,7 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
+from django.core import mail
 from django.core.cache import cache
 from django.db import connections
 from hypothesis import settings as hypothesis_settings
@@ -26,6 +27,7 @@ from tenancy.models import Role, Tenant
 from tenancy.plans import forget_plans
 from tenancy.services import member_add, tenant_create
 from tests.delivery.factories import make_tenant
+from tests.support.mail import use_email_backend
 from tests.support.sqlite_files import migrated_file
 from tests.support.static_files import static_files_walked_once
 
@@ -92,6 +94,15 @@ def tenant(db) -> Tenant:
 def local_channels(settings) -> None:
     """Webhooks may target the local test servers (plain http on 127.0.0.1)."""
     settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
+
+
+@pytest.fixture
+def local_mail(settings) -> list:
+    """E-mail goes through Django's own backend, not Resend: the locmem one, whose outbox
+    (`django.core.mail.outbox`) this returns."""
+    settings.RESEND_API_KEY = ""
+    use_email_backend(settings)
+    return mail.outbox
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """A bad setting stops start-up with a message naming the variable."""
 
+import json
 import os
 import subprocess
 import sys
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from outbound import mailers
 from tests.conftest import runs_without_the_pass_database
 
 # Every process here gets a DATABASE_URL of its own (or none).
@@ -214,3 +216,44 @@ def test_signup_without_a_turnstile_secret_stops_every_command_in_one_line(comma
 def test_signup_without_a_turnstile_secret_starts_in_debug_or_with_one():
     assert start(SIGNUP_ENABLED="true", DEBUG="true").returncode == 0
     assert start(SIGNUP_ENABLED="true", TURNSTILE_SECRET_KEY="0x4AAA-secret").returncode == 0
+
+
+# Start-up with EMAIL_BACKEND set, the SMTP backend built from it, and what Django said about
+# e-mail meanwhile (Django 6.1 warns of EMAIL_BACKEND and the EMAIL_* settings at start-up).
+_EMAIL_AT_START_UP = """
+import json, warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import django
+    django.setup()
+    from django.conf import settings
+    from outbound import mailers
+    mailer = mailers.default_mailer(timeout=2)
+print(json.dumps({
+    "backend": mailers.backend_path(),
+    "built": f"{type(mailer).__module__}.{type(mailer).__qualname__}",
+    "relay": [mailer.host, mailer.port, mailer.timeout],
+    "set": [name for name in ("EMAIL_BACKEND", "MAILERS") if settings.is_overridden(name)],
+    "deprecations": [
+        str(entry.message) for entry in caught
+        if issubclass(entry.category, (DeprecationWarning, PendingDeprecationWarning))
+        and "mail" in str(entry.message).lower()
+    ],
+}))
+"""
+
+
+def test_email_backend_becomes_the_setting_the_running_django_wants_without_a_deprecation():
+    smtp = "django.core.mail.backends.smtp.EmailBackend"
+    result = run(
+        [sys.executable, "-c", _EMAIL_AT_START_UP],
+        DATABASE_URL="sqlite:///:memory:",
+        EMAIL_BACKEND=smtp,
+    )
+
+    assert result.returncode == 0, result.stderr
+    started = json.loads(result.stdout)
+    assert (started["backend"], started["built"]) == (smtp, smtp)
+    assert started["relay"] == ["localhost", 25, 2]
+    assert started["set"] == (["MAILERS"] if mailers.USES_MAILERS else ["EMAIL_BACKEND"])
+    assert started["deprecations"] == []

@@ -1,7 +1,7 @@
-"""The email channel through Django's EMAIL_BACKEND (SMTP, console, locmem...), one message
-per recipient's copy (delivery.copies). With RESEND_API_KEY set, emails go out in Resend
-batches instead (resend.py and the tick's mail batches). The README's "The scheduler:
-`run_tick`" tells both apart."""
+"""The email channel through Django's configured backend (the EMAIL_BACKEND variable: SMTP,
+console, locmem...; outbound.mailers), one message per recipient's copy (delivery.copies).
+With RESEND_API_KEY set, emails go out in Resend batches instead (resend.py and the tick's
+mail batches). The README's "The scheduler: `run_tick`" tells both apart."""
 
 import dataclasses
 import logging
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core import mail
-from django.core.mail.backends.base import BaseEmailBackend
 
 from delivery import header_tokens
 from delivery.copies import EmailCopy, copies_of, outgoing_copies
 from delivery.occurrences import occurrence_id
+from outbound import mailers
 from outbound.categories import ErrorCategory
 from outbound.connections import Connections
 from tenancy import link_tokens
@@ -105,20 +105,11 @@ def _send_with_backend(message: EmailMessage, *, timeout: float) -> DeliveryResu
             from_email=settings.NOTIFICATIONS_EMAIL_FROM,
             to=list(message.to),
             headers=dict(message.headers),
-            connection=_backend_connection(timeout),
         )
-        email.send(fail_silently=False)
+        mailers.default_mailer(timeout=timeout).send_messages([email])
     except (ValueError, smtplib.SMTPException, OSError) as exc:
         return _backend_error_result(exc)
     return DeliveryResult(ok=True)
-
-
-def _backend_connection(timeout: float) -> BaseEmailBackend:
-    try:
-        return mail.get_connection(timeout=timeout)
-    except TypeError:
-        # A third-party backend without a `timeout` argument.
-        return mail.get_connection()
 
 
 def _backend_error_result(exc: Exception) -> DeliveryResult:

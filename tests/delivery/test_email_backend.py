@@ -1,4 +1,5 @@
-"""send_email through Django's EMAIL_BACKEND (no Resend key): delivery and error classes."""
+"""send_email through Django's configured backend (no Resend key): delivery and error
+classes."""
 
 import smtplib
 import socket
@@ -9,6 +10,7 @@ from django.core.mail.backends.base import BaseEmailBackend
 
 from delivery.transports.base import EmailMessage
 from delivery.transports.email import send_email
+from tests.support.mail import SMTP_BACKEND, use_email_backend
 
 MESSAGE = EmailMessage(
     to=("ada@example.com",), subject="Reminder", body="It is time.", idempotency_key="n_1_1"
@@ -25,10 +27,8 @@ class RaisingBackend(BaseEmailBackend):
 
 
 @pytest.fixture
-def backend(settings):
-    settings.RESEND_API_KEY = ""
+def backend(settings, local_mail):
     settings.NOTIFICATIONS_EMAIL_FROM = "Tickwork <noreply@example.com>"
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     return settings
 
 
@@ -58,8 +58,7 @@ def test_refused_smtp_connection_is_transient(backend):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    backend.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    backend.EMAIL_HOST, backend.EMAIL_PORT = "127.0.0.1", port
+    use_email_backend(backend, SMTP_BACKEND, host="127.0.0.1", port=port)
     result = send_email(MESSAGE, timeout=1)
     assert (result.ok, result.permanent, result.category) == (False, False, "connection")
 
@@ -67,8 +66,7 @@ def test_refused_smtp_connection_is_transient(backend):
 def test_silent_smtp_server_times_out(backend):
     # The kernel completes the handshake, but no greeting ever comes.
     with socket.create_server(("127.0.0.1", 0)) as silent:
-        backend.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-        backend.EMAIL_HOST, backend.EMAIL_PORT = "127.0.0.1", silent.getsockname()[1]
+        use_email_backend(backend, SMTP_BACKEND, host="127.0.0.1", port=silent.getsockname()[1])
         result = send_email(MESSAGE, timeout=0.5)
     assert (result.ok, result.permanent, result.category) == (False, False, "timeout")
 
@@ -86,7 +84,7 @@ def test_silent_smtp_server_times_out(backend):
 )
 def test_smtp_errors_are_classified(backend, monkeypatch, error, permanent):
     monkeypatch.setattr(RaisingBackend, "error", error)
-    backend.EMAIL_BACKEND = f"{__name__}.RaisingBackend"
+    use_email_backend(backend, f"{__name__}.RaisingBackend")
     result = send_email(MESSAGE, timeout=5)
     assert (result.ok, result.permanent) == (False, permanent)
     assert "ada@example.com" not in result.error

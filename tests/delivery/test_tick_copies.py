@@ -62,9 +62,7 @@ def logged(row) -> list[tuple[str, str]]:
     return list(rows.values_list("recipient", "outcome"))
 
 
-def test_three_addresses_get_three_emails_each_to_one_address(db, settings, mailoutbox):
-    settings.RESEND_API_KEY = ""
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+def test_three_addresses_get_three_emails_each_to_one_address(db, local_mail, mailoutbox):
     row = email_row(make_tenant(), [*ADDRESSES, "a@example.com"])
 
     summary = run_tick(now=NOW)

@@ -17,16 +17,10 @@ from delivery.scheduler.tick import run_tick
 from tests.delivery.factories import make_endpoint, make_notification
 from tests.support.http_server import Reply, recording_server
 
-pytestmark = pytest.mark.usefixtures("local_channels")
+pytestmark = pytest.mark.usefixtures("local_channels", "local_mail")
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 DAILY = "FREQ=DAILY"
-
-
-@pytest.fixture(autouse=True)
-def _local_mail(settings):
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-    settings.RESEND_API_KEY = ""
 
 
 def test_one_shot_success_completes_the_row_and_logs_the_delivery(tenant):

@@ -19,10 +19,8 @@ LINK_REFERENCE = re.compile(r"\{\{link:[a-z]+:[A-Za-z0-9_-]+\}\}")
 
 
 @pytest.fixture(autouse=True)
-def _front_door(settings, signup_on):
+def _front_door(settings, signup_on, local_mail):
     settings.SIGNUP_RATE_IP = "5/hour"
-    settings.RESEND_API_KEY = ""
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     settings.SIGNUP_VERIFY_URL = "https://app.example.com/verify?token={token}"
     settings.INVITATION_ACCEPT_URL = "https://app.example.com/join?token={token}"
 

@@ -23,12 +23,6 @@ from tests.support.concurrency import run_together
 NOW = datetime(2026, 3, 10, 9, 0, tzinfo=UTC)
 
 
-@pytest.fixture
-def backend(settings):
-    settings.RESEND_API_KEY = ""
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-
-
 def join(tenant, n, *, now=NOW, key="comments", recipient="ada", digest_subject=""):
     return digest_join(
         tenant=tenant,
@@ -72,7 +66,7 @@ def test_a_join_is_one_statement_besides_its_transaction(db, django_assert_num_q
     assert "ON CONFLICT" in statements[0]
 
 
-def test_the_tick_sends_one_email_with_the_first_ten_and_the_rest_counted(db, backend):
+def test_the_tick_sends_one_email_with_the_first_ten_and_the_rest_counted(db, local_mail):
     tenant = make_tenant()
     recipient_put(tenant=tenant, key="ada", email="ada@example.com", now=NOW)
     for n in range(25):
@@ -111,7 +105,7 @@ def test_the_body_lists_at_most_ten():
     assert digest_body(items[:2], count=2) == "- s0\n- s1"
 
 
-def test_a_digest_of_three_says_so_in_its_subject(db, backend):
+def test_a_digest_of_three_says_so_in_its_subject(db, local_mail):
     tenant = make_tenant()
     recipient_put(tenant=tenant, key="ada", email="ada@example.com", now=NOW)
     for n in range(1, 4):
@@ -123,7 +117,7 @@ def test_a_digest_of_three_says_so_in_its_subject(db, backend):
     assert sent.subject == "3 updates: Comment 1, Comment 2, Comment 3"
 
 
-def test_a_key_s_subject_is_the_latest_a_join_named_with_the_count(db, backend):
+def test_a_key_s_subject_is_the_latest_a_join_named_with_the_count(db, local_mail):
     tenant = make_tenant()
     recipient_put(tenant=tenant, key="ada", email="ada@example.com", now=NOW)
     join(tenant, 1, digest_subject="Comments on your post")

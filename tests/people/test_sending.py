@@ -27,9 +27,7 @@ WEEKDAYS = {"days": ["MO", "TU", "WE", "TH", "FR"], "from": "09:00", "until": "1
 
 
 @pytest.fixture
-def backend(settings):
-    settings.RESEND_API_KEY = ""
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+def backend(settings, local_mail):
     settings.UNSUBSCRIBE_URL = "https://api.example.com/v1/unsubscribe/{token}"
     settings.CRITICAL_CATEGORIES = ["security"]
 

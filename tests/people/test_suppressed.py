@@ -33,14 +33,8 @@ def opted_out(alice):
     )
 
 
-@pytest.fixture
-def django_backend(settings):
-    settings.RESEND_API_KEY = ""
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-
-
 def test_the_log_the_summary_and_metrics_call_it_suppressed(
-    client, alice, opted_out, django_backend, settings
+    client, alice, opted_out, local_mail, settings
 ):
     settings.METRICS_ENABLED, settings.METRICS_TOKEN = True, ""
 
@@ -59,7 +53,7 @@ def test_the_log_the_summary_and_metrics_call_it_suppressed(
     assert 'tickwork_worker_outcomes_total{outcome="delivered",worker="run_tick"} 0.0' in metrics
 
 
-def test_the_deliveries_api_lists_and_filters_it(alice, opted_out, django_backend):
+def test_the_deliveries_api_lists_and_filters_it(alice, opted_out, local_mail):
     run_tick(now=NOW)
 
     response = alice.client().get("/v1/deliveries?outcome=suppressed")

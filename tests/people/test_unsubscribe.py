@@ -30,9 +30,8 @@ def configured(settings):
 
 
 @pytest.fixture
-def backend(settings, configured):
-    settings.RESEND_API_KEY = ""
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+def backend(configured, local_mail):
+    """Unsubscribe links configured; e-mail into the locmem outbox."""
 
 
 @pytest.fixture

@@ -52,10 +52,8 @@ def test_a_project_name_with_a_line_break_is_400_at_create_and_rename(alice, nam
 
 
 def test_a_name_stored_with_line_breaks_reaches_the_subject_on_one_line_and_is_sent(
-    alice, settings
+    alice, local_mail
 ):
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-    settings.RESEND_API_KEY = ""
     Tenant.objects.filter(pk=alice.tenant.pk).update(name="Evil\r\nBcc: all@example.com\u2028")
 
     invited = alice.client().post(

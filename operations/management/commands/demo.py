@@ -51,6 +51,7 @@ from operations.demo.supervisor import (
     free_port,
     port_check,
 )
+from outbound import mailers
 
 HOST = "127.0.0.1"
 # A notification due now goes out within this many seconds (cron's minute is too slow to
@@ -337,8 +338,8 @@ def _side_effects() -> str:
         provisioning = "no PROVISIONING_URL, so a new project is provisioned at once"
     if settings.RESEND_API_KEY:
         email = "e-mail is sent through Resend"
-    elif settings.EMAIL_BACKEND == CONSOLE_EMAIL_BACKEND:
+    elif mailers.backend_path() == CONSOLE_EMAIL_BACKEND:
         email = "e-mail is printed below (tick |)"
     else:
-        email = f"e-mail goes through {settings.EMAIL_BACKEND}"
+        email = f"e-mail goes through {mailers.backend_path()}"
     return f"Jobs: {provisioning}; {email}."
