@@ -16,8 +16,9 @@ part of its caller's transaction, so a create that fails later takes its charge 
 When the plan's limit changes within a period (an upgrade, or a downgrade below what some
 slots already hold), the first charge that sees it locks the period's slots, reads the
 plan's limit under that lock (a process whose plan cache is older must not share out its
-stale limit) and shares out what is left of it over them: each slot's cap becomes its use plus its part of
-the rest, so the caps add up to the new limit (or to the use, when it is already past it).
+stale limit) and shares out what is left of it over them: each slot's cap becomes its use
+plus its part of the rest, so the caps add up to the new limit (or to the use, when it is
+already past it).
 
 Count limits (`webhook_endpoints`, `members`) count the tenant's rows under a lock on the
 tenant's row: those creates are rare, and the count is exact.
