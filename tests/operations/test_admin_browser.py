@@ -124,11 +124,12 @@ def _overflow(page: Page) -> tuple[int, int]:
     return page_overflow, table_overflow
 
 
-def test_the_dead_letters_fit_a_1366_pixel_window_last_error_included(queue, page):
+@pytest.mark.parametrize("listed", ["?state=dead_lettered", ""], ids=["dead letters", "all"])
+def test_the_notifications_fit_a_1366_pixel_window_last_error_included(queue, page, listed):
     page.set_viewport_size({"width": 1366, "height": 768})
     _log_in(page)
 
-    page.goto("/admin/delivery/notification/?state=dead_lettered")
+    page.goto(f"/admin/delivery/notification/{listed}")
     expect(page.locator("#result_list")).to_contain_text("HTTP 503 from the mail relay")
 
     assert _overflow(page) == (0, 0)
