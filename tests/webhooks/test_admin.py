@@ -5,6 +5,7 @@ endpoint and their latest attempts."""
 from delivery.models import Delivery, Notification, WebhookEndpoint
 from tests.delivery.factories import make_endpoint, make_tenant
 from webhooks.applications import application_create
+from webhooks.endpoints import webhook_endpoint_update
 from webhooks.event_types import event_type_create
 from webhooks.messages import publish_message
 from webhooks.models import EventType
@@ -207,3 +208,16 @@ def test_an_archived_type_an_endpoint_still_names_stays_ticked_and_marked(admin_
 
     assert dict(form.fields["event_types"].choices)["old.type"] == "old.type (archived)"
     assert form.initial["event_types"] == ["old.type"]
+
+
+def test_an_endpoint_switched_off_through_the_api_reads_manual_and_filters_so(admin_client, tenant):
+    endpoint = make_endpoint(tenant=tenant, url="https://hooks.example.com/x")
+    make_endpoint(tenant=tenant, url="https://hooks.example.com/on")
+    webhook_endpoint_update(tenant=tenant, endpoint_id=endpoint.pk, enabled=False)
+
+    change = admin_client.get(f"/admin/delivery/webhookendpoint/{endpoint.pk}/change/")
+    filtered = admin_client.get("/admin/delivery/webhookendpoint/?disabled_reason=manual")
+
+    assert "manual" in change.content.decode()
+    assert "?disabled_reason=manual" in filtered.content.decode()  # the filter offers it
+    assert list(filtered.context["cl"].result_list) == [endpoint]
