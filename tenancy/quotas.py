@@ -132,12 +132,17 @@ def _add(tenant_id: UUID, name: str, period: Period, shard: int, n: int, limit: 
     # slot locked to the end of its transaction (PostgreSQL locks the newest version before
     # it checks it again). Holding it while it waits for the next slot, in an order of its
     # own, two charges can wait for each other: a failed try is rolled back to let it go.
-    savepoint = transaction.savepoint()
-    if slot.update(used=F("used") + n) == 1:
-        transaction.savepoint_commit(savepoint)
-        return True
-    transaction.savepoint_rollback(savepoint)
-    return False
+    try:
+        with transaction.atomic():
+            if slot.update(used=F("used") + n) != 1:
+                raise _SlotFull
+    except _SlotFull:
+        return False
+    return True
+
+
+class _SlotFull(Exception):
+    pass
 
 
 def _share_out(tenant_id: UUID, name: str, period: Period) -> int | None:
