@@ -26,11 +26,18 @@ from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Any, cast
+from typing import Any
 
 from django.db import connection, models
 
-from dbqueue.ranking import CAP, SHARE, ClaimSpec, CompiledRanking, compiled_ranking
+from dbqueue.ranking import (
+    CAP,
+    SHARE,
+    ClaimSpec,
+    CompiledRanking,
+    compiled_ranking,
+    quoted_table,
+)
 from dbtools.compiled import bind, raw_instances
 from dbtools.fields import column_of, concrete_field
 
@@ -160,7 +167,7 @@ def _postgresql_claim(
     values: dict[str, Any],
     limit: int,
 ) -> tuple[str, list[Any]]:
-    table, pk = _quoted(compiled.model)
+    table, pk = quoted_table(compiled.model)
     share = OVERSAMPLE * limit
     counted, counted_params = "count(*)", []
     prefix, prefix_params = "WITH ", []
@@ -213,18 +220,12 @@ def _sqlite_claim(
     limit: int,
 ) -> tuple[str, list[Any]]:
     # The single writer lock serialises claimers, so the ranking itself is the pick.
-    table, pk = _quoted(compiled.model)
+    table, pk = quoted_table(compiled.model)
     sql = (
         f"UPDATE {table} SET {assignments[0]} WHERE {pk} IN "
         f"(SELECT {pk} FROM ({compiled.ranked_sql}) AS ranked) RETURNING *"
     )
     return sql, [*assignments[1], *bind(compiled.ranked_params, values, connection), limit]
-
-
-def _quoted(model: type[models.Model]) -> tuple[str, str]:
-    """The model's table and primary key column, quoted."""
-    quote = connection.ops.quote_name
-    return quote(model._meta.db_table), quote(column_of(cast(models.Field, model._meta.pk)))
 
 
 def _by_cap(caps: Mapping[Any, int]) -> list[tuple[int, list[Any]]]:

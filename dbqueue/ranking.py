@@ -130,11 +130,8 @@ def _compile(spec: ClaimSpec, ready: models.QuerySet, capped: int | None) -> Com
     # after our snapshot is re-checked in its new version (EvalPlanQual) and refused, where a
     # check on the ranked copy would let it be claimed twice.
     where_sql, where_params = _where(ready)
-    table, pk = _quoted(model)
-    order = ", ".join(
-        f"{table}.{_column(model, name.lstrip('-'))}" + (" DESC" if name.startswith("-") else "")
-        for name in spec.order_by
-    )
+    table, pk = quoted_table(model)
+    order = _order_sql(model, spec.order_by)
     candidates_sql, candidates_params = "", ()
     if spec.groups is not None:
         candidates_sql, candidates_params = _candidates(spec, model, where_sql, where_params)
@@ -171,13 +168,10 @@ def _candidates(
     `claim_full` says whether some group may have had more ready rows than it gave."""
     assert spec.groups is not None
     groups_sql, groups_params = _where(spec.groups())
-    table, pk = _quoted(model)
+    table, pk = quoted_table(model)
     group = f"{table}.{_column(model, spec.fair_by)}"
     capped = f"{table}.{_column(model, spec.capped_by)}" if spec.capped_by else "NULL"
-    order = ", ".join(
-        f"{table}.{_column(model, name.lstrip('-'))}" + (" DESC" if name.startswith("-") else "")
-        for name in (*spec.order_by, model._meta.pk.name)
-    )
+    order = _order_sql(model, (*spec.order_by, model._meta.pk.name))
     share = "(SELECT rows FROM claim_share)"
 
     def first_rows(of: str, where: str = "") -> str:
@@ -241,9 +235,19 @@ def _where(queryset: models.QuerySet) -> tuple[str, list[Any]]:
     return sql, list(params)
 
 
-def _quoted(model: type[models.Model]) -> tuple[str, str]:
+def quoted_table(model: type[models.Model]) -> tuple[str, str]:
+    """The model's table and primary key column, quoted."""
     quote = connection.ops.quote_name
     return quote(model._meta.db_table), quote(column_of(cast(models.Field, model._meta.pk)))
+
+
+def _order_sql(model: type[models.Model], names: tuple[str, ...]) -> str:
+    """An ORDER BY list of the model's fields, on its table (`-name`: descending)."""
+    table, _ = quoted_table(model)
+    return ", ".join(
+        f"{table}.{_column(model, name.lstrip('-'))}" + (" DESC" if name.startswith("-") else "")
+        for name in names
+    )
 
 
 def _column(model: type[models.Model], name: str) -> str:
