@@ -184,14 +184,16 @@ def _postgresql_claim(
         counted_params = [limit + 1]
     sql = (
         f"{prefix}ranked AS ({compiled.ranked_sql}), "
-        # The rows are looked up by key among the ranked ones (`= ANY`), so the lookup is
-        # by primary key whatever the planner believes of the due rows: a burst inserted
-        # before the table's statistics caught up otherwise joined every due row to the
-        # ranking one by one (220 ms for 5,000 due rows instead of 15).
-        f"picked AS (SELECT {table}.{pk} FROM {table} "
-        f"JOIN ranked ON ranked.{pk} = {table}.{pk} WHERE {compiled.where_sql} "
-        f"AND {table}.{pk} = ANY(ARRAY(SELECT {pk} FROM ranked)) "
-        f"ORDER BY ranked.fair_rank, {compiled.order_sql}, {table}.{pk} "
+        # The ranked keys are walked in the ranking's order (a materialized CTE is read
+        # back in the order it was written) and each is looked up by primary key, until
+        # the batch is locked. The ready predicate is wrapped in `IS TRUE` so that no
+        # index can answer it: a burst inserted before the table's statistics caught up
+        # otherwise had the planner scan every due row through the ready index and join
+        # it to the ranking (220 ms for 5,000 due rows, then 27 ms with `= ANY`; now 1 ms).
+        f"picked AS (SELECT {table}.{pk} FROM "
+        f"unnest(ARRAY(SELECT {pk} FROM ranked)) WITH ORDINALITY AS claim_order(pk, n) "
+        f"JOIN {table} ON {table}.{pk} = claim_order.pk WHERE ({compiled.where_sql}) IS TRUE "
+        f"ORDER BY claim_order.n "
         f"LIMIT %s FOR UPDATE OF {table} SKIP LOCKED), "
         f"claimed AS (UPDATE {table} AS claimed SET {assignments[0]} FROM picked "
         f"WHERE claimed.{pk} = picked.{pk} RETURNING claimed.*) "

@@ -12,6 +12,8 @@ from django.db import connection
 from dbqueue.claims import OVERSAMPLE, claim, claim_statement
 from delivery.models import Notification, WebhookEndpoint
 from delivery.scheduler.tick import DUE
+from jobs.consumer import JOB_CLAIM
+from jobs.models import TASK_KIND, Job
 from tenancy.models import Tenant
 from tests.conftest import requires_postgres
 from tests.dbqueue.fair_queues import LEASE, NOW
@@ -183,3 +185,37 @@ def test_a_tenants_second_endpoint_is_not_held_back_by_its_first_endpoints_backl
 
     assert waiting <= {row.pk for row in taken}
     assert len(taken) == 7
+
+
+def test_a_burst_of_jobs_claimed_before_statistics_caught_up_locks_by_key_in_rank_order():
+    # 3,000 Django tasks enqueued moments ago, on a table the planner believes all but empty.
+    # The batch is locked by looking up the ranked keys one by one: no step of the lock
+    # reads every due job or joins the ranking to itself.
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE jobs_job CASCADE")
+    due = seconds_ago(60)
+    Job.objects.bulk_create(
+        Job(
+            kind=TASK_KIND,
+            payload={"task": "tests.jobs.task_functions.add", "args": [], "kwargs": {}},
+            max_attempts=3,
+            next_attempt_at=due + timedelta(milliseconds=n),
+            created_at=due,
+            updated_at=due,
+        )
+        for n in range(BACKLOG)
+    )
+    oldest = list(Job.objects.order_by("next_attempt_at").values_list("pk", flat=True)[:LIMIT])
+    _, sql, params = claim_statement(JOB_CLAIM, now=NOW, lease=LEASE, limit=LIMIT)
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+        (document,) = cursor.fetchone()
+    plan = (json.loads(document) if isinstance(document, str) else document)[0]["Plan"]
+    (lock,) = [node for node in plan_nodes(plan) if node["Node Type"] == "LockRows"]
+
+    assert max(node["Actual Rows"] * node["Actual Loops"] for node in plan_nodes(lock)) <= (
+        OVERSAMPLE * LIMIT
+    )
+    # EXPLAIN ANALYZE ran the claim: it took the oldest jobs.
+    claimed = Job.objects.filter(claim_token=1).values_list("pk", flat=True)
+    assert set(claimed) == set(oldest)
