@@ -7,7 +7,8 @@
 It creates (and drops at the end) the PostgreSQL database `tw_bench_tasks`, migrates it with
 bench/tasks_settings.py (both backends' tables), and in each of R rounds, for each backend in
 turn (the order alternates between rounds):
-  1. drain: N no-op `@task`s are enqueued, then one worker drains them and exits
+  1. drain: N no-op `@task`s are enqueued, both tables are vacuumed and analyzed, then one
+     worker drains them and exits
      (`manage.py consume_jobs --once --limit N`, `manage.py db_worker --batch --backend db`);
      tasks/s is N over the worker's wall time, Python and Django start-up included, and
      again over that time less the same worker's run on an empty queue (its start-up);
@@ -99,6 +100,19 @@ def clear() -> None:
     DBTaskResult.objects.all().delete()
 
 
+def vacuum() -> None:
+    """VACUUM ANALYZE both backends' tables: each drain starts on fresh statistics and no
+    dead rows left by the rounds before, whichever backend ran last."""
+    from django.db import connection
+    from django_tasks_db.models import DBTaskResult
+
+    from jobs.models import Job
+
+    with connection.cursor() as cursor:
+        for model in (Job, DBTaskResult):
+            cursor.execute(f"VACUUM ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
+
+
 def finished(backend: str) -> int:
     from django_tasks_db.models import DBTaskResult
 
@@ -135,6 +149,7 @@ def run(tasks: int, rounds: int, bulk: int, env: dict[str, str]) -> None:
             clear()
             empty = manage(env, *worker_args(backend, tasks))
             enqueue(backend, tasks)
+            vacuum()
             seconds = manage(env, *worker_args(backend, tasks))
             done = finished(backend)
             assert done == tasks, f"{backend}: {done} of {tasks} tasks finished"
