@@ -39,7 +39,9 @@ class ClaimSpec:
     in a partial index on (`fair_by`, *`order_by`, pk) with the same condition. A claim on
     PostgreSQL then walks that index: it skips from one group to the next and takes each
     group's first ready rows from it, so it ranks a few rows per group instead of sorting
-    every ready row, and costs the same 5,000 or 100,000 rows deep."""
+    every ready row, and costs the same 5,000 or 100,000 rows deep. Rows whose `fair_by` is
+    NULL are one group of their own (a Django task's job, which has no tenant); a spec with
+    both a nullable `fair_by` and `capped_by` cannot have groups."""
 
     ready: Callable[[Any], models.QuerySet]
     order_by: tuple[str, ...]
@@ -140,7 +142,10 @@ def _compile(spec: ClaimSpec, ready: models.QuerySet, capped: int | None) -> Com
             [],
             output_field=models.BooleanField(),
         )
-        ready = ready.filter(among)
+        # The candidates are ready rows already: testing the predicate again let a planner
+        # with stale statistics intersect the candidates with every due row of the ready
+        # index. The lock still tests it (`where_sql`).
+        ready = model._base_manager.filter(among)
     ranked_sql, ranked_params = _ranked(spec, ready, capped).query.sql_with_params()
     return CompiledRanking(
         model,
@@ -173,6 +178,9 @@ def _candidates(
     capped = f"{table}.{_column(model, spec.capped_by)}" if spec.capped_by else "NULL"
     order = _order_sql(model, (*spec.order_by, model._meta.pk.name))
     share = "(SELECT rows FROM claim_share)"
+    nullable = model._meta.get_field(spec.fair_by).null
+    if nullable and spec.capped_by:
+        raise ValueError("a claim with groups cannot cap while its fair_by may be NULL")
 
     def first_rows(of: str, where: str = "") -> str:
         return (
@@ -181,18 +189,35 @@ def _candidates(
             f"ORDER BY {order} LIMIT {share})"
         )
 
+    # The NULL group is looked up on its own: `=` never matches NULL, and an index answers
+    # `IS NULL` where it cannot answer `IS NOT DISTINCT FROM`. Its order names the group
+    # too, so that the planner reads it in index order (IS NULL, unlike `=`, does not tell
+    # it the column is constant) instead of sorting every ready row of the group.
+    null_ready, null_first, null_params = "", "", ()
+    if nullable:
+        null_ready = (
+            f" UNION ALL SELECT NULL WHERE EXISTS (SELECT 1 FROM {table} "
+            f"WHERE {where_sql} AND {group} IS NULL)"
+        )
+        null_first = (
+            f" UNION ALL (SELECT {table}.{pk}, NULL, NULL FROM {table} "
+            f"WHERE {where_sql} AND {group} IS NULL ORDER BY {group}, {order} LIMIT {share})"
+        )
+        null_params = tuple(where_params)
     sql = (
         "claim_groups AS ("
-        f"(SELECT {group} AS g FROM {table} WHERE {groups_sql} ORDER BY {group} LIMIT 1) "
+        f"(SELECT {group} AS g FROM {table} WHERE {groups_sql} AND {group} IS NOT NULL "
+        f"ORDER BY {group} LIMIT 1) "
         f"UNION ALL SELECT (SELECT {group} FROM {table} WHERE {groups_sql} "
         f"AND {group} > claim_groups.g ORDER BY {group} LIMIT 1) "
         "FROM claim_groups WHERE claim_groups.g IS NOT NULL), "
         "claim_ready_groups AS (SELECT claim_groups.g FROM claim_groups "
-        f"WHERE EXISTS (SELECT 1 FROM {table} WHERE {where_sql} AND {group} = claim_groups.g)), "
+        f"WHERE EXISTS (SELECT 1 FROM {table} WHERE {where_sql} AND {group} = claim_groups.g)"
+        f"{null_ready}), "
         "claim_share AS (SELECT ceil(%s::numeric / greatest(count(*), 1))::integer AS rows "
         "FROM claim_ready_groups), "
         f"claim_first AS (SELECT first.* FROM claim_ready_groups "
-        f"{first_rows('claim_ready_groups.g')} AS first), "
+        f"{first_rows('claim_ready_groups.g')} AS first{null_first}), "
         "claim_saturated AS (SELECT g, c FROM claim_first WHERE c IS NOT NULL "
         "GROUP BY g, c HAVING count(*) >= %s), "
         "claim_rest AS (SELECT rest.* FROM (SELECT DISTINCT g FROM claim_saturated) AS full_groups "
@@ -213,8 +238,10 @@ def _candidates(
         *groups_params,
         *groups_params,
         *where_params,
+        *null_params,
         SHARE,
         *where_params,
+        *null_params,
         CAP,
         *where_params,
     )

@@ -219,3 +219,64 @@ def test_a_burst_of_jobs_claimed_before_statistics_caught_up_locks_by_key_in_ran
     # EXPLAIN ANALYZE ran the claim: it took the oldest jobs.
     claimed = Job.objects.filter(claim_token=1).values_list("pk", flat=True)
     assert set(claimed) == set(oldest)
+
+
+def fill_tasks(count: int, *, due: datetime) -> None:
+    """`count` ready Django task jobs (no tenant), one millisecond apart, then fresh
+    statistics."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO jobs_job (
+                id, kind, payload, status, attempts, max_attempts, next_attempt_at,
+                claim_token, last_error_category, last_error, created_at, updated_at,
+                attempt_history, priority, queue_name)
+            SELECT gen_random_uuid(), %(kind)s, '{"task": "t", "args": [], "kwargs": {}}',
+                   'pending', 0, 3, %(due)s + make_interval(secs => n / 1000.0), 0, '', '',
+                   %(due)s, %(due)s, '[]', 0, 'default'
+            FROM generate_series(0, %(count)s - 1) AS n
+            """,
+            {"kind": TASK_KIND, "due": due, "count": count},
+        )
+        cursor.execute("ANALYZE jobs_job")
+
+
+def job_claim_plan() -> dict:
+    _, sql, params = claim_statement(JOB_CLAIM, now=NOW, lease=LEASE, limit=LIMIT)
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+        (document,) = cursor.fetchone()
+    return (json.loads(document) if isinstance(document, str) else document)[0]["Plan"]
+
+
+def test_a_job_claim_100000_tasks_deep_reads_only_the_few_it_ranks():
+    fill_tasks(DEEP, due=seconds_ago(3600))
+
+    nodes = plan_nodes(job_claim_plan())
+
+    # Rows a node read: those it passed on and those its filter threw away.
+    read = [
+        (node["Actual Rows"] + node.get("Rows Removed by Filter", 0)) * node["Actual Loops"]
+        for node in nodes
+    ]
+    assert max(read) <= OVERSAMPLE * LIMIT
+
+
+def test_a_tenants_one_job_is_claimed_first_behind_100000_tasks():
+    fill_tasks(DEEP, due=seconds_ago(3600))
+    tenant = make_tenant()
+    job = Job.objects.create(
+        tenant=tenant,
+        kind="provision",
+        payload={},
+        max_attempts=3,
+        next_attempt_at=seconds_ago(10),
+        created_at=NOW,
+        updated_at=NOW,
+    )
+
+    taken = claim(JOB_CLAIM, now=NOW, lease=LEASE, limit=2)
+
+    # The oldest task and the tenant's job: each group's first before any group's second.
+    assert job.pk in {row.pk for row in taken}
+    assert {row.tenant_id for row in taken} == {None, tenant.pk}
