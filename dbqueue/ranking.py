@@ -195,9 +195,11 @@ def _candidates(
     # it the column is constant) instead of sorting every ready row of the group.
     null_ready, null_first, null_params = "", "", ()
     if nullable:
+        # In index order too (a scalar subquery: EXISTS drops the order): as an EXISTS the
+        # planner scanned the table from its start, through every job a drain had finished.
         null_ready = (
-            f" UNION ALL SELECT NULL WHERE EXISTS (SELECT 1 FROM {table} "
-            f"WHERE {where_sql} AND {group} IS NULL)"
+            f" UNION ALL SELECT NULL WHERE (SELECT true FROM {table} "
+            f"WHERE {where_sql} AND {group} IS NULL ORDER BY {group}, {order} LIMIT 1)"
         )
         null_first = (
             f" UNION ALL (SELECT {table}.{pk}, NULL, NULL FROM {table} "

@@ -95,7 +95,7 @@ def test_claiming_a_batch_is_one_statement(alice, django_assert_num_queries):
 
 
 @requires_postgres
-def test_the_ready_query_is_served_by_the_partial_index(alice):
+def test_the_claim_is_served_by_the_partial_index_of_ready_jobs_by_tenant(alice):
     make_job(alice.tenant)
     _, sql, params = claim_statement(JOB_CLAIM, now=NOW, lease=timedelta(seconds=60), limit=10)
     with connection.cursor() as cursor:
@@ -103,7 +103,7 @@ def test_the_ready_query_is_served_by_the_partial_index(alice):
         cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
 
-    assert "job_ready_idx" in plan
+    assert "job_tenant_ready_idx" in plan
 
 
 @requires_postgres
