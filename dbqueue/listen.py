@@ -62,6 +62,12 @@ class ListenWaiter:
             self.close()
             return False
 
+    @property
+    def listening(self) -> bool:
+        """Whether the LISTEN connection is open: a looping worker opened it; a single
+        pass (cron's) never does."""
+        return self._db is not None
+
     def open(self) -> None:
         self.connect()
 

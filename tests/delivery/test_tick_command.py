@@ -114,7 +114,7 @@ def test_a_write_back_that_fails_with_the_database_still_there_does_not_stop_the
 def test_loop_reports_a_lost_database_and_keeps_ticking(db, monkeypatch):
     ticks: list[int] = []
 
-    def tick(*, max_rows, stop, woken):
+    def tick(*, max_rows, stop, woken, linger):
         ticks.append(1)
         if len(ticks) == 1:
             raise ConnectionLost(TickSummary(claimed=2, errors=2)) from session_ended()
