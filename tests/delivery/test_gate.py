@@ -4,9 +4,16 @@ its observed pace, and what it tells the next claim."""
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 from delivery.circuits import Circuit
-from delivery.scheduler.gate import Admission, ClaimLimits, EndpointGate
+from delivery.scheduler.gate import (
+    TEND_SECONDS,
+    Admission,
+    ClaimLimits,
+    EndpointGate,
+    EndpointSlots,
+)
 
 NOW = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 E = "endpoint"
@@ -228,3 +235,45 @@ def test_the_queues_together_take_no_more_than_a_few_seconds_of_the_ticks_pace()
 
     # Deliveries older than the pace's window no longer count.
     assert g.lookahead_room(now=later + timedelta(seconds=11)) == 0
+
+
+class SteppedClock:
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def elapsed(self) -> float:
+        return self.seconds
+
+    def now(self) -> datetime:
+        return NOW + timedelta(seconds=self.seconds)
+
+
+def test_a_tick_looks_over_the_slots_it_holds_at_most_every_tend_seconds(monkeypatch):
+    config = SimpleNamespace(
+        endpoint_concurrency=4,
+        lease=timedelta(seconds=45),
+        circuit_failures=5,
+        waiting_depth=8,
+        batch=100,
+        wait_window=30.0,
+        endpoint_share=8,
+        start_cover=timedelta(seconds=10),
+    )
+    tick = SimpleNamespace(config=config, clock=SteppedClock(), lost=None)
+    slots = EndpointSlots(tick)
+    slots.holder.held["scope"] = frozenset(range(4))
+    slots.endpoint_of["scope"] = E
+    looks, freed = [], []
+    surplus = slots._surplus
+    monkeypatch.setattr(slots, "_surplus", lambda busy: looks.append(1) or surplus(busy))
+    monkeypatch.setattr(slots.holder, "release", freed.append)
+
+    # A step every millisecond for a second and a half: one look every TEND_SECONDS.
+    for step in range(1500):
+        tick.clock.seconds = step / 1000
+        slots.tend(queued=[], now=tick.clock.now())
+
+    assert TEND_SECONDS == 0.05
+    assert len(looks) == 30
+    # The four idle slots were freed once they had been spare for LINGER_SECONDS.
+    assert {"scope": [0, 1, 2, 3]} in freed
