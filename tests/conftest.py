@@ -170,6 +170,19 @@ def _plans_read_once_per_test(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _replica_positions_read_once_per_test(monkeypatch):
+    """Likewise the replicas' probes and the primary's log position (PostgreSQL with
+    replicas): read afresh by each test, then cached for its whole run rather than a
+    second, so a busy machine cannot add a statement to the second of two counted
+    requests."""
+    from dbtools import replicas
+
+    monkeypatch.setattr(replicas, "HEALTHY_FOR_SECONDS", 24 * 3600.0)
+    monkeypatch.setattr(replicas, "_probes", {})
+    monkeypatch.setattr(replicas, "_primary", {})
+
+
+@pytest.fixture(autouse=True)
 def _fresh_throttles(request):
     """One test's requests must not throttle the next. The counters are database rows, which
     a test's rollback or flush removes as well; a test with database access starts without

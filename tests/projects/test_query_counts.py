@@ -15,15 +15,9 @@ whole test so the count does not depend on how fast it runs).
 import pytest
 from django.db import connection
 
-from dbtools import replicas
 from tests.projects.factories import make_project
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def _positions_cached_for_the_test(monkeypatch):
-    monkeypatch.setattr(replicas, "HEALTHY_FOR_SECONDS", 3600.0)
 
 
 TRANSACTION_CONTROL = {"BEGIN", "COMMIT", "ROLLBACK"}
