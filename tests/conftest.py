@@ -172,14 +172,11 @@ def _plans_read_once_per_test(monkeypatch):
 @pytest.fixture(autouse=True)
 def _replica_positions_read_once_per_test(monkeypatch):
     """Likewise the replicas' probes and the primary's log position (PostgreSQL with
-    replicas): read afresh by each test, then cached for its whole run rather than a
-    second, so a busy machine cannot add a statement to the second of two counted
-    requests."""
+    replicas): cached for the whole test rather than a second, so a busy machine cannot
+    add a statement to the second of two counted requests."""
     from dbtools import replicas
 
     monkeypatch.setattr(replicas, "HEALTHY_FOR_SECONDS", 24 * 3600.0)
-    monkeypatch.setattr(replicas, "_probes", {})
-    monkeypatch.setattr(replicas, "_primary", {})
 
 
 @pytest.fixture(autouse=True)
