@@ -123,7 +123,11 @@ class EndpointGate:
 
     def __post_init__(self) -> None:
         self.circuits: dict[Any, Circuit] = {}
+        # Endpoints whose circuit is not healthy (open, half-open or counting failures).
+        self.unhealthy: set[Any] = set()
+        # Deliveries running per endpoint; an endpoint with none has no key.
         self.in_flight: Counter = Counter()
+        # Rows waiting for a slot per endpoint; an endpoint with none has no key.
         self.waiting: dict[Any, deque] = {}
         self.durations: dict[Any, deque] = {}
         # depth_of each endpoint, asked several times a delivery: known until its pace moves.
@@ -135,7 +139,14 @@ class EndpointGate:
 
     def know(self, endpoint_id: Any, circuit: Circuit) -> None:
         """Take the database's view of an endpoint's circuit (after a load or a write)."""
+        self._set_circuit(endpoint_id, circuit)
+
+    def _set_circuit(self, endpoint_id: Any, circuit: Circuit) -> None:
         self.circuits[endpoint_id] = circuit
+        if circuit.healthy:
+            self.unhealthy.discard(endpoint_id)
+        else:
+            self.unhealthy.add(endpoint_id)
 
     def circuit(self, endpoint_id: Any) -> Circuit:
         return self.circuits.get(endpoint_id, _CLOSED)
@@ -183,10 +194,16 @@ class EndpointGate:
         return free + self.depth_of(endpoint_id) - len(self.waiting.get(endpoint_id, ()))
 
     def claim_limits(self, *, now: datetime) -> ClaimLimits:
-        """What the next claim may take of the endpoints this tick knows (see ClaimLimits);
-        an endpoint it does not know yet gets the default share."""
+        """What the next claim may take of the endpoints this tick is busy with (see
+        ClaimLimits): those with deliveries running or rows waiting here, those whose last
+        claim took all it might, and those whose circuit is not healthy. Any other gets the
+        default share: an idle fast endpoint whose claim fills that share is backlogged
+        from then on, so the claim after takes what its pace has room for. Looking only at
+        these keeps a claim's cost to what the tick is doing, not to every endpoint it has
+        ever delivered to (2,000 in a wide fan-out)."""
         skip, caps = self.slots.unavailable(now=now), {}
-        for endpoint_id in self.in_flight.keys() | self.waiting.keys() | self.durations.keys():
+        busy = self.in_flight.keys() | self.waiting.keys() | self.backlogged | self.unhealthy
+        for endpoint_id in busy:
             room = self.room(endpoint_id, now=now)
             if room <= 0:
                 skip.add(endpoint_id)
@@ -258,6 +275,8 @@ class EndpointGate:
         apply it to the circuit; the attempt's signal when it says something new about the
         endpoint (so it must be written down), else None."""
         self.in_flight[endpoint_id] -= 1
+        if self.in_flight[endpoint_id] <= 0:
+            del self.in_flight[endpoint_id]
         self.finishes.append(now)
         if seconds is not None:
             self.durations.setdefault(endpoint_id, deque(maxlen=PACE_SAMPLES)).append(seconds)
@@ -268,8 +287,8 @@ class EndpointGate:
         before = self.circuit(endpoint_id)
         if signal is circuits.Signal.ALIVE and before.healthy:
             return None
-        self.circuits[endpoint_id] = circuits.after(
-            before, signal, now=now, threshold=self.threshold
+        self._set_circuit(
+            endpoint_id, circuits.after(before, signal, now=now, threshold=self.threshold)
         )
         return signal
 
@@ -280,16 +299,18 @@ class EndpointGate:
         if not queue:
             return None
         circuit = self.circuit(endpoint_id)
-        if circuit.is_open(now):
-            return queue.popleft()
         half_open = circuit.is_half_open(now, threshold=self.threshold)
-        if self.in_flight[endpoint_id] < self.slots.usable(
-            endpoint_id, half_open=half_open, now=now
+        if (
+            circuit.is_open(now)
+            or self.in_flight[endpoint_id]
+            < self.slots.usable(endpoint_id, half_open=half_open, now=now)
+            # With no slot to hope for (another tick holds them all), `admit` releases it.
+            or self.slots.ceiling(endpoint_id, half_open=half_open, now=now) == 0
         ):
-            return queue.popleft()
-        # With no slot to hope for (another tick holds them all), `admit` releases it.
-        if self.slots.ceiling(endpoint_id, half_open=half_open, now=now) == 0:
-            return queue.popleft()
+            item = queue.popleft()
+            if not queue:
+                del self.waiting[endpoint_id]
+            return item
         return None
 
     def half_open(self, endpoint_id: Any, *, now: datetime) -> bool:

@@ -165,8 +165,12 @@ class PacedRows:
     def limits(self, limits: ClaimLimits, *, share: int, now: datetime) -> ClaimLimits:
         """`limits` with the paced endpoints the tick knows capped at their slots free
         within the window, and left alone while fewer than half of them are."""
-        skip, caps = set(limits.skip), dict(limits.caps)
         self.full = set()
+        if not _SEEN:
+            # No budget seen yet: no endpoint has a room of its own (`room` is None for
+            # each), and a wide fan-out knows thousands of them.
+            return limits
+        skip, caps = set(limits.skip), dict(limits.caps)
         for endpoint_id in self.endpoints.keys() | _ENDPOINT_BUDGETS.keys():
             if endpoint_id in skip:
                 continue

@@ -122,6 +122,27 @@ def test_the_next_claim_takes_what_a_known_endpoint_has_room_for():
     assert g.claim_limits(now=NOW).extra == 70
 
 
+def test_a_claim_looks_only_at_the_endpoints_the_tick_is_busy_with():
+    g = gate()
+    idle = [f"idle-{n}" for n in range(2_000)]
+    for endpoint_id in idle:  # each delivered to once, fast: a pace known, nothing left
+        g.started(endpoint_id)
+        g.finish(endpoint_id, ok=True, category="", now=NOW, backpressure=False, seconds=0.01)
+    g.started(E)
+    g.claimed(Counter({"backlogged": 8}), ClaimLimits(), full=False)
+    g.started("failing")
+    g.finish("failing", ok=False, category="timeout", now=NOW, backpressure=False)
+
+    limits = g.claim_limits(now=NOW)
+
+    # The idle ones take the default share (their next claim of a full share backlogs
+    # them); the running, the backlogged and the failing ones their room.
+    assert limits.caps == {E: 3 + 8, "backlogged": 4 + 8, "failing": 4 + 8}
+    assert not g.in_flight.keys() - {E}
+    assert g.claimed(Counter({idle[0]: 8}), limits, full=False) == {idle[0]}
+    assert g.claim_limits(now=NOW).caps[idle[0]] == 4 + 100
+
+
 def test_an_endpoint_without_room_is_skipped_and_a_short_claim_ends_its_backlog():
     g = gate()
     for _ in range(4):
