@@ -70,13 +70,25 @@ class SlotHolder:
             return
         quote = connection.ops.quote_name
         table = quote(ConcurrencySlot._meta.db_table)
-        marks = " OR ".join(["(scope = %s AND slot = %s)"] * len(pairs))
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {table} SET holder = '', held_until_us = 0 "
-                f"WHERE holder = %s AND ({marks})",
-                [self.name, *(value for pair in pairs for value in pair)],
+        if connection.vendor == "postgresql":
+            # Two arrays: one statement shape whatever the count (prepared once), and each
+            # pair looked up through the (scope, slot) index (LIMIT 1, its one row, keeps
+            # the planner from hashing the whole table instead), then updated by its key.
+            sql = (
+                f"UPDATE {table} SET holder = '', held_until_us = 0 WHERE holder = %s AND "
+                "id = ANY(ARRAY(SELECT slots.id FROM unnest(%s::text[], %s::smallint[]) "
+                f"AS freed(scope, slot) CROSS JOIN LATERAL (SELECT id FROM {table} "
+                "WHERE scope = freed.scope AND slot = freed.slot LIMIT 1) AS slots))"
             )
+            params: list[Any] = [self.name, [s for s, _ in pairs], [n for _, n in pairs]]
+        else:
+            marks = " OR ".join(["(scope = %s AND slot = %s)"] * len(pairs))
+            sql = (
+                f"UPDATE {table} SET holder = '', held_until_us = 0 WHERE holder = %s AND ({marks})"
+            )
+            params = [self.name, *(value for pair in pairs for value in pair)]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
         for scope, slot in pairs:
             left = self.held[scope] - {slot}
             if left:
@@ -98,6 +110,8 @@ class SlotHolder:
         quote = connection.ops.quote_name
         table = quote(ConcurrencySlot._meta.db_table)
         ordered = sorted(wants)
+        if connection.vendor == "postgresql":
+            return self._take_pg(table, ordered, wants, now=now)
         marks = ", ".join(["%s"] * len(ordered))
         free = f"scope IN ({marks}) AND slot < %s AND (holder = %s OR held_until_us <= %s)"
         free_params: list[Any] = [*ordered, self.capacity, self.name, micros(now)]
@@ -109,29 +123,47 @@ class SlotHolder:
         wanted = "CASE scope " + " ".join(["WHEN %s THEN %s"] * len(ordered)) + " END"
         wanted_params = [value for scope in ordered for value in (scope, wants[scope])]
         assign = [self.name, micros(now + self.lease)]
-        if connection.vendor == "postgresql":
-            sql = (
-                f"WITH free AS (SELECT id, scope, slot, holder FROM {table} WHERE {free} "
-                "FOR UPDATE SKIP LOCKED), "
-                f"picked AS (SELECT id FROM (SELECT id, scope, {rank} AS rank FROM free) ranked "
-                f"WHERE rank <= {wanted}) "
-                f"UPDATE {table} AS taken SET holder = %s, held_until_us = %s FROM picked "
-                "WHERE taken.id = picked.id RETURNING taken.scope, taken.slot"
-            )
-            params = [*free_params, self.name, *wanted_params, *assign]
-        else:
-            sql = (
-                f"UPDATE {table} SET holder = %s, held_until_us = %s WHERE id IN "
-                f"(SELECT id FROM (SELECT id, scope, {rank} AS rank FROM {table} "
-                f"WHERE {free}) ranked WHERE rank <= {wanted}) RETURNING scope, slot"
-            )
-            params = [*assign, self.name, *free_params, *wanted_params]
-        got: dict[str, set[int]] = {}
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            for scope, slot in cursor.fetchall():
-                got.setdefault(scope, set()).add(slot)
-        return {scope: frozenset(slots) for scope, slots in got.items()}
+        sql = (
+            f"UPDATE {table} SET holder = %s, held_until_us = %s WHERE id IN "
+            f"(SELECT id FROM (SELECT id, scope, {rank} AS rank FROM {table} "
+            f"WHERE {free}) ranked WHERE rank <= {wanted}) RETURNING scope, slot"
+        )
+        return _fetch_slots(sql, [*assign, self.name, *free_params, *wanted_params])
+
+    def _take_pg(
+        self, table: str, ordered: list[str], wants: Mapping[str, int], *, now: datetime
+    ) -> dict[str, frozenset[int]]:
+        # The scopes and their wants as two arrays: one statement shape whatever the count
+        # (prepared once). Each scope's slots are looked up through the (scope, slot) index
+        # and each taken slot updated by its key: with a list of values and a CASE over
+        # them, the planner scanned the whole table twice, at every take.
+        sql = (
+            "WITH free AS MATERIALIZED (SELECT slots.id, slots.scope, slots.slot, "
+            "slots.holder, wanted.want "
+            "FROM unnest(%s::text[], %s::int[]) AS wanted(scope, want) CROSS JOIN LATERAL "
+            f"(SELECT id, scope, slot, holder FROM {table} WHERE scope = wanted.scope "
+            "AND slot < %s AND (holder = %s OR held_until_us <= %s) "
+            "FOR UPDATE SKIP LOCKED) AS slots), "
+            "picked AS MATERIALIZED (SELECT id FROM (SELECT id, want, ROW_NUMBER() OVER "
+            "(PARTITION BY scope ORDER BY CASE WHEN holder = %s THEN 0 ELSE 1 END, slot) "
+            "AS rank FROM free) ranked WHERE rank <= want) "
+            f"UPDATE {table} AS taken SET holder = %s, held_until_us = %s "
+            "WHERE taken.id = ANY(ARRAY(SELECT id FROM picked)) "
+            "RETURNING taken.scope, taken.slot"
+        )
+        params: list[Any] = [ordered, [wants[scope] for scope in ordered], self.capacity]
+        params += [self.name, micros(now), self.name, self.name, micros(now + self.lease)]
+        return _fetch_slots(sql, params)
+
+
+def _fetch_slots(sql: str, params: list[Any]) -> dict[str, frozenset[int]]:
+    """Run a statement that returns (scope, slot) pairs; the slots of each scope."""
+    got: dict[str, set[int]] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for scope, slot in cursor.fetchall():
+            got.setdefault(scope, set()).add(slot)
+    return {scope: frozenset(slots) for scope, slots in got.items()}
 
 
 def slots_delete(scope: str) -> None:
