@@ -226,13 +226,16 @@ class EndpointGate:
     def lookahead_room(self, *, now: datetime) -> int:
         """How many more rows every queue together may take: LOOKAHEAD_SECONDS of this
         tick's recent pace (a claim's worth, `most`, while it has none), less those waiting."""
+        most = max(self.most, int(self.pace(now=now) * LOOKAHEAD_SECONDS))
+        return max(0, most - sum(len(queue) for queue in self.waiting.values()))
+
+    def pace(self, *, now: datetime) -> float:
+        """This tick's deliveries per second over the last TICK_PACE_SECONDS (0 for none)."""
         while self.finishes and (now - self.finishes[0]).total_seconds() > TICK_PACE_SECONDS:
             self.finishes.popleft()
-        most = self.most
-        if self.finishes:
-            span = max(1.0, (now - self.finishes[0]).total_seconds())
-            most = max(most, int(len(self.finishes) / span * LOOKAHEAD_SECONDS))
-        return max(0, most - sum(len(queue) for queue in self.waiting.values()))
+        if not self.finishes:
+            return 0.0
+        return len(self.finishes) / max(1.0, (now - self.finishes[0]).total_seconds())
 
     def claimed(self, counts: Counter, limits: ClaimLimits, *, full: bool) -> set[Any]:
         """Note what a claim took per endpoint; returns the endpoints of which more rows

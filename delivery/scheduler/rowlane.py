@@ -10,8 +10,10 @@ lane, and the joiner writes the row back once both are known.
 
 Its claims (`RowClaims`): when it claims, how many rows, and when its queue counts as
 drained. A claim is made for the workers that are free now (in batches: at least half of
-them, or any once nothing runs), or for the queues of fast endpoints that run low
-(`EndpointGate.refills`), never ahead while rows wait for a worker. A short claim drained
+them, or any once nothing runs), for the queues of fast endpoints that run low
+(`EndpointGate.refills`), or ahead of the workers: once the rows waiting for one fall to
+half of what the tick delivers in AHEAD_SECONDS, so that a claim deep in a backlog runs
+while the workers still have rows rather than after they ran out. A short claim drained
 the queue only if it took every row it ranked; an endpoint that took its full share, or
 whose rows were left for later (skipped, or given back), brings the next claim once it can
 take more.
@@ -53,6 +55,9 @@ from delivery.scheduler.writeback import (
     release,
     without_crashed,
 )
+
+# How long the rows claimed ahead for the workers may keep them busy (RowClaims._ahead).
+AHEAD_SECONDS = 0.25
 
 
 class Carrier(Protocol):
@@ -373,15 +378,32 @@ class RowClaims:
 
     def wanted(self, *, free: int, running: int, queued: int) -> bool:
         """Whether to claim now, with `free` workers, `running` rows in flight and `queued`
-        waiting for a worker."""
+        waiting for a worker: for the free workers, for the fast endpoints' queues, or
+        ahead, once the rows waiting for a worker fall to half of what the tick delivers
+        in AHEAD_SECONDS."""
         concurrency = self.tick.config.concurrency
         return (
             not self.exhausted
             and self.tick.may_claim()
             and (
-                (free > 0 and (free * 2 >= concurrency or not running)) or self._refills(queued) > 0
+                (free > 0 and (free * 2 >= concurrency or not running))
+                or self._refills(queued) > 0
+                or queued * 2 < self._ahead()
             )
         )
+
+    def _ahead(self) -> int:
+        """How many rows may wait for a worker here: what the tick delivers in
+        AHEAD_SECONDS at its recent pace, a batch at most. A claim then runs while the
+        workers still have rows, instead of after they ran out (a claim deep in a backlog
+        takes tens of milliseconds, in which they would idle); and a row claimed ahead
+        waits a fraction of a second, well within its lease. None while the tick has no
+        pace, or on a clock that never moves."""
+        tick = self.tick
+        if not tick.clock.moves:
+            return 0
+        pace = self.gate.pace(now=tick.clock.now())
+        return min(tick.config.batch, int(pace * AHEAD_SECONDS))
 
     def request(self, *, free: int, queued: int, known: frozenset) -> "ClaimRequest":
         """What the next claim asks for: what the free workers and the fast endpoints'
@@ -391,7 +413,7 @@ class RowClaims:
         limits = self.paced.limits(
             self.gate.claim_limits(now=now), share=tick.config.endpoint_share, now=now
         )
-        extra = 0 if queued else limits.extra
+        extra = max(0 if queued else limits.extra, self._ahead() - queued)
         self.gave_back_since_request = False
         return ClaimRequest(
             now=now,

@@ -26,6 +26,8 @@ URL = "https://hooks.example.com/hook"
 class SteppingClock:
     """The tick's clock, moved only by the channels (`step` per delivery)."""
 
+    moves = True
+
     def __init__(self, at: datetime) -> None:
         self.at = at
         self._started = time.monotonic()
