@@ -20,6 +20,12 @@ from django.db import connection
 from dbqueue.clock import micros
 from dbqueue.models import ConcurrencySlot
 
+# Each scope's slots ranked: those the holder (the parameter) holds first, then the lowest
+# free ones.
+_RANK = (
+    "ROW_NUMBER() OVER (PARTITION BY scope ORDER BY CASE WHEN holder = %s THEN 0 ELSE 1 END, slot)"
+)
+
 
 class SlotHolder:
     """The slots one worker holds (one tick), by scope; what it holds and until when is
@@ -115,17 +121,12 @@ class SlotHolder:
         marks = ", ".join(["%s"] * len(ordered))
         free = f"scope IN ({marks}) AND slot < %s AND (holder = %s OR held_until_us <= %s)"
         free_params: list[Any] = [*ordered, self.capacity, self.name, micros(now)]
-        # Each scope's slots ranked: those already held first, then the lowest free ones.
-        rank = (
-            "ROW_NUMBER() OVER (PARTITION BY scope ORDER BY "
-            "CASE WHEN holder = %s THEN 0 ELSE 1 END, slot)"
-        )
         wanted = "CASE scope " + " ".join(["WHEN %s THEN %s"] * len(ordered)) + " END"
         wanted_params = [value for scope in ordered for value in (scope, wants[scope])]
         assign = [self.name, micros(now + self.lease)]
         sql = (
             f"UPDATE {table} SET holder = %s, held_until_us = %s WHERE id IN "
-            f"(SELECT id FROM (SELECT id, scope, {rank} AS rank FROM {table} "
+            f"(SELECT id FROM (SELECT id, scope, {_RANK} AS rank FROM {table} "
             f"WHERE {free}) ranked WHERE rank <= {wanted}) RETURNING scope, slot"
         )
         return _fetch_slots(sql, [*assign, self.name, *free_params, *wanted_params])
@@ -144,9 +145,8 @@ class SlotHolder:
             f"(SELECT id, scope, slot, holder FROM {table} WHERE scope = wanted.scope "
             "AND slot < %s AND (holder = %s OR held_until_us <= %s) "
             "FOR UPDATE SKIP LOCKED) AS slots), "
-            "picked AS MATERIALIZED (SELECT id FROM (SELECT id, want, ROW_NUMBER() OVER "
-            "(PARTITION BY scope ORDER BY CASE WHEN holder = %s THEN 0 ELSE 1 END, slot) "
-            "AS rank FROM free) ranked WHERE rank <= want) "
+            f"picked AS MATERIALIZED (SELECT id FROM (SELECT id, want, {_RANK} AS rank "
+            "FROM free) ranked WHERE rank <= want) "
             f"UPDATE {table} AS taken SET holder = %s, held_until_us = %s "
             "WHERE taken.id = ANY(ARRAY(SELECT id FROM picked)) "
             "RETURNING taken.scope, taken.slot"
